@@ -1,0 +1,108 @@
+//! The `transcope` command line (see `spec/cli.md`, the contract other tools rely on).
+//!
+//! Exit codes: `0` success (including "nothing to write"), `1` runtime error, `2` usage
+//! error, `3` the scope log refused the transition. Hook commands always exit 0 unless
+//! `--strict`. A broken pipe on stdout is success.
+
+mod scope_cmd;
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// What was this agent session working on when each thing happened?
+#[derive(Parser, Debug)]
+#[command(name = "transcope", version, about, long_about = None)]
+pub struct Cli {
+    /// The agentihooks home [default: $AGENTIHOOKS_HOME, else ~/.agentihooks].
+    #[arg(long, global = true, value_name = "DIR")]
+    home: Option<PathBuf>,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Read and write a session's scope log.
+    #[command(subcommand)]
+    Scope(scope_cmd::ScopeCommand),
+    /// Attribute NDJSON events ({"at": …, "attrs": {…}}) through a session's scope log.
+    Attribute(scope_cmd::AttributeArgs),
+}
+
+/// The resolved agentihooks home.
+pub fn resolve_home(flag: Option<PathBuf>) -> PathBuf {
+    if let Some(h) = flag {
+        return h;
+    }
+    if let Some(h) = std::env::var_os("AGENTIHOOKS_HOME").filter(|h| !h.is_empty()) {
+        return PathBuf::from(h);
+    }
+    user_home().join(".agentihooks")
+}
+
+/// `$HOME` (the user's home directory).
+pub fn user_home() -> PathBuf {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/"))
+}
+
+/// Exit statuses of the contract.
+pub mod exit {
+    /// Success.
+    pub const OK: u8 = 0;
+    /// Runtime error.
+    pub const RUNTIME: u8 = 1;
+    /// Usage error.
+    pub const USAGE: u8 = 2;
+    /// The scope log refused the transition.
+    pub const REFUSED: u8 = 3;
+}
+
+/// Write `text` and a newline to stdout; a closed pipe is not an error.
+pub fn println_out(out: &mut impl Write, text: &str) -> io::Result<()> {
+    match out
+        .write_all(text.as_bytes())
+        .and_then(|()| out.write_all(b"\n"))
+    {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+        r => r,
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::OK
+            };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    let home = resolve_home(cli.home);
+    let result = match cli.command {
+        Command::Scope(cmd) => scope_cmd::run_scope(&home, cmd),
+        Command::Attribute(args) => scope_cmd::run_attribute(&home, args),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            if e.downcast_ref::<io::Error>()
+                .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
+            {
+                return ExitCode::from(exit::OK);
+            }
+            eprintln!("transcope: {e:#}");
+            ExitCode::from(exit::RUNTIME)
+        }
+    }
+}

@@ -1,0 +1,225 @@
+//! `transcope scope record|log|at` and `transcope attribute`.
+
+use std::io::{self, BufRead, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand};
+use serde_json::Value;
+use transcope_core::{py, scope::normalise, Grant, Scope, ScopeField};
+use transcope_scopelog::{Event, RecordError, ScopeLog};
+
+use crate::{exit, println_out};
+
+#[derive(Subcommand, Debug)]
+pub enum ScopeCommand {
+    /// Record a transition (record_scope); prints the written row, or nothing.
+    Record(RecordArgs),
+    /// Print every readable row of a session's log, one per line, in file order.
+    Log(SessionArg),
+    /// Print the 11-field scope in force at an instant, or null.
+    At(AtArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct SessionArg {
+    /// The session id (the scope-log key).
+    #[arg(long, allow_hyphen_values = true)]
+    session: String,
+}
+
+#[derive(Args, Debug)]
+pub struct AtArgs {
+    /// The session id (the scope-log key).
+    #[arg(long, allow_hyphen_values = true)]
+    session: String,
+    /// The instant (ISO 8601 as Python's fromisoformat reads it).
+    #[arg(long, allow_hyphen_values = true)]
+    at: String,
+}
+
+#[derive(Args, Debug)]
+pub struct RecordArgs {
+    /// The session id (the scope-log key).
+    #[arg(long, allow_hyphen_values = true)]
+    session: String,
+    /// When the transition took effect; stored verbatim.
+    #[arg(long, allow_hyphen_values = true)]
+    at: String,
+    /// Comma-separated project ids the session may claim ('' is an empty grant; no
+    /// --grant is no grant).
+    #[arg(long, allow_hyphen_values = true)]
+    grant: Option<String>,
+    /// A JSON object with any of the 11 scope fields; flags override its keys.
+    #[arg(long, allow_hyphen_values = true, value_name = "JSON")]
+    scope: Option<String>,
+    #[arg(long = "project-id", allow_hyphen_values = true, value_name = "V")]
+    /// project_id
+    project_id: Option<String>,
+    /// project
+    #[arg(long, allow_hyphen_values = true, value_name = "V")]
+    project: Option<String>,
+    /// repo
+    #[arg(long, allow_hyphen_values = true, value_name = "V")]
+    repo: Option<String>,
+    /// worktree
+    #[arg(long, allow_hyphen_values = true, value_name = "V")]
+    worktree: Option<String>,
+    /// cwd
+    #[arg(long, allow_hyphen_values = true, value_name = "V")]
+    cwd: Option<String>,
+    /// remote
+    #[arg(long, allow_hyphen_values = true, value_name = "V")]
+    remote: Option<String>,
+    /// branch
+    #[arg(long, allow_hyphen_values = true, value_name = "V")]
+    branch: Option<String>,
+    /// swarm
+    #[arg(long, allow_hyphen_values = true, value_name = "V")]
+    swarm: Option<String>,
+    /// task
+    #[arg(long, allow_hyphen_values = true, value_name = "V")]
+    task: Option<String>,
+    /// task_revision
+    #[arg(long = "task-revision", allow_hyphen_values = true, value_name = "V")]
+    task_revision: Option<String>,
+    /// lane
+    #[arg(long, allow_hyphen_values = true, value_name = "V")]
+    lane: Option<String>,
+}
+
+impl RecordArgs {
+    fn scope(&self) -> Result<Scope, String> {
+        let mut scope = match &self.scope {
+            Some(text) => match serde_json::from_str::<Value>(text) {
+                Ok(Value::Object(m)) => Scope::from_json_map(&m),
+                Ok(_) => return Err("--scope must be a JSON object".into()),
+                Err(e) => return Err(format!("--scope is not valid JSON: {e}")),
+            },
+            None => Scope::default(),
+        };
+        let flags = [
+            (ScopeField::ProjectId, &self.project_id),
+            (ScopeField::Project, &self.project),
+            (ScopeField::Repo, &self.repo),
+            (ScopeField::Worktree, &self.worktree),
+            (ScopeField::Cwd, &self.cwd),
+            (ScopeField::Remote, &self.remote),
+            (ScopeField::Branch, &self.branch),
+            (ScopeField::Swarm, &self.swarm),
+            (ScopeField::Task, &self.task),
+            (ScopeField::TaskRevision, &self.task_revision),
+            (ScopeField::Lane, &self.lane),
+        ];
+        for (f, v) in flags {
+            if let Some(v) = v {
+                scope.set(f, normalise(&Value::String(v.clone())));
+            }
+        }
+        Ok(scope)
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct AttributeArgs {
+    /// The session id (the scope-log key).
+    #[arg(long, allow_hyphen_values = true)]
+    session: String,
+    /// Comma-separated project ids the session may claim.
+    #[arg(long, allow_hyphen_values = true)]
+    grant: Option<String>,
+    /// NDJSON events, one {"at": …, "attrs": {…}} per line [default: stdin].
+    file: Option<PathBuf>,
+}
+
+pub fn run_scope(home: &Path, cmd: ScopeCommand) -> Result<u8> {
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    match cmd {
+        ScopeCommand::Record(args) => {
+            let scope = match args.scope() {
+                Ok(s) => s,
+                Err(msg) => {
+                    eprintln!("transcope: {msg}");
+                    return Ok(exit::USAGE);
+                }
+            };
+            let grant = args.grant.as_deref().map(Grant::parse_list);
+            let log = ScopeLog::open(home, args.session.clone());
+            match log.record(&scope, &args.at, grant.as_ref()) {
+                Ok(Some(row)) => {
+                    println_out(&mut out, &row.line)?;
+                    Ok(exit::OK)
+                }
+                Ok(None) => Ok(exit::OK),
+                Err(RecordError::Refused(r)) => {
+                    eprintln!("refused: {r}");
+                    Ok(exit::REFUSED)
+                }
+                Err(e) => Err(e).context("recording the transition"),
+            }
+        }
+        ScopeCommand::Log(args) => {
+            let log = ScopeLog::open(home, args.session);
+            for row in log.transitions() {
+                println_out(&mut out, &py::dumps(&Value::Object(row)))?;
+            }
+            Ok(exit::OK)
+        }
+        ScopeCommand::At(args) => {
+            let log = ScopeLog::open(home, args.session);
+            let text = match log.scope_at(&args.at) {
+                Some(s) => py::dumps(&Value::Object(s.to_json_map())),
+                None => "null".to_owned(),
+            };
+            println_out(&mut out, &text)?;
+            Ok(exit::OK)
+        }
+    }
+}
+
+pub fn run_attribute(home: &Path, args: AttributeArgs) -> Result<u8> {
+    let input: Box<dyn BufRead> = match &args.file {
+        Some(p) => Box::new(io::BufReader::new(
+            std::fs::File::open(p).with_context(|| format!("opening {}", p.display()))?,
+        )),
+        None => Box::new(io::stdin().lock()),
+    };
+    let mut events = Vec::new();
+    let mut bad = 0usize;
+    for (i, line) in input.split(b'\n').enumerate() {
+        let line = line.context("reading events")?;
+        let text = String::from_utf8_lossy(&line);
+        let text = text.trim();
+        if text.is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Value>(text)
+            .ok()
+            .as_ref()
+            .and_then(Event::from_json)
+        {
+            Some(e) => events.push(e),
+            None => {
+                bad += 1;
+                eprintln!(
+                    "transcope: event line {} is not a JSON object; skipped",
+                    i + 1
+                );
+            }
+        }
+    }
+    let grant = args.grant.as_deref().map(Grant::parse_list);
+    let log = ScopeLog::open(home, args.session);
+    let results = log.attribute(&events, grant.as_ref());
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    for r in &results {
+        println_out(&mut out, &r.to_python_json())?;
+    }
+    out.flush().ok();
+    if bad > 0 {
+        bail!("{bad} event line(s) could not be read");
+    }
+    Ok(exit::OK)
+}

@@ -1,0 +1,159 @@
+//! The adapter trait: one framed line in, zero or more [`Entry`] values out.
+//!
+//! Adapters are push-model: [`Adapter::decode`] hands each entry to an [`EntrySink`]
+//! instead of returning a collection, so no `Vec` is built per line and entries can
+//! borrow from the line. Format detection is separate ([`AdapterFactory::sniff`]), so a
+//! third-party crate adds a format by implementing these two traits and registering its
+//! factory in an [`AdapterRegistry`] — no existing crate changes.
+//!
+//! ```
+//! use transcope_core::adapter::*;
+//! use transcope_core::entry::{Entry, EntryKind, LinePos};
+//!
+//! /// A toy format: each line is `<cwd>`.
+//! struct Toy;
+//! impl Adapter for Toy {
+//!     fn decode(&mut self, line: &[u8], pos: LinePos, sink: &mut dyn EntrySink) -> Result<(), Skip> {
+//!         let cwd = std::str::from_utf8(line).map_err(|_| Skip::InvalidUtf8)?;
+//!         let e = Entry { kind: Some(EntryKind::Other), cwd: Some(cwd.into()), offset: pos.offset, line: pos.line, ..Entry::default() };
+//!         sink.entry(&e);
+//!         Ok(())
+//!     }
+//! }
+//! let mut seen = Vec::new();
+//! Toy.decode(b"/work", LinePos::default(), &mut |e: &Entry<'_>| seen.push(e.cwd.as_deref().unwrap().to_owned())).unwrap();
+//! assert_eq!(seen, ["/work"]);
+//! ```
+
+use std::fmt;
+
+use crate::entry::{Entry, LinePos};
+
+/// Receives decoded entries.
+pub trait EntrySink {
+    /// One entry; it may borrow from the line being decoded.
+    fn entry(&mut self, entry: &Entry<'_>);
+}
+
+impl<F: FnMut(&Entry<'_>)> EntrySink for F {
+    fn entry(&mut self, entry: &Entry<'_>) {
+        self(entry)
+    }
+}
+
+/// Why a line produced no entry. Skips are counted, never fatal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Skip {
+    /// An empty or whitespace-only line.
+    Blank,
+    /// Not UTF-8.
+    InvalidUtf8,
+    /// Not valid JSON.
+    InvalidJson,
+    /// Valid JSON, but not an object.
+    NotObject,
+    /// A known record whose fields have the wrong types.
+    WrongType,
+    /// A record this adapter does not model (state markers and the like).
+    Ignored,
+}
+
+impl Skip {
+    /// A short name for counters.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Skip::Blank => "blank",
+            Skip::InvalidUtf8 => "invalid_utf8",
+            Skip::InvalidJson => "invalid_json",
+            Skip::NotObject => "not_object",
+            Skip::WrongType => "wrong_type",
+            Skip::Ignored => "ignored",
+        }
+    }
+}
+
+impl fmt::Display for Skip {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Decodes lines of one transcript format. An adapter may keep state across the lines
+/// of one file (e.g. a legacy header's time); [`Adapter::reset`] starts a new file.
+pub trait Adapter: Send {
+    /// Decode one line (without its terminator) and push its entries to `sink`.
+    fn decode(&mut self, line: &[u8], pos: LinePos, sink: &mut dyn EntrySink) -> Result<(), Skip>;
+
+    /// Forget per-file state.
+    fn reset(&mut self) {}
+}
+
+impl<A: Adapter + ?Sized> Adapter for Box<A> {
+    fn decode(&mut self, line: &[u8], pos: LinePos, sink: &mut dyn EntrySink) -> Result<(), Skip> {
+        (**self).decode(line, pos, sink)
+    }
+    fn reset(&mut self) {
+        (**self).reset()
+    }
+}
+
+/// How sure a factory is that a file is its format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Confidence {
+    /// The default when nothing more specific claims the file.
+    Fallback,
+    /// The first line is this format's.
+    Certain,
+}
+
+/// Builds adapters and recognises their format.
+pub trait AdapterFactory: Send + Sync {
+    /// A short stable name (`claude`, `codex`, …).
+    fn name(&self) -> &'static str;
+    /// Whether the file whose first non-empty line is `first_line` is this format.
+    fn sniff(&self, first_line: &[u8]) -> Option<Confidence>;
+    /// A fresh adapter for one file (or one thread, reset per file).
+    fn build(&self) -> Box<dyn Adapter>;
+}
+
+/// An ordered set of adapter factories; detection picks the most confident, the
+/// earliest registered on a tie.
+#[derive(Default)]
+pub struct AdapterRegistry {
+    factories: Vec<Box<dyn AdapterFactory>>,
+}
+
+impl AdapterRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Register a factory.
+    pub fn register(&mut self, f: Box<dyn AdapterFactory>) -> &mut Self {
+        self.factories.push(f);
+        self
+    }
+
+    /// The factory for a file whose first non-empty line is `first_line`.
+    pub fn detect(&self, first_line: &[u8]) -> Option<&dyn AdapterFactory> {
+        let mut best: Option<(Confidence, &dyn AdapterFactory)> = None;
+        for f in &self.factories {
+            if let Some(c) = f.sniff(first_line) {
+                if best.as_ref().is_none_or(|(b, _)| c > *b) {
+                    best = Some((c, f.as_ref()));
+                }
+            }
+        }
+        best.map(|(_, f)| f)
+    }
+
+    /// The factory registered under `name`.
+    pub fn by_name(&self, name: &str) -> Option<&dyn AdapterFactory> {
+        self.factories
+            .iter()
+            .find(|f| f.name() == name)
+            .map(|f| f.as_ref())
+    }
+}

@@ -1,0 +1,119 @@
+//! The neutral entry model every adapter produces and every stage consumes.
+//!
+//! An [`Entry`] is what one transcript record means to transcope, whatever agent wrote
+//! it: when (the time string verbatim), where (folder and branch, already reduced to the
+//! reference's rules), who (session, agent, threading ids) and the assistant text a
+//! marker stage scans. Fields borrow from the line when they can (`Cow`).
+
+use std::borrow::Cow;
+
+/// What kind of record an entry came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum EntryKind {
+    /// A user message (Claude `user`, Codex user message).
+    User,
+    /// An assistant message (Claude `assistant`, Codex assistant message).
+    Assistant,
+    /// Claude `system`, `attachment`, `progress` and similar bookkeeping lines.
+    System,
+    /// Claude `summary` lines.
+    Summary,
+    /// Codex `session_meta` (or a legacy header line).
+    SessionMeta,
+    /// Codex `turn_context`.
+    TurnContext,
+    /// Codex `response_item` other than an assistant/user message.
+    ResponseItem,
+    /// Codex `event_msg`.
+    EventMsg,
+    /// Anything else (unknown `type` values are kept, not dropped).
+    Other,
+}
+
+/// The record's top-level `timestamp`, exactly as written.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub enum TimeValue<'a> {
+    /// No `timestamp` key (or `null`).
+    #[default]
+    Missing,
+    /// A JSON string, verbatim.
+    Str(Cow<'a, str>),
+    /// Another JSON value, as its compact JSON text (e.g. `7`, `true`, `[]`).
+    Other(Cow<'a, str>),
+}
+
+impl TimeValue<'_> {
+    /// The string form when the timestamp is a JSON string.
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            TimeValue::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// Python truthiness of the value (markers keep `at` only when truthy).
+    pub fn is_truthy(&self) -> bool {
+        match self {
+            TimeValue::Missing => false,
+            TimeValue::Str(s) => !s.is_empty(),
+            TimeValue::Other(raw) => {
+                let raw = raw.trim();
+                !matches!(raw, "false" | "null" | "0" | "[]" | "{}")
+                    && !raw.parse::<f64>().is_ok_and(|f| f == 0.0)
+            }
+        }
+    }
+
+    /// Convert to an owned value.
+    pub fn into_owned(self) -> TimeValue<'static> {
+        match self {
+            TimeValue::Missing => TimeValue::Missing,
+            TimeValue::Str(s) => TimeValue::Str(Cow::Owned(s.into_owned())),
+            TimeValue::Other(s) => TimeValue::Other(Cow::Owned(s.into_owned())),
+        }
+    }
+}
+
+/// One decoded transcript record.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Entry<'a> {
+    /// The record kind.
+    pub kind: Option<EntryKind>,
+    /// The top-level `timestamp`, verbatim.
+    pub time: TimeValue<'a>,
+    /// The folder in force, by the reference's rule: Codex `turn_context` →
+    /// `payload.cwd`; every other record → its top-level `cwd`. `None` when missing or
+    /// falsy; non-string values are rendered with Python `str()`.
+    pub cwd: Option<Cow<'a, str>>,
+    /// A truthy top-level `gitBranch`, as a string.
+    pub branch: Option<Cow<'a, str>>,
+    /// The session id the record names (`sessionId`, Codex `session_meta.id`).
+    pub session_id: Option<Cow<'a, str>>,
+    /// The sub-agent id (`agentId`).
+    pub agent_id: Option<Cow<'a, str>>,
+    /// Record id (`uuid`).
+    pub uuid: Option<Cow<'a, str>>,
+    /// Parent record id (`parentUuid`).
+    pub parent_uuid: Option<Cow<'a, str>>,
+    /// Logical parent across a compaction (`logicalParentUuid`).
+    pub logical_parent_uuid: Option<Cow<'a, str>>,
+    /// `isSidechain` is true.
+    pub is_sidechain: bool,
+    /// Marker-eligible assistant texts; each is one "record" of the marker scan
+    /// (scope-log.md §5.2), in order.
+    pub texts: Vec<Cow<'a, str>>,
+    /// Byte offset of the line in the file.
+    pub offset: u64,
+    /// 1-based line number.
+    pub line: u64,
+}
+
+/// Where a line sits in its file (filled in by the framing layer).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LinePos {
+    /// Byte offset of the line's first byte.
+    pub offset: u64,
+    /// 1-based line number.
+    pub line: u64,
+}

@@ -1,0 +1,34 @@
+//! # transcope-core: the neutral model
+//!
+//! Everything the other crates share and nothing format- or storage-specific:
+//!
+//! * [`scope`]: the 11-field [`Scope`](scope::Scope), its `transition_id`, the
+//!   [`Grant`](scope::Grant), and [`Attribution`](scope::Attribution) results;
+//! * [`timestamp`]: ISO 8601 exactly as Python 3.11 `datetime.fromisoformat` reads it,
+//!   and the [`Instant`](timestamp::Instant) it compares;
+//! * [`py`]: the Python `json.dumps` / `str()` renderings the on-disk formats need;
+//! * [`entry`] and [`adapter`]: the [`Entry`](entry::Entry) every adapter emits and the
+//!   push-model [`Adapter`](adapter::Adapter) trait;
+//! * [`session`]: the session-id grammar.
+//!
+//! Data flows one way: hook payload → identity → adapter → stages → scope log and sinks.
+//! This crate sits at the bottom and depends on none of the others.
+//!
+//! ```
+//! use transcope_core::{scope::{Scope, ScopeField}, timestamp};
+//! let s = Scope::default().with(ScopeField::Cwd, "/work/alpha/one");
+//! assert_eq!(s.get(ScopeField::Cwd), "/work/alpha/one");
+//! assert!(timestamp::parse("2026-10-08T10:00:00Z") < timestamp::parse("2026-10-08T10:00:01Z"));
+//! ```
+#![warn(missing_docs)]
+
+pub mod adapter;
+pub mod entry;
+pub mod py;
+pub mod scope;
+pub mod session;
+pub mod timestamp;
+
+pub use entry::{Entry, EntryKind, LinePos, TimeValue};
+pub use scope::{Attribution, Grant, Label, Scope, ScopeField};
+pub use timestamp::Instant;

@@ -1,0 +1,125 @@
+//! `scope_at` and `attribute` (scope-log.md §4).
+
+use serde_json::{Map, Value};
+use transcope_core::scope::is_unclaimed;
+use transcope_core::{py, timestamp, Attribution, Grant, Label, Scope, ScopeField};
+
+use crate::Row;
+
+/// One event to attribute: its time (any JSON value) and its attributes.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Event {
+    /// The event's `at`; only a string that parses as a timestamp finds a scope.
+    pub at: Option<Value>,
+    /// The event's `attrs` (`None` is the same as empty).
+    pub attrs: Option<Map<String, Value>>,
+}
+
+impl Event {
+    /// An event at `at` with no attributes.
+    pub fn at(at: &str) -> Event {
+        Event {
+            at: Some(Value::String(at.into())),
+            attrs: None,
+        }
+    }
+
+    /// Builder: set the attributes.
+    pub fn with_attrs(mut self, attrs: Map<String, Value>) -> Event {
+        self.attrs = Some(attrs);
+        self
+    }
+
+    /// Decode one NDJSON event object (`{"at": …, "attrs": {…}}`). A non-object
+    /// `attrs` counts as empty.
+    pub fn from_json(v: &Value) -> Option<Event> {
+        let m = v.as_object()?;
+        Some(Event {
+            at: m.get("at").cloned(),
+            attrs: m.get("attrs").and_then(Value::as_object).cloned(),
+        })
+    }
+}
+
+/// The scope in force at `at` among `rows` (§4.1): the last row in file order whose own
+/// `at` parses and is at or before the instant.
+pub fn scope_at_rows(rows: &[Row], at: &str) -> Option<Scope> {
+    let t = timestamp::parse(at)?;
+    rows.iter()
+        .rev()
+        .find(|r| {
+            r.get("at")
+                .and_then(Value::as_str)
+                .and_then(timestamp::parse)
+                .is_some_and(|rt| rt <= t)
+        })
+        .map(Scope::from_json_map)
+}
+
+/// Attribute each event through `rows` (§4.2).
+pub fn attribute_rows(rows: &[Row], events: &[Event], grant: Option<&Grant>) -> Vec<Attribution> {
+    events
+        .iter()
+        .map(|e| attribute_one(rows, e, grant))
+        .collect()
+}
+
+fn attribute_one(rows: &[Row], event: &Event, grant: Option<&Grant>) -> Attribution {
+    let empty = Map::new();
+    let attrs = event.attrs.as_ref().unwrap_or(&empty);
+    if attrs.get("share").and_then(Value::as_str) == Some("fleet") {
+        return Attribution::bare(Label::Fleet);
+    }
+    let scope = match &event.at {
+        Some(Value::String(s)) => scope_at_rows(rows, s),
+        _ => None,
+    };
+    let explicit: Vec<(ScopeField, String)> = ScopeField::PROJECT
+        .into_iter()
+        .filter_map(|f| {
+            attrs
+                .get(f.key())
+                .filter(|v| py::truthy(v))
+                .map(|v| (f, py::str_of(v)))
+        })
+        .collect();
+    let claimed = explicit
+        .iter()
+        .find(|(f, _)| *f == ScopeField::ProjectId)
+        .map(|(_, v)| v.as_str())
+        .filter(|id| !is_unclaimed(id));
+    let non_empty = |s: &Scope, keep: &dyn Fn(ScopeField) -> bool| -> Vec<(ScopeField, String)> {
+        s.iter()
+            .filter(|(f, v)| !v.is_empty() && keep(*f))
+            .map(|(f, v)| (f, v.to_owned()))
+            .collect()
+    };
+    if let Some(id) = claimed {
+        if grant.is_some_and(|g| !g.admits(id)) {
+            return Attribution::bare(Label::Refused);
+        }
+        let mut fields = scope
+            .as_ref()
+            .map(|s| non_empty(s, &|f| !f.is_project()))
+            .unwrap_or_default();
+        fields.extend(explicit);
+        return Attribution {
+            label: Label::Explicit,
+            fields,
+        };
+    }
+    match scope {
+        Some(s) => {
+            let label = if is_unclaimed(s.get(ScopeField::ProjectId)) {
+                Label::Unknown
+            } else {
+                Label::Scoped
+            };
+            Attribution {
+                label,
+                fields: non_empty(&s, &|_| true),
+            }
+        }
+        None => Attribution::bare(Label::Unknown),
+    }
+}

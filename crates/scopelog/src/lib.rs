@@ -1,0 +1,193 @@
+//! # transcope-scopelog: the per-session scope log
+//!
+//! A scope log is the authoritative history of what one session was working on: one
+//! JSON line per accepted *transition* (project, worktree, branch, task, …, and the
+//! instant it took effect) at `<home>/brain/session-scopes/<session>.jsonl`. The format
+//! and every rule are those of agentihooks' SV2-IDN-03 (`urn:swarm-v2:session-scope`),
+//! byte for byte; see `spec/scope-log.md`.
+//!
+//! The principal type is [`ScopeLog`], a handle on one session's log:
+//!
+//! * [`ScopeLog::record`] appends a transition under an exclusive lock, applying the
+//!   rules in the reference's order (grant, time, session id, replay, age, task
+//!   revision, unchanged scope), and returns the written row or `None`;
+//! * [`ScopeLog::transitions`] reads the readable rows in file order;
+//! * [`ScopeLog::scope_at`] gives the scope in force at an instant;
+//! * [`ScopeLog::attribute`] labels events (`scoped`, `explicit`, `fleet`, `unknown`,
+//!   `refused`) through the log, read once per call.
+//!
+//! ```
+//! use transcope_core::{Grant, Scope, ScopeField};
+//! use transcope_scopelog::{Event, ScopeLog};
+//!
+//! let home = tempfile::tempdir().unwrap();
+//! let log = ScopeLog::open(home.path(), "first");
+//! let scope = Scope::default()
+//!     .with(ScopeField::ProjectId, "github.com/fixture/alpha")
+//!     .with(ScopeField::Worktree, "one");
+//! let row = log.record(&scope, "2026-10-08T10:00:00+00:00", None).unwrap().unwrap();
+//! assert_eq!(row.sequence, 0);
+//! // The same transition again is an idempotent no-op.
+//! assert!(log.record(&scope, "2026-10-08T10:00:00+00:00", None).unwrap().is_none());
+//!
+//! let at = log.scope_at("2026-10-08T10:05:00Z").unwrap();
+//! assert_eq!(at.get(ScopeField::Worktree), "one");
+//! let results = log.attribute(&[Event::at("2026-10-08T09:00:00Z")], None);
+//! assert_eq!(results[0].label.as_str(), "unknown");
+//! # let _ = Grant::default();
+//! ```
+#![warn(missing_docs)]
+
+mod attribute;
+mod read;
+mod record;
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub use attribute::{attribute_rows, scope_at_rows, Event};
+pub use read::{rows_from_bytes, splitlines, Row};
+pub use record::WrittenRow;
+
+use transcope_core::session::is_valid_session_id;
+use transcope_core::{Attribution, Grant, Scope};
+
+/// The reference's fixed refusal messages. They never contain a project or a path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Refusal {
+    /// A grant was given and the scope's `project_id` is outside it.
+    #[error("project is outside the session grant")]
+    OutsideGrant,
+    /// `at` is not a timestamp Python's `fromisoformat` accepts.
+    #[error("transition time is not an ISO 8601 timestamp")]
+    NotATimestamp,
+    /// `at` is strictly earlier than the latest accepted transition.
+    #[error("transition is older than the latest accepted one")]
+    Older,
+    /// Same swarm and task, and a numerically lower task revision.
+    #[error("task revision is older than the latest accepted one")]
+    OlderTaskRevision,
+}
+
+/// Why [`ScopeLog::record`] wrote nothing and did not merely decline.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RecordError {
+    /// The rules refused the transition (`ScopeRefused` in the reference).
+    #[error("{0}")]
+    Refused(#[from] Refusal),
+    /// The log could not be written.
+    #[error("while {context}: {source}")]
+    Io {
+        /// What was being done (never names a project).
+        context: &'static str,
+        /// The underlying error.
+        source: io::Error,
+    },
+    /// The lock was held by another process for longer than the configured bound.
+    #[error("the scope log is locked by another process (gave up after {0:?})")]
+    LockTimeout(Duration),
+}
+
+impl RecordError {
+    /// The refusal, when this is one.
+    pub fn refusal(&self) -> Option<Refusal> {
+        match self {
+            RecordError::Refused(r) => Some(*r),
+            _ => None,
+        }
+    }
+}
+
+/// How long [`ScopeLog::record`] waits for the log's lock.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LockWait {
+    /// Block until the lock is free (the reference's behaviour).
+    #[default]
+    Forever,
+    /// Give up with [`RecordError::LockTimeout`] after this long (hooks: never block
+    /// the agent).
+    AtMost(Duration),
+}
+
+/// `<home>/brain/session-scopes`.
+pub fn scopes_dir(home: &Path) -> PathBuf {
+    home.join("brain").join("session-scopes")
+}
+
+/// `<home>/brain/session-scopes/<session>.jsonl`, or `None` for an invalid session id.
+pub fn log_path(home: &Path, session: &str) -> Option<PathBuf> {
+    is_valid_session_id(session).then(|| scopes_dir(home).join(format!("{session}.jsonl")))
+}
+
+/// A handle on one session's scope log. Cheap: nothing is read or created until a
+/// method needs it.
+#[derive(Clone, Debug)]
+pub struct ScopeLog {
+    session: String,
+    path: Option<PathBuf>,
+    lock_wait: LockWait,
+}
+
+impl ScopeLog {
+    /// The log of `session` under the agentihooks `home`. An invalid session id gives a
+    /// handle with no path: it reads as empty and never writes.
+    pub fn open(home: impl AsRef<Path>, session: impl Into<String>) -> ScopeLog {
+        let session = session.into();
+        let path = log_path(home.as_ref(), &session);
+        ScopeLog {
+            session,
+            path,
+            lock_wait: LockWait::Forever,
+        }
+    }
+
+    /// Set how long `record` waits for the lock.
+    pub fn with_lock_wait(mut self, wait: LockWait) -> ScopeLog {
+        self.lock_wait = wait;
+        self
+    }
+
+    /// The session id.
+    pub fn session(&self) -> &str {
+        &self.session
+    }
+
+    /// The log's path; `None` when the session id is invalid.
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// Every readable row, in file order (§1.7). Any I/O error reads as empty.
+    pub fn transitions(&self) -> Vec<Row> {
+        match &self.path {
+            Some(p) => std::fs::read(p)
+                .map(|b| rows_from_bytes(&b))
+                .unwrap_or_default(),
+            None => Vec::new(),
+        }
+    }
+
+    /// Record a transition (`record_scope`, §2). `Ok(None)` when nothing was written
+    /// (invalid session id, replay, unchanged scope).
+    pub fn record(
+        &self,
+        scope: &Scope,
+        at: &str,
+        grant: Option<&Grant>,
+    ) -> Result<Option<WrittenRow>, RecordError> {
+        record::record(self, scope, at, grant)
+    }
+
+    /// The scope in force at `at` (§4.1), or `None`.
+    pub fn scope_at(&self, at: &str) -> Option<Scope> {
+        scope_at_rows(&self.transitions(), at)
+    }
+
+    /// Attribute `events` through this log, read once (§4.2).
+    pub fn attribute(&self, events: &[Event], grant: Option<&Grant>) -> Vec<Attribution> {
+        attribute_rows(&self.transitions(), events, grant)
+    }
+}

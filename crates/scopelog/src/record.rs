@@ -1,0 +1,252 @@
+//! `record_scope` (scope-log.md §2), step by step in the reference's order.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::Path;
+use std::time::{Duration, Instant as StdInstant};
+
+use serde_json::Value;
+use transcope_core::{py, timestamp, Grant, Scope, ScopeField};
+
+use crate::{rows_from_bytes, LockWait, RecordError, Refusal, Row, ScopeLog};
+
+/// A row [`ScopeLog::record`] appended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WrittenRow {
+    /// The row exactly as appended, without its newline (and without a fresh-line
+    /// prefix).
+    pub line: String,
+    /// Its `sequence`.
+    pub sequence: u64,
+    /// Its `transition_id`.
+    pub transition_id: String,
+}
+
+/// The row text: the 15 keys in order, Python `json.dumps` style.
+pub fn row_line(session: &str, sequence: u64, at: &str, id: &str, scope: &Scope) -> String {
+    let mut out = String::with_capacity(512);
+    out.push_str("{\"session_id\": ");
+    py::write_str(&mut out, session);
+    out.push_str(", \"sequence\": ");
+    out.push_str(&sequence.to_string());
+    out.push_str(", \"at\": ");
+    py::write_str(&mut out, at);
+    out.push_str(", \"transition_id\": ");
+    py::write_str(&mut out, id);
+    for (f, v) in scope.iter() {
+        out.push_str(", ");
+        py::write_str(&mut out, f.key());
+        out.push_str(": ");
+        py::write_str(&mut out, v);
+    }
+    out.push('}');
+    out
+}
+
+pub(crate) fn record(
+    log: &ScopeLog,
+    scope: &Scope,
+    at: &str,
+    grant: Option<&Grant>,
+) -> Result<Option<WrittenRow>, RecordError> {
+    // 1. The scope is already normalised (`Scope` holds the 11 strings).
+    // 2. Grant.
+    if let Some(g) = grant {
+        if !g.admits(scope.get(ScopeField::ProjectId)) {
+            return Err(Refusal::OutsideGrant.into());
+        }
+    }
+    // 3. Time, before the session id.
+    let instant = timestamp::parse(at).ok_or(Refusal::NotATimestamp)?;
+    // 4. Session id.
+    let Some(path) = log.path() else {
+        return Ok(None);
+    };
+    // 5. The directory, before locking.
+    if let Some(dir) = path.parent() {
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|source| RecordError::Io {
+                context: "creating the session-scopes directory",
+                source,
+            })?;
+    }
+    // 6. The exclusive lock (best effort: a sidecar that cannot be opened means no lock).
+    let _lock = lock(path, log.lock_wait)?;
+    // 7. Read under the lock.
+    let bytes = match fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
+        Err(_) => Vec::new(),
+    };
+    let rows = rows_from_bytes(&bytes);
+    let id = scope.transition_id(log.session(), at);
+    // 8. Idempotent replay, anywhere in the file.
+    if rows
+        .iter()
+        .any(|r| r.get("transition_id").and_then(Value::as_str) == Some(id.as_str()))
+    {
+        return Ok(None);
+    }
+    // 9. Against the latest row in file order.
+    if let Some(latest) = rows.last() {
+        if let Some(latest_at) = latest
+            .get("at")
+            .and_then(Value::as_str)
+            .and_then(timestamp::parse)
+        {
+            if instant < latest_at {
+                return Err(Refusal::Older.into());
+            }
+        }
+        if revision_is_older(latest, scope) {
+            return Err(Refusal::OlderTaskRevision.into());
+        }
+        if unchanged(latest, scope) {
+            return Ok(None);
+        }
+    }
+    // 10. Append one line, fresh-line rule, one write.
+    let sequence = rows.len() as u64;
+    let line = row_line(log.session(), sequence, at, &id, scope);
+    let mut buf = String::with_capacity(line.len() + 2);
+    if !bytes.is_empty() && bytes.last() != Some(&b'\n') {
+        buf.push('\n');
+    }
+    buf.push_str(&line);
+    buf.push('\n');
+    append(path, buf.as_bytes()).map_err(|source| RecordError::Io {
+        context: "appending to the scope log",
+        source,
+    })?;
+    Ok(Some(WrittenRow {
+        line,
+        sequence,
+        transition_id: id,
+    }))
+}
+
+fn str_field<'a>(row: &'a Row, key: &str) -> Option<&'a str> {
+    row.get(key).and_then(Value::as_str)
+}
+
+fn unchanged(latest: &Row, scope: &Scope) -> bool {
+    scope
+        .iter()
+        .all(|(f, v)| str_field(latest, f.key()) == Some(v))
+}
+
+/// Python `str(row.get("task_revision"))` when that is made of ASCII digits.
+fn digits_of(v: Option<&Value>) -> Option<String> {
+    match v {
+        Some(Value::String(s)) => is_ascii_digits(s).then(|| s.clone()),
+        Some(Value::Number(n)) if n.is_u64() => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+fn is_ascii_digits(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// Numeric `a < b` for ASCII digit strings of any length.
+fn digits_less(a: &str, b: &str) -> bool {
+    let a = a.trim_start_matches('0');
+    let b = b.trim_start_matches('0');
+    (a.len(), a) < (b.len(), b)
+}
+
+fn revision_is_older(latest: &Row, scope: &Scope) -> bool {
+    let task = scope.get(ScopeField::Task);
+    if task.is_empty()
+        || str_field(latest, "task") != Some(task)
+        || str_field(latest, "swarm") != Some(scope.get(ScopeField::Swarm))
+    {
+        return false;
+    }
+    let new = scope.get(ScopeField::TaskRevision);
+    match digits_of(latest.get("task_revision")) {
+        Some(old) if is_ascii_digits(new) => digits_less(new, &old),
+        _ => false,
+    }
+}
+
+/// The sidecar lock, released on drop.
+struct Lock(Option<File>);
+
+impl Drop for Lock {
+    fn drop(&mut self) {
+        if let Some(f) = &self.0 {
+            let _ = f.unlock();
+        }
+    }
+}
+
+fn lock(path: &Path, wait: LockWait) -> Result<Lock, RecordError> {
+    let mut lock_path = path.as_os_str().to_owned();
+    lock_path.push(".lock");
+    let file = match OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(&lock_path)
+    {
+        Ok(f) => f,
+        Err(_) => return Ok(Lock(None)),
+    };
+    match wait {
+        LockWait::Forever => match file.lock() {
+            Ok(()) => Ok(Lock(Some(file))),
+            Err(_) => Ok(Lock(None)),
+        },
+        LockWait::AtMost(limit) => {
+            let start = StdInstant::now();
+            let mut pause = Duration::from_millis(1);
+            loop {
+                match file.try_lock() {
+                    Ok(()) => return Ok(Lock(Some(file))),
+                    Err(std::fs::TryLockError::WouldBlock) => {
+                        if start.elapsed() >= limit {
+                            return Err(RecordError::LockTimeout(limit));
+                        }
+                        std::thread::sleep(pause);
+                        pause = (pause * 2).min(Duration::from_millis(50));
+                    }
+                    Err(std::fs::TryLockError::Error(_)) => return Ok(Lock(None)),
+                }
+            }
+        }
+    }
+}
+
+fn append(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut f = OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)?;
+    f.write_all(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn digits_compare_numerically() {
+        assert!(digits_less("2", "10"));
+        assert!(!digits_less("10", "2"));
+        assert!(digits_less("002", "3"));
+        assert!(!digits_less("3", "003"));
+        assert!(digits_less(
+            "99999999999999999999999",
+            "100000000000000000000000"
+        ));
+    }
+}
