@@ -136,7 +136,7 @@ pub fn write_str(out: &mut String, s: &str) {
             '\t' => out.push_str("\\t"),
             '\u{8}' => out.push_str("\\b"),
             '\u{c}' => out.push_str("\\f"),
-            ' '..='~' | '\u{7f}' => out.push(ch),
+            ' '..='~' => out.push(ch),
             _ => {
                 let mut buf = [0u16; 2];
                 for unit in ch.encode_utf16(&mut buf) {

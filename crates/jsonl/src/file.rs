@@ -1,0 +1,147 @@
+//! File helpers: [`read_file`] (whole file, read or mmap) and [`read_from`]
+//! (incremental, from a byte offset).
+
+use std::cell::Cell;
+use std::fs::File;
+use std::io::{Seek, SeekFrom};
+use std::path::Path;
+
+use memmap2::Mmap;
+
+use crate::{Error, FinalLine, Framer, LineSink, Summary};
+
+/// [`ReadPolicy::Auto`] maps files of at least this many bytes (4 MiB).
+pub const MMAP_THRESHOLD: u64 = 4 * 1024 * 1024;
+
+/// A thread's reused streaming buffer is kept between calls only up to this
+/// capacity (or the framer's buffer size, if larger); one grown by a huge
+/// line is dropped instead.
+const KEEP_BUFFER: usize = 1024 * 1024;
+
+/// How [`read_file`] gets the bytes.
+///
+/// Memory mapping is opt-in and must never be used for a file that may be
+/// growing or be truncated while it is read (another process writing it,
+/// e.g. a live agent transcript): a mapping of a file that shrinks faults.
+/// A failed map silently falls back to reading.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadPolicy {
+    /// Stream the file through the framer's reusable buffer (bounded memory).
+    Read,
+    /// Memory-map the file; the caller asserts it is not growing.
+    Mmap,
+    /// Memory-map when `growing` is false and the file has at least
+    /// [`MMAP_THRESHOLD`] bytes; otherwise read.
+    Auto {
+        /// Whether the file may still be written to (or truncated).
+        growing: bool,
+    },
+}
+
+/// Frames a whole file from offset 0, line 1, with the framer's
+/// [`FinalLine`] policy.
+///
+/// I/O errors carry `path`. The streaming buffer is reused per thread.
+pub fn read_file<P, S>(
+    path: P,
+    policy: ReadPolicy,
+    framer: &Framer,
+    mut sink: S,
+) -> Result<Summary, Error<S::Error>>
+where
+    P: AsRef<Path>,
+    S: LineSink,
+{
+    let path = path.as_ref();
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let want_map = match policy {
+        ReadPolicy::Read => false,
+        ReadPolicy::Mmap => true,
+        ReadPolicy::Auto { growing: true } => false,
+        ReadPolicy::Auto { growing: false } => {
+            let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+            len >= MMAP_THRESHOLD
+        }
+    };
+    if want_map {
+        if let Ok(map) = map_file(&file) {
+            return framer.frame_slice(&map, 0, 1, sink).map_err(Error::Sink);
+        }
+    }
+    with_buffer(framer.buffer_size(), |buf| {
+        framer.frame_reader(&file, buf, 0, 1, &mut sink)
+    })
+    .map_err(|e| e.with_path(path))
+}
+
+/// Frames a file incrementally from byte `offset` (which must be a line
+/// boundary, e.g. a previous `offset + bytes_consumed`), numbering lines from
+/// `start_line`. Always streams (never maps) and always holds an incomplete
+/// final line, whatever the framer's policy, so the returned
+/// [`Summary::bytes_consumed`] is a safe resume point.
+///
+/// Returns [`Error::Truncated`] if `offset` is past the end of the file.
+pub fn read_from<P, S>(
+    path: P,
+    offset: u64,
+    start_line: u64,
+    framer: &Framer,
+    mut sink: S,
+) -> Result<Summary, Error<S::Error>>
+where
+    P: AsRef<Path>,
+    S: LineSink,
+{
+    let path = path.as_ref();
+    let mut file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+    if offset > len {
+        return Err(Error::Truncated {
+            path: path.to_path_buf(),
+            offset,
+            len,
+        });
+    }
+    file.seek(SeekFrom::Start(offset))
+        .map_err(|e| Error::io(path, e))?;
+    let framer = framer.with_final_line(FinalLine::Hold);
+    with_buffer(framer.buffer_size(), |buf| {
+        framer.frame_reader(&file, buf, offset, start_line, &mut sink)
+    })
+    .map_err(|e| e.with_path(path))
+}
+
+/// Maps `file` read-only. Empty files are not mapped (an error, so the
+/// caller falls back to reading).
+#[allow(unsafe_code)]
+fn map_file(file: &File) -> std::io::Result<Mmap> {
+    if file.metadata()?.len() == 0 {
+        return Err(std::io::Error::other("empty file"));
+    }
+    // SAFETY: the map is only ever read through `&[u8]`. Undefined behaviour
+    // (or SIGBUS) would follow if another process truncated or modified the
+    // file while mapped; the mmap policy (`ReadPolicy` docs) forbids mapping
+    // a file that may be growing or changing, and callers opt in explicitly.
+    let map = unsafe { Mmap::map(file)? };
+    #[cfg(unix)]
+    {
+        // Advice is a hint; failure is harmless.
+        let _ = map.advise(memmap2::Advice::Sequential);
+    }
+    Ok(map)
+}
+
+thread_local! {
+    static BUFFER: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+}
+
+/// Runs `f` with this thread's reusable buffer (re-entrancy safe: a nested
+/// call gets a fresh buffer).
+fn with_buffer<T>(buffer_size: usize, f: impl FnOnce(&mut Vec<u8>) -> T) -> T {
+    let mut buf = BUFFER.with(Cell::take);
+    let out = f(&mut buf);
+    if buf.capacity() <= KEEP_BUFFER.max(buffer_size) {
+        BUFFER.with(|b| b.set(buf));
+    }
+    out
+}

@@ -1,0 +1,139 @@
+//! Differential tests against Python itself: for generated scopes (non-ASCII, quotes,
+//! backslashes, controls, emoji, astral characters) the appended row bytes and the
+//! `transition_id` equal what `json.dumps` and `hashlib` produce.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use transcope_core::{Scope, ScopeField};
+use transcope_scopelog::ScopeLog;
+
+fn python311() -> bool {
+    let ok = Command::new("python3")
+        .args([
+            "-c",
+            "import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)",
+        ])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("NOTICE: python3 >= 3.11 not found; differential test skipped");
+    }
+    ok
+}
+
+struct Lcg(u64);
+impl Lcg {
+    fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        self.0 >> 33
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+const POOL: &[&str] = &[
+    "a",
+    "Z",
+    "0",
+    " ",
+    "/",
+    "\"",
+    "'",
+    "\\",
+    "\n",
+    "\r",
+    "\t",
+    "\u{8}",
+    "\u{c}",
+    "\u{0}",
+    "\u{1}",
+    "\u{1f}",
+    "\u{7f}",
+    "\u{80}",
+    "é",
+    "ß",
+    "中",
+    "😀",
+    "𝄞",
+    "\u{2028}",
+    "\u{feff}",
+    "\u{ffff}",
+    "\u{10ffff}",
+    "-",
+    ".",
+    "<",
+    ">",
+    "&",
+];
+
+const PY: &str = r#"
+import sys, json, hashlib
+FIELDS = ["project_id","project","repo","worktree","cwd","remote","branch","swarm","task","task_revision","lane"]
+for line in sys.stdin:
+    sid, at, scope = json.loads(line)
+    tid = hashlib.sha256(json.dumps([sid, at, scope], sort_keys=True).encode()).hexdigest()
+    row = {"session_id": sid, "sequence": 0, "at": at, "transition_id": tid}
+    for k in FIELDS:
+        row[k] = scope[k]
+    print(json.dumps(json.dumps(row) + "\n"))
+"#;
+
+#[test]
+fn rows_and_transition_ids_equal_pythons() {
+    if !python311() {
+        return;
+    }
+    let mut rng = Lcg(42);
+    let home = tempfile::tempdir().unwrap();
+    let mut cases = Vec::new();
+    for i in 0..400 {
+        let mut scope = Scope::default();
+        for f in ScopeField::ALL {
+            if rng.below(3) == 0 {
+                continue;
+            }
+            let n = rng.below(8);
+            let v: String = (0..n).map(|_| POOL[rng.below(POOL.len())]).collect();
+            scope.set(f, v);
+        }
+        let at = [
+            "2026-10-08T10:00:00Z",
+            "2026-10-08T10:00:00.123456+00:00",
+            "2026-10-08 10:00",
+            "20261008T100000+0530",
+        ][rng.below(4)];
+        cases.push((format!("s{i}.x-{}", rng.below(1000)), at.to_owned(), scope));
+    }
+    let mut child = Command::new("python3")
+        .args(["-c", PY])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        let mut stdin = child.stdin.take().unwrap();
+        for (sid, at, scope) in &cases {
+            let v = serde_json::json!([sid, at, serde_json::Value::Object(scope.to_json_map())]);
+            writeln!(stdin, "{v}").unwrap();
+        }
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let lines: Vec<String> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<String>(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), cases.len());
+    for ((sid, at, scope), want) in cases.iter().zip(lines) {
+        let log = ScopeLog::open(home.path(), sid.clone());
+        log.record(scope, at, None).unwrap().unwrap();
+        let got = std::fs::read(log.path().unwrap()).unwrap();
+        assert_eq!(String::from_utf8(got).unwrap(), want, "{scope:?}");
+    }
+}
