@@ -7,7 +7,9 @@
 // clap argument enums are built once per process; boxing them buys nothing.
 #![allow(clippy::large_enum_variant)]
 
+mod hook;
 mod scope_cmd;
+mod transcript_cmd;
 
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -34,6 +36,11 @@ enum Command {
     Scope(scope_cmd::ScopeCommand),
     /// Attribute NDJSON events ({"at": …, "attrs": {…}}) through a session's scope log.
     Attribute(scope_cmd::AttributeArgs),
+    /// Record the scope transitions a transcript implies; prints how many were written.
+    Observe(transcript_cmd::ObserveArgs),
+    /// Claude Code hooks (payload JSON on stdin). They always exit 0 unless --strict.
+    #[command(subcommand)]
+    Hook(hook::HookCommand),
 }
 
 /// The resolved agentihooks home.
@@ -95,6 +102,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Scope(cmd) => scope_cmd::run_scope(&home, cmd),
         Command::Attribute(args) => scope_cmd::run_attribute(&home, args),
+        Command::Observe(args) => transcript_cmd::run_observe(&home, args),
+        Command::Hook(cmd) => hook::run_hook(&home, cmd),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -1,0 +1,77 @@
+//! `transcope observe`: a transcript's scope transitions into the log.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use clap::Args;
+use transcope_change_detect::Env;
+use transcope_identity::{GitResolver, ResolverConfig};
+use transcope_scopelog::ScopeLog;
+use transcope_stop::observe::{observe, ReadMode};
+use transcope_stop::scan::Buffers;
+
+use crate::{exit, println_out};
+
+#[derive(Args, Debug)]
+pub struct ObserveArgs {
+    /// The session id (the scope-log key).
+    #[arg(long, allow_hyphen_values = true)]
+    session: String,
+    /// Do not take swarm/task/lane (nor AGENTIHOOKS_PROJECT_ID) from the environment.
+    #[arg(long)]
+    no_env: bool,
+    /// The transcript (Claude Code JSONL or a Codex rollout).
+    transcript: PathBuf,
+}
+
+/// The process environment as an explicit map.
+pub fn process_env() -> Env {
+    std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect()
+}
+
+/// The environment an archived or `--no-env` run sees: only the switch and the paths
+/// the resolver needs, never the swarm variables of the running process.
+pub fn bare_env(full: &Env) -> Env {
+    full.iter()
+        .filter(|(k, _)| matches!(k.as_str(), "HOME" | "AGENTIHOOKS_SESSION_SCOPE"))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+/// A resolver configured from the environment, with `home` as the agentihooks home.
+pub fn resolver_for(home: &Path, env: &Env) -> Result<GitResolver> {
+    let mut cfg_env = env.clone();
+    cfg_env.insert("AGENTIHOOKS_HOME".into(), home.display().to_string());
+    if !cfg_env.contains_key("HOME") {
+        cfg_env.insert("HOME".into(), crate::user_home().display().to_string());
+    }
+    let config = ResolverConfig::from_env(&cfg_env).context("configuring project identity")?;
+    Ok(GitResolver::new(config))
+}
+
+pub fn run_observe(home: &Path, args: ObserveArgs) -> Result<u8> {
+    let full = process_env();
+    let env = if args.no_env { bare_env(&full) } else { full };
+    let mut resolver = resolver_for(home, &env)?;
+    let log = ScopeLog::open(home, args.session);
+    let report = observe(
+        home,
+        &log,
+        &args.transcript,
+        &env,
+        &mut resolver,
+        &transcope_stop::default_registry(),
+        &Default::default(),
+        ReadMode::Whole,
+        &mut Buffers::default(),
+    )
+    .with_context(|| format!("observing {}", args.transcript.display()))?;
+    if let Some(e) = &report.outcome.first_error {
+        eprintln!("transcope: {e}");
+    }
+    let mut out = std::io::stdout().lock();
+    println_out(&mut out, &report.outcome.recorded.to_string())?;
+    Ok(exit::OK)
+}

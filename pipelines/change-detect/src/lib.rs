@@ -1,0 +1,211 @@
+//! # transcope-change-detect: folder and branch changes become scope transitions
+//!
+//! [`ChangeDetect`] is the stateful stage of the pipeline (`observe_transcript` in the
+//! reference, scope-log.md §3.2). It is built once per transcript with
+//! [`ChangeDetect::begin`], which reads the session's scope log for the instant of the
+//! latest transition (`after`) and the (folder, branch) pair it names (`seen`); it is
+//! then fed [`Entry`] values in file order with [`ChangeDetect::entry`], and
+//! [`ChangeDetect::finish`] reports what was recorded.
+//!
+//! For each entry, exactly as the reference:
+//!
+//! 1. an entry without a folder, or whose `timestamp` does not parse, is skipped;
+//! 2. an entry strictly earlier than `after` is skipped (an equal instant is kept);
+//! 3. the branch is the entry's truthy `gitBranch`; else the branch `seen` names when
+//!    `seen`'s folder is this folder; else `""`;
+//! 4. an unchanged (folder, branch) is skipped *without* resolving the project;
+//! 5. `seen` becomes (folder, branch) *before* the record attempt;
+//! 6. the folder's project is resolved (the resolver is injected) and the scope —
+//!    identity attributes or just the raw folder, then branch, then swarm/task/lane
+//!    from the environment map passed in — is recorded at the entry's own time
+//!    string, with no grant. Refusals and I/O errors are counted, never raised.
+//!
+//! ```
+//! use std::borrow::Cow;
+//! use transcope_change_detect::{ChangeDetect, Env, NoProjects};
+//! use transcope_core::{Entry, TimeValue};
+//! use transcope_scopelog::ScopeLog;
+//!
+//! let home = tempfile::tempdir().unwrap();
+//! let log = ScopeLog::open(home.path(), "live");
+//! let env = Env::new();
+//! let mut resolver = NoProjects;
+//! let mut stage = ChangeDetect::begin(&log, &env, &mut resolver);
+//! for (t, cwd) in [("2026-10-08T10:00:00Z", "/a"), ("2026-10-08T10:01:00Z", "/a"), ("2026-10-08T10:02:00Z", "/b")] {
+//!     let e = Entry { time: TimeValue::Str(Cow::Borrowed(t)), cwd: Some(Cow::Borrowed(cwd)), ..Entry::default() };
+//!     stage.entry(&e);
+//! }
+//! assert_eq!(stage.finish().recorded, 2);
+//! ```
+#![warn(missing_docs)]
+
+use serde_json::Value;
+use transcope_core::{scope::normalise, timestamp, Entry, Instant, Scope, ScopeField};
+use transcope_identity::{ProjectIdentity, ResolveError};
+use transcope_scopelog::{RecordError, ScopeLog};
+
+pub use transcope_identity::{Env, ProjectResolver};
+
+/// A resolver that knows no projects (every folder is recorded raw).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoProjects;
+
+impl ProjectResolver for NoProjects {
+    fn resolve(&mut self, _: &str, _: &Env) -> Result<Option<ProjectIdentity>, ResolveError> {
+        Ok(None)
+    }
+}
+
+/// The (folder, branch) pair last seen. Values are kept as JSON values because the
+/// pair read from the log compares by strict equality with what was stored.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Seen {
+    /// The folder (`cwd`).
+    pub cwd: Value,
+    /// The branch.
+    pub branch: Value,
+}
+
+/// The result of one run of the stage.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Outcome {
+    /// Transitions written.
+    pub recorded: u64,
+    /// Entries looked at.
+    pub entries: u64,
+    /// Record attempts the rules refused (older, task revision).
+    pub refused: u64,
+    /// Record attempts that failed to read or write the log.
+    pub io_errors: u64,
+    /// Folders the resolver could not resolve (e.g. an invalid registered id).
+    pub resolve_errors: u64,
+    /// The first error message, for a hook's stderr line (never names a project).
+    pub first_error: Option<String>,
+    /// The (folder, branch) pair in force at the end.
+    pub seen: Option<Seen>,
+}
+
+/// The stateful change-detection stage over one transcript.
+pub struct ChangeDetect<'a, R: ProjectResolver> {
+    log: &'a ScopeLog,
+    env: &'a Env,
+    resolver: R,
+    after: Option<Instant>,
+    seen: Option<Seen>,
+    out: Outcome,
+}
+
+impl<'a, R: ProjectResolver> ChangeDetect<'a, R> {
+    /// Start a run: read `after` and `seen` from the log.
+    pub fn begin(log: &'a ScopeLog, env: &'a Env, resolver: R) -> Self {
+        let rows = log.transitions();
+        let (after, seen) = match rows.last() {
+            Some(last) => (
+                last.get("at")
+                    .and_then(Value::as_str)
+                    .and_then(timestamp::parse),
+                Some(Seen {
+                    cwd: last.get("cwd").cloned().unwrap_or(Value::Null),
+                    branch: last.get("branch").cloned().unwrap_or(Value::Null),
+                }),
+            ),
+            None => (None, None),
+        };
+        ChangeDetect {
+            log,
+            env,
+            resolver,
+            after,
+            seen,
+            out: Outcome::default(),
+        }
+    }
+
+    /// Start a run whose `seen` pair is carried over from an earlier run over the same
+    /// transcript (incremental Stop) instead of being read from the log's last row.
+    pub fn resume(log: &'a ScopeLog, env: &'a Env, resolver: R, seen: Option<Seen>) -> Self {
+        let mut s = Self::begin(log, env, resolver);
+        if seen.is_some() {
+            s.seen = seen;
+        }
+        s
+    }
+
+    /// Feed one entry, in file order.
+    pub fn entry(&mut self, e: &Entry<'_>) {
+        self.out.entries += 1;
+        let Some(folder) = e.cwd.as_deref().filter(|f| !f.is_empty()) else {
+            return;
+        };
+        let Some(at) = e.time.as_str() else { return };
+        let Some(instant) = timestamp::parse(at) else {
+            return;
+        };
+        if self.after.is_some_and(|after| instant < after) {
+            return;
+        }
+        let branch = match e.branch.as_deref() {
+            Some(b) if !b.is_empty() => Value::String(b.to_owned()),
+            _ => match &self.seen {
+                Some(seen) if seen.cwd.as_str() == Some(folder) => seen.branch.clone(),
+                _ => Value::String(String::new()),
+            },
+        };
+        let pair = Seen {
+            cwd: Value::String(folder.to_owned()),
+            branch,
+        };
+        if self.seen.as_ref() == Some(&pair) {
+            return;
+        }
+        let branch = normalise(&pair.branch);
+        self.seen = Some(pair);
+        let mut scope = Scope::default();
+        match self.resolver.resolve(folder, self.env) {
+            Ok(Some(identity)) => {
+                for (key, value) in identity.attributes() {
+                    if let Some(f) = ScopeField::from_key(key) {
+                        scope.set(f, value);
+                    }
+                }
+            }
+            Ok(None) => scope.set(ScopeField::Cwd, folder),
+            Err(err) => {
+                // The reference lets this escape Stop (§8 item 11); a hook must not.
+                self.out.resolve_errors += 1;
+                self.out.first_error.get_or_insert_with(|| err.to_string());
+                return;
+            }
+        }
+        scope.set(ScopeField::Branch, branch);
+        for (f, var) in [
+            (ScopeField::Swarm, "AGENTIHOOKS_SWARM"),
+            (ScopeField::Task, "AGENTIHOOKS_SWARM_TASK"),
+            (ScopeField::Lane, "AGENTIHOOKS_SWARM_LANE"),
+        ] {
+            let v = self.env.get(var).map(|s| s.as_str()).unwrap_or("");
+            scope.set(f, normalise(&Value::String(v.to_owned())));
+        }
+        match self.log.record(&scope, at, None) {
+            Ok(Some(_)) => self.out.recorded += 1,
+            Ok(None) => {}
+            Err(RecordError::Refused(_)) => self.out.refused += 1,
+            Err(err) => {
+                self.out.io_errors += 1;
+                self.out.first_error.get_or_insert_with(|| err.to_string());
+            }
+        }
+    }
+
+    /// End the run.
+    pub fn finish(mut self) -> Outcome {
+        self.out.seen = self.seen.take();
+        self.out
+    }
+}
+
+/// Whether the event-time scope path is enabled in `env`: anything but exactly `"0"`
+/// (scope-log.md §6).
+pub fn scope_enabled(env: &Env) -> bool {
+    env.get("AGENTIHOOKS_SESSION_SCOPE").map(String::as_str) != Some("0")
+}

@@ -1,0 +1,126 @@
+//! `observe_transcript`: a transcript's folder and branch changes into the scope log,
+//! whole or incrementally from a cursor.
+
+use std::path::Path;
+
+use serde_json::Value;
+use transcope_change_detect::{scope_enabled, ChangeDetect, Env, Outcome, ProjectResolver};
+use transcope_core::adapter::AdapterRegistry;
+use transcope_core::Entry;
+use transcope_jsonl::Framer;
+use transcope_scopelog::ScopeLog;
+
+use crate::cursor::{self, Cursor, CURSOR_VERSION, FINGERPRINT_BYTES};
+use crate::scan::{open_regular, scan_file, Buffers, Resume, ScanError, ScanReport, Tail};
+
+/// How a transcript is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadMode {
+    /// The whole file, every time (the reference's behaviour; `transcope observe`).
+    Whole,
+    /// From the saved cursor under `<home>/transcope/cursors/` (a hook's Stop).
+    Incremental,
+}
+
+/// What one observation did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ObserveReport {
+    /// The switch `AGENTIHOOKS_SESSION_SCOPE=0` was set: nothing was read.
+    pub disabled: bool,
+    /// Nothing new since the cursor: nothing was read.
+    pub up_to_date: bool,
+    /// The read started from a saved cursor.
+    pub resumed: bool,
+    /// What was read.
+    pub scan: ScanReport,
+    /// What the change-detection stage did.
+    pub outcome: Outcome,
+}
+
+/// Observe `transcript` for `log` (scope-log.md §3.2). `home` holds the cursors.
+#[allow(clippy::too_many_arguments)]
+pub fn observe<R: ProjectResolver>(
+    home: &Path,
+    log: &ScopeLog,
+    transcript: &Path,
+    env: &Env,
+    resolver: R,
+    registry: &AdapterRegistry,
+    framer: &Framer,
+    mode: ReadMode,
+    buffers: &mut Buffers,
+) -> Result<ObserveReport, ScanError> {
+    let mut report = ObserveReport::default();
+    if !scope_enabled(env) {
+        report.disabled = true;
+        return Ok(report);
+    }
+    let (_, size) = open_regular(transcript)?;
+    let cursor_file = cursor::cursor_path(home, log.session(), transcript);
+    let saved = match mode {
+        ReadMode::Incremental => cursor::load(&cursor_file)
+            .filter(|c| c.session == log.session() && cursor::still_valid(c, transcript, size)),
+        ReadMode::Whole => None,
+    };
+    let (from, adapter, seen) = match &saved {
+        Some(c) => {
+            let log_moved = last_transition_id(log) != c.log_last_transition_id;
+            (
+                c.resume(),
+                Some(c.adapter.as_str()),
+                if log_moved { None } else { c.seen() },
+            )
+        }
+        None => (Resume::START, None, None),
+    };
+    if saved.is_some() && from.offset == size {
+        report.up_to_date = true;
+        return Ok(report);
+    }
+    report.resumed = saved.is_some();
+    let mut stage = ChangeDetect::resume(log, env, resolver, seen);
+    let tail = match mode {
+        ReadMode::Whole => Tail::Decode,
+        ReadMode::Incremental => Tail::DecodeIfComplete,
+    };
+    {
+        let mut sink = |e: &Entry<'_>| stage.entry(e);
+        report.scan = scan_file(
+            transcript, from, registry, adapter, framer, tail, buffers, &mut sink,
+        )?;
+    }
+    report.outcome = stage.finish();
+    if mode == ReadMode::Incremental && !report.scan.adapter.is_empty() {
+        let head_len = size.min(FINGERPRINT_BYTES);
+        if let Ok(head) = cursor::head_fingerprint(transcript, head_len) {
+            let c = Cursor {
+                version: CURSOR_VERSION,
+                session: log.session().to_owned(),
+                path: transcript.display().to_string(),
+                adapter: report.scan.adapter.to_owned(),
+                offset: if report.scan.array { 0 } else { report.scan.resume.offset },
+                line: if report.scan.array { 1 } else { report.scan.resume.line },
+                size,
+                head_len,
+                head_sha256: head,
+                seen: report
+                    .outcome
+                    .seen
+                    .clone()
+                    .map(|s| (s.cwd, s.branch)),
+                log_last_transition_id: last_transition_id(log),
+            };
+            // A cursor that cannot be saved only costs a full read next time.
+            let _ = cursor::save(&cursor_file, &c);
+        }
+    }
+    Ok(report)
+}
+
+fn last_transition_id(log: &ScopeLog) -> Option<String> {
+    log.transitions()
+        .last()
+        .and_then(|r| r.get("transition_id"))
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+}

@@ -1,0 +1,270 @@
+//! Reading one transcript into entries: framing, format detection, decoding.
+//!
+//! The reference's loader (scope-log.md §3.2) reads the whole file; a text starting
+//! with `[` is one JSON array of records, anything else is JSON Lines. [`scan_file`]
+//! does the same from a byte offset on, so an incremental Stop reads only new bytes.
+
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::path::Path;
+
+use serde_json::value::RawValue;
+use transcope_core::adapter::{Adapter, AdapterRegistry, EntrySink, Skip};
+use transcope_core::LinePos;
+use transcope_jsonl::{FinalLine, FnSink, Framer, Line};
+
+/// Where to resume reading: a byte offset at a line start and its 1-based line number.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Resume {
+    /// Byte offset of the next unread line.
+    pub offset: u64,
+    /// Its 1-based line number.
+    pub line: u64,
+}
+
+impl Resume {
+    /// The start of a file.
+    pub const START: Resume = Resume { offset: 0, line: 1 };
+}
+
+/// What a scan read.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ScanReport {
+    /// The adapter that decoded the file.
+    pub adapter: &'static str,
+    /// Bytes read from the file.
+    pub bytes: u64,
+    /// Lines (records) seen.
+    pub lines: u64,
+    /// Entries decoded.
+    pub entries: u64,
+    /// Lines skipped, by reason.
+    pub skipped: Vec<(Skip, u64)>,
+    /// Lines over the cap, skipped unread.
+    pub oversized: u64,
+    /// Where the next incremental read starts (after the last complete line).
+    pub resume: Resume,
+    /// The file is one JSON array: it can only be read whole.
+    pub array: bool,
+}
+
+impl ScanReport {
+    fn skip(&mut self, s: Skip) {
+        match self.skipped.iter_mut().find(|(k, _)| *k == s) {
+            Some((_, n)) => *n += 1,
+            None => self.skipped.push((s, 1)),
+        }
+    }
+
+    /// Total skipped lines.
+    pub fn skipped_total(&self) -> u64 {
+        self.skipped.iter().map(|(_, n)| n).sum()
+    }
+}
+
+/// How the last line is treated when it has no newline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tail {
+    /// Decode it (a whole-file read, as the reference does).
+    Decode,
+    /// Decode it only when it is a complete JSON value, but do not move the resume
+    /// point past it (an agent may still be writing the line).
+    DecodeIfComplete,
+    /// Leave it for the next read.
+    Hold,
+}
+
+/// The first non-empty line of `buf` (for format detection).
+pub fn first_line(buf: &[u8]) -> &[u8] {
+    for line in buf.split(|b| *b == b'\n') {
+        let t = trim(line);
+        if !t.is_empty() {
+            return t;
+        }
+    }
+    b""
+}
+
+fn trim(b: &[u8]) -> &[u8] {
+    let start = b.iter().position(|c| !c.is_ascii_whitespace()).unwrap_or(b.len());
+    let end = b.iter().rposition(|c| !c.is_ascii_whitespace()).map_or(start, |e| e + 1);
+    &b[start..end]
+}
+
+/// The read buffer, kept per thread so large files do not fault in a fresh `Vec`.
+#[derive(Default)]
+pub struct Buffers {
+    data: Vec<u8>,
+}
+
+/// Decode `buf` (the bytes of a file from `from` on) with `adapter`, pushing entries
+/// to `sink`.
+pub fn scan_slice(
+    buf: &[u8],
+    from: Resume,
+    adapter: &mut dyn Adapter,
+    framer: &Framer,
+    tail: Tail,
+    sink: &mut dyn EntrySink,
+    report: &mut ScanReport,
+) {
+    report.bytes += buf.len() as u64;
+    if from.offset == 0 && trim(buf).first() == Some(&b'[') {
+        report.array = true;
+        scan_array(buf, adapter, sink, report);
+        report.resume = from;
+        return;
+    }
+    let framer = framer.with_final_line(match tail {
+        Tail::Hold => FinalLine::Hold,
+        _ => FinalLine::Yield,
+    });
+    let summary = framer.frame_slice(
+        buf,
+        from.offset,
+        from.line,
+        FnSink(|line: Line<'_>| {
+            let unterminated =
+                line.end == from.offset + buf.len() as u64 && !buf.ends_with(b"\n");
+            if unterminated {
+                if tail == Tail::DecodeIfComplete
+                    && serde_json::from_slice::<&RawValue>(line.bytes).is_err()
+                {
+                    return Ok::<bool, std::convert::Infallible>(true);
+                }
+            }
+            decode_one(line.bytes, line.offset, line.number, adapter, sink, report);
+            Ok(true)
+        }),
+    );
+    let Ok(summary) = summary;
+    report.oversized += summary.oversized;
+    report.resume = Resume {
+        offset: from.offset + summary.bytes_consumed,
+        line: from.line + summary.lines_consumed,
+    };
+}
+
+fn decode_one(
+    bytes: &[u8],
+    offset: u64,
+    number: u64,
+    adapter: &mut dyn Adapter,
+    sink: &mut dyn EntrySink,
+    report: &mut ScanReport,
+) {
+    report.lines += 1;
+    let mut n = 0u64;
+    let mut counting = |e: &transcope_core::Entry<'_>| {
+        n += 1;
+        sink.entry(e);
+    };
+    if let Err(s) = adapter.decode(bytes, LinePos { offset, line: number }, &mut counting) {
+        report.skip(s);
+    }
+    report.entries += n;
+}
+
+fn scan_array(
+    buf: &[u8],
+    adapter: &mut dyn Adapter,
+    sink: &mut dyn EntrySink,
+    report: &mut ScanReport,
+) {
+    let Ok(items) = serde_json::from_slice::<Vec<&RawValue>>(buf) else {
+        report.skip(Skip::InvalidJson);
+        return;
+    };
+    for (i, item) in items.iter().enumerate() {
+        let text = item.get();
+        let offset = text.as_ptr() as usize - buf.as_ptr() as usize;
+        decode_one(text.as_bytes(), offset as u64, i as u64 + 1, adapter, sink, report);
+    }
+}
+
+/// Errors reading a transcript.
+#[derive(Debug, thiserror::Error)]
+pub enum ScanError {
+    /// The file could not be opened or read.
+    #[error("while reading {path}: {source}")]
+    Io {
+        /// The transcript.
+        path: String,
+        /// The cause.
+        source: io::Error,
+    },
+    /// Not a regular file (a directory, FIFO, device…).
+    #[error("{0} is not a regular file")]
+    NotAFile(String),
+}
+
+/// Open `path` for reading only if it is a regular file (never blocks on a FIFO).
+pub fn open_regular(path: &Path) -> Result<(File, u64), ScanError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let io = |source| ScanError::Io {
+        path: path.display().to_string(),
+        source,
+    };
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(io)?;
+    let meta = file.metadata().map_err(io)?;
+    if !meta.is_file() {
+        return Err(ScanError::NotAFile(path.display().to_string()));
+    }
+    Ok((file, meta.len()))
+}
+
+/// Read `path` from `from.offset` to its end (as it is now) and decode it.
+/// `adapter` is chosen by `registry` from the file's first non-empty line unless given.
+pub fn scan_file(
+    path: &Path,
+    from: Resume,
+    registry: &AdapterRegistry,
+    adapter_name: Option<&str>,
+    framer: &Framer,
+    tail: Tail,
+    buffers: &mut Buffers,
+    sink: &mut dyn EntrySink,
+) -> Result<ScanReport, ScanError> {
+    let (mut file, size) = open_regular(path)?;
+    let io = |source| ScanError::Io {
+        path: path.display().to_string(),
+        source,
+    };
+    let mut report = ScanReport {
+        resume: from,
+        ..ScanReport::default()
+    };
+    let data = &mut buffers.data;
+    data.clear();
+    if from.offset > 0 {
+        file.seek(SeekFrom::Start(from.offset)).map_err(io)?;
+    }
+    // Read what is there now, no more (the file may be growing).
+    let want = size.saturating_sub(from.offset);
+    (&mut file).take(want).read_to_end(data).map_err(io)?;
+    let factory = match adapter_name.and_then(|n| registry.by_name(n)) {
+        Some(f) => Some(f),
+        None if from.offset == 0 => registry.detect(first_line(data)),
+        None => {
+            // Detection needs the file's first line.
+            let mut head = Vec::new();
+            let (f2, _) = open_regular(path)?;
+            f2.take(64 * 1024).read_to_end(&mut head).map_err(io)?;
+            registry.detect(first_line(&head))
+        }
+    };
+    let Some(factory) = factory else {
+        return Ok(report);
+    };
+    report.adapter = factory.name();
+    let mut adapter = factory.build();
+    scan_slice(data, from, adapter.as_mut(), framer, tail, sink, &mut report);
+    if data.capacity() > 64 * 1024 * 1024 {
+        *data = Vec::new();
+    }
+    Ok(report)
+}

@@ -1,0 +1,149 @@
+//! Session start (`record_session`, scope-log.md §3.1): the launch scope and the
+//! session index row.
+
+use std::fs::{self, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+use transcope_change_detect::{scope_enabled, Env};
+use transcope_core::{py, scope::normalise, Instant, Scope, ScopeField};
+use transcope_identity::ProjectIdentity;
+use transcope_scopelog::{rows_from_bytes, RecordError, ScopeLog};
+
+/// `<home>/brain/project-sessions.jsonl`.
+pub fn index_path(home: &Path) -> PathBuf {
+    home.join("brain").join("project-sessions.jsonl")
+}
+
+/// What session start did.
+#[derive(Debug, Default)]
+pub struct SessionStartReport {
+    /// The launch transition was written.
+    pub recorded: bool,
+    /// An index row was appended.
+    pub indexed: bool,
+    /// Errors swallowed (session start is never blocked), for stderr.
+    pub errors: Vec<String>,
+}
+
+/// The launch scope: identity attributes (or a lone empty `cwd`), then branch, swarm,
+/// task and lane from `env`. `task_revision` is never set by live code.
+pub fn launch_scope(identity: Option<&ProjectIdentity>, branch: &str, env: &Env) -> Scope {
+    let mut scope = Scope::default();
+    if let Some(id) = identity {
+        for (k, v) in id.attributes() {
+            if let Some(f) = ScopeField::from_key(k) {
+                scope.set(f, v);
+            }
+        }
+    }
+    scope.set(ScopeField::Branch, branch);
+    for (f, var) in [
+        (ScopeField::Swarm, "AGENTIHOOKS_SWARM"),
+        (ScopeField::Task, "AGENTIHOOKS_SWARM_TASK"),
+        (ScopeField::Lane, "AGENTIHOOKS_SWARM_LANE"),
+    ] {
+        let v = env.get(var).cloned().unwrap_or_default();
+        scope.set(f, normalise(&Value::String(v)));
+    }
+    scope
+}
+
+/// `record_session(session_id, identity)`. `live_branch` answers
+/// `git rev-parse --abbrev-ref HEAD` for a folder (injected for tests); `now` is the
+/// UTC instant stamped on the launch transition and the index row.
+pub fn record_session(
+    home: &Path,
+    log: &ScopeLog,
+    identity: Option<&ProjectIdentity>,
+    env: &Env,
+    now: Instant,
+    live_branch: &mut dyn FnMut(&Path) -> String,
+) -> SessionStartReport {
+    let mut report = SessionStartReport::default();
+    if log.session().is_empty() {
+        return report;
+    }
+    if scope_enabled(env) {
+        let branch = match identity.filter(|i| !i.cwd.is_empty()) {
+            Some(i) => live_branch(Path::new(&i.cwd)),
+            None => String::new(),
+        };
+        let scope = launch_scope(identity, &branch, env);
+        match log.record(&scope, &now.to_python_isoformat(), None) {
+            Ok(Some(_)) => report.recorded = true,
+            Ok(None) => {}
+            Err(RecordError::Refused(r)) => report.errors.push(format!("launch scope: {r}")),
+            Err(e) => report.errors.push(format!("launch scope: {e}")),
+        }
+    }
+    if let Some(id) = identity {
+        match update_index(home, log.session(), id, now) {
+            Ok(indexed) => report.indexed = indexed,
+            Err(e) => report.errors.push(format!("session index: {e}")),
+        }
+    }
+    report
+}
+
+/// Append the index row unless the session's last row already says the same.
+fn update_index(home: &Path, session: &str, id: &ProjectIdentity, now: Instant) -> io::Result<bool> {
+    let path = index_path(home);
+    if let Some(dir) = path.parent() {
+        fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+    }
+    let mut lock_path = path.as_os_str().to_owned();
+    lock_path.push(".lock");
+    let lock = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&lock_path)
+        .ok();
+    if let Some(l) = &lock {
+        let _ = l.lock();
+    }
+    let bytes = fs::read(&path).unwrap_or_default();
+    let mut candidate = Map::new();
+    candidate.insert("session_id".into(), Value::String(session.into()));
+    for key in ["project", "repo", "worktree", "cwd", "remote", "project_id"] {
+        let v = id
+            .attributes()
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| v.to_string())
+            .unwrap_or_default();
+        candidate.insert(key.into(), Value::String(v));
+    }
+    let last = rows_from_bytes(&bytes)
+        .into_iter()
+        .rev()
+        .find(|r| r.get("session_id").and_then(Value::as_str) == Some(session));
+    if let Some(last) = last {
+        if candidate.iter().all(|(k, v)| last.get(k) == Some(v)) {
+            return Ok(false);
+        }
+    }
+    candidate.insert(
+        "started_at".into(),
+        Value::String(now.to_python_isoformat()),
+    );
+    let mut line = String::new();
+    if !bytes.is_empty() && !bytes.ends_with(b"\n") {
+        line.push('\n');
+    }
+    line.push_str(&py::dumps(&Value::Object(candidate)));
+    line.push('\n');
+    let mut f = OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&path)?;
+    f.write_all(line.as_bytes())?;
+    Ok(true)
+}
