@@ -3,7 +3,7 @@
 //! `--strict`).
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
@@ -12,9 +12,8 @@ use transcope_change_detect::Env;
 use transcope_core::Instant;
 use transcope_identity::ProjectResolver;
 use transcope_scopelog::{LockWait, ScopeLog};
-use transcope_stop::observe::{observe, ReadMode};
-use transcope_stop::scan::Buffers;
 use transcope_stop::session_start::record_session;
+use transcope_stop::stop::{run_stop, BrainConfig, StopInput};
 
 use crate::transcript_cmd::{process_env, resolver_for};
 use crate::{exit, println_out};
@@ -50,24 +49,37 @@ pub struct Payload {
     pub session_id: Option<String>,
     pub transcript_path: Option<String>,
     pub cwd: Option<String>,
+    pub last_assistant_message: Option<String>,
 }
 
 impl Payload {
     pub fn parse(bytes: &[u8]) -> (Payload, Option<String>) {
         match serde_json::from_slice::<Value>(bytes) {
             Ok(Value::Object(m)) => (Payload::from_map(&m), None),
-            Ok(_) => (Payload::default(), Some("hook payload is not a JSON object".into())),
+            Ok(_) => (
+                Payload::default(),
+                Some("hook payload is not a JSON object".into()),
+            ),
             Err(_) if bytes.iter().all(u8::is_ascii_whitespace) => (Payload::default(), None),
-            Err(e) => (Payload::default(), Some(format!("hook payload is not JSON: {e}"))),
+            Err(e) => (
+                Payload::default(),
+                Some(format!("hook payload is not JSON: {e}")),
+            ),
         }
     }
 
     fn from_map(m: &Map<String, Value>) -> Payload {
-        let s = |k: &str| m.get(k).and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_owned);
+        let s = |k: &str| {
+            m.get(k)
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+        };
         Payload {
             session_id: s("session_id"),
             transcript_path: s("transcript_path"),
             cwd: s("cwd"),
+            last_assistant_message: s("last_assistant_message"),
         }
     }
 }
@@ -76,7 +88,10 @@ fn read_payload() -> (Payload, Option<String>) {
     let mut buf = Vec::new();
     match std::io::stdin().take(MAX_PAYLOAD).read_to_end(&mut buf) {
         Ok(_) => Payload::parse(&buf),
-        Err(e) => (Payload::default(), Some(format!("reading the hook payload: {e}"))),
+        Err(e) => (
+            Payload::default(),
+            Some(format!("reading the hook payload: {e}")),
+        ),
     }
 }
 
@@ -98,7 +113,11 @@ pub fn run_hook(home: &Path, cmd: HookCommand) -> anyhow::Result<u8> {
     } else {
         eprintln!("transcope: {line}");
     }
-    Ok(if failed && args.strict { exit::RUNTIME } else { exit::OK })
+    Ok(if failed && args.strict {
+        exit::RUNTIME
+    } else {
+        exit::OK
+    })
 }
 
 fn error_summary(msg: String) -> Value {
@@ -147,43 +166,37 @@ fn stop(home: &Path) -> Value {
     if let Some(e) = err {
         return error_summary(e);
     }
-    let Some(session) = payload.session_id else {
-        return error_summary("hook payload has no session_id".into());
-    };
-    let Some(transcript) = payload.transcript_path.map(PathBuf::from) else {
-        return error_summary("hook payload has no transcript_path".into());
-    };
     let env: Env = process_env();
-    let log = ScopeLog::open(home, session).with_lock_wait(LockWait::AtMost(HOOK_LOCK_WAIT));
-    if log.path().is_none() {
-        return error_summary("session_id is not a valid session id; nothing written".into());
+    let brain = BrainConfig::from_env(home, &env);
+    let session = payload
+        .session_id
+        .as_deref()
+        .filter(|s| transcope_core::session::is_valid_session_id(s));
+    if session.is_none() && !brain.enabled {
+        return error_summary("hook payload has no valid session_id; nothing written".into());
     }
+    let transcript = payload.transcript_path.as_deref().map(Path::new);
     let mut resolver = match resolver_for(home, &env) {
         Ok(r) => r,
         Err(e) => return error_summary(format!("{e:#}")),
     };
-    match observe(
+    let summary = run_stop(
         home,
-        &log,
-        &transcript,
+        StopInput {
+            session,
+            transcript,
+            last_message: payload.last_assistant_message.as_deref(),
+        },
         &env,
+        &brain,
         &mut resolver,
         &transcope_stop::default_registry(),
         &Default::default(),
-        ReadMode::Incremental,
-        &mut Buffers::default(),
-    ) {
-        Ok(r) => json!({
-            "event": "stop",
-            "transitions_recorded": r.outcome.recorded,
-            "entries": r.scan.entries,
-            "bytes_read": r.scan.bytes,
-            "skipped_lines": r.scan.skipped_total() + r.scan.oversized,
-            "resumed": r.resumed,
-            "up_to_date": r.up_to_date,
-            "disabled": r.disabled,
-            "error": r.outcome.first_error,
-        }),
-        Err(e) => error_summary(e.to_string()),
+        None,
+    );
+    let mut v = summary.to_json();
+    if session.is_none() {
+        v["error"] = json!("hook payload has no valid session_id; markers written unattributed");
     }
+    v
 }

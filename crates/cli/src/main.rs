@@ -38,6 +38,8 @@ enum Command {
     Attribute(scope_cmd::AttributeArgs),
     /// Record the scope transitions a transcript implies; prints how many were written.
     Observe(transcript_cmd::ObserveArgs),
+    /// Every brain marker in a transcript, in order, one JSON object per line.
+    Markers(transcript_cmd::MarkersArgs),
     /// Claude Code hooks (payload JSON on stdin). They always exit 0 unless --strict.
     #[command(subcommand)]
     Hook(hook::HookCommand),
@@ -103,6 +105,7 @@ fn main() -> ExitCode {
         Command::Scope(cmd) => scope_cmd::run_scope(&home, cmd),
         Command::Attribute(args) => scope_cmd::run_attribute(&home, args),
         Command::Observe(args) => transcript_cmd::run_observe(&home, args),
+        Command::Markers(args) => transcript_cmd::run_markers(args),
         Command::Hook(cmd) => hook::run_hook(&home, cmd),
     };
     match result {

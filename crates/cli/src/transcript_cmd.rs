@@ -66,6 +66,7 @@ pub fn run_observe(home: &Path, args: ObserveArgs) -> Result<u8> {
         &Default::default(),
         ReadMode::Whole,
         &mut Buffers::default(),
+        None,
     )
     .with_context(|| format!("observing {}", args.transcript.display()))?;
     if let Some(e) = &report.outcome.first_error {
@@ -73,5 +74,32 @@ pub fn run_observe(home: &Path, args: ObserveArgs) -> Result<u8> {
     }
     let mut out = std::io::stdout().lock();
     println_out(&mut out, &report.outcome.recorded.to_string())?;
+    Ok(exit::OK)
+}
+
+#[derive(Args, Debug)]
+pub struct MarkersArgs {
+    /// The transcript (Claude Code JSONL or a Codex rollout).
+    transcript: PathBuf,
+}
+
+/// `transcope markers`: every brain marker, in order, one JSON object per line.
+pub fn run_markers(args: MarkersArgs) -> Result<u8> {
+    let mut stage = transcope_markers::MarkerStage::default();
+    transcope_stop::scan::scan_file(
+        &args.transcript,
+        transcope_stop::scan::Resume::START,
+        &transcope_stop::default_registry(),
+        None,
+        &Default::default(),
+        transcope_stop::scan::Tail::Decode,
+        &mut Buffers::default(),
+        &mut stage,
+    )
+    .with_context(|| format!("reading {}", args.transcript.display()))?;
+    let mut out = std::io::stdout().lock();
+    for m in stage.finish(None) {
+        println_out(&mut out, &m.to_python_json())?;
+    }
     Ok(exit::OK)
 }

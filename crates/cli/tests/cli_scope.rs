@@ -85,7 +85,16 @@ fn refusals_exit_3_with_the_fixed_message() {
     let home = tempfile::tempdir().unwrap();
     let ok = transcope(
         home.path(),
-        &["scope", "record", "--session", "s", "--at", "2026-10-08T10:00:00Z", "--cwd", "/a"],
+        &[
+            "scope",
+            "record",
+            "--session",
+            "s",
+            "--at",
+            "2026-10-08T10:00:00Z",
+            "--cwd",
+            "/a",
+        ],
         None,
     );
     assert_eq!(ok.status.code(), Some(0));
@@ -99,7 +108,14 @@ fn refusals_exit_3_with_the_fixed_message() {
             "refused: transition time is not an ISO 8601 timestamp\n",
         ),
         (
-            &["--at", "2026-10-08T11:00:00Z", "--project-id", "gamma", "--grant", ""],
+            &[
+                "--at",
+                "2026-10-08T11:00:00Z",
+                "--project-id",
+                "gamma",
+                "--grant",
+                "",
+            ],
             "refused: project is outside the session grant\n",
         ),
     ];
@@ -119,7 +135,15 @@ fn invalid_session_ids_write_nothing_and_exit_0() {
     for sid in ["--session=-lead", "--session=../escape", "--session="] {
         let out = transcope(
             home.path(),
-            &["scope", "record", sid, "--at", "2026-10-08T10:00:00Z", "--cwd", "/a"],
+            &[
+                "scope",
+                "record",
+                sid,
+                "--at",
+                "2026-10-08T10:00:00Z",
+                "--cwd",
+                "/a",
+            ],
             None,
         );
         assert_eq!(out.status.code(), Some(0), "{sid}: {}", text(&out.stderr));
@@ -128,7 +152,14 @@ fn invalid_session_ids_write_nothing_and_exit_0() {
     // Also the space-separated form of a hyphen-leading value.
     let out = transcope(
         home.path(),
-        &["scope", "record", "--session", "-lead", "--at", "2026-10-08T10:00:00Z"],
+        &[
+            "scope",
+            "record",
+            "--session",
+            "-lead",
+            "--at",
+            "2026-10-08T10:00:00Z",
+        ],
         None,
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
@@ -164,7 +195,16 @@ fn scope_json_values_are_normalised_like_python_str() {
     assert!(row.get("extra").is_none());
     let bad = transcope(
         home.path(),
-        &["scope", "record", "--session", "n", "--at", "2026-10-08T10:00:00Z", "--scope", "[1]"],
+        &[
+            "scope",
+            "record",
+            "--session",
+            "n",
+            "--at",
+            "2026-10-08T10:00:00Z",
+            "--scope",
+            "[1]",
+        ],
         None,
     );
     assert_eq!(bad.status.code(), Some(2));
@@ -186,7 +226,14 @@ fn scope_log_at_and_attribute_print_python_json() {
     );
     let at = transcope(
         home.path(),
-        &["scope", "at", "--session", "first", "--at", "2026-10-08T10:05:00Z"],
+        &[
+            "scope",
+            "at",
+            "--session",
+            "first",
+            "--at",
+            "2026-10-08T10:05:00Z",
+        ],
         None,
     );
     assert_eq!(
@@ -195,7 +242,14 @@ fn scope_log_at_and_attribute_print_python_json() {
     );
     let none = transcope(
         home.path(),
-        &["scope", "at", "--session", "first", "--at", "2026-10-08T09:00:00Z"],
+        &[
+            "scope",
+            "at",
+            "--session",
+            "first",
+            "--at",
+            "2026-10-08T09:00:00Z",
+        ],
         None,
     );
     assert_eq!(text(&none.stdout), "null\n");
@@ -274,7 +328,16 @@ fn usage_errors_exit_2_and_help_exits_0() {
 fn home_defaults_to_agentihooks_home() {
     let home = tempfile::tempdir().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_transcope"))
-        .args(["scope", "record", "--session", "e", "--at", "2026-10-08T10:00:00Z", "--cwd", "/x"])
+        .args([
+            "scope",
+            "record",
+            "--session",
+            "e",
+            "--at",
+            "2026-10-08T10:00:00Z",
+            "--cwd",
+            "/x",
+        ])
         .env("AGENTIHOOKS_HOME", home.path())
         .output()
         .unwrap();

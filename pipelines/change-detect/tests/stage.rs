@@ -25,16 +25,38 @@ fn ident(project: &str, repo: &str, worktree: &str, cwd: &str, id: &str) -> Proj
 }
 
 impl ProjectResolver for Stub {
-    fn resolve(&mut self, folder: &str, env: &Env) -> Result<Option<ProjectIdentity>, ResolveError> {
+    fn resolve(
+        &mut self,
+        folder: &str,
+        env: &Env,
+    ) -> Result<Option<ProjectIdentity>, ResolveError> {
         self.calls.push(folder.to_owned());
         self.env_seen.push(env.get("MARK").cloned());
         if let Some(f) = &self.fixed {
             return Ok(Some(f.clone()));
         }
         Ok(match folder {
-            "/work/alpha/one" => Some(ident("alpha", "fixture/alpha", "one", folder, "github.com/fixture/alpha")),
-            "/work/alpha/two" => Some(ident("alpha", "fixture/alpha", "two", folder, "github.com/fixture/alpha")),
-            "/work/beta" => Some(ident("beta", "fixture/beta", "beta", folder, "github.com/fixture/beta")),
+            "/work/alpha/one" => Some(ident(
+                "alpha",
+                "fixture/alpha",
+                "one",
+                folder,
+                "github.com/fixture/alpha",
+            )),
+            "/work/alpha/two" => Some(ident(
+                "alpha",
+                "fixture/alpha",
+                "two",
+                folder,
+                "github.com/fixture/alpha",
+            )),
+            "/work/beta" => Some(ident(
+                "beta",
+                "fixture/beta",
+                "beta",
+                folder,
+                "github.com/fixture/beta",
+            )),
             _ => None,
         })
     }
@@ -106,8 +128,19 @@ fn case14_transcript_observation_records_the_worktree_switch() {
     );
     assert_eq!(col(&log, "cwd")[0], "/scratch");
     assert!(col(&log, "task").iter().all(|t| t == "first"));
-    assert_eq!(stub.calls, ["/scratch", "/work/alpha/one", "/work/alpha/two", "/work/beta"]);
-    assert!(stub.env_seen.iter().all(|m| m.as_deref() == Some("same-env")));
+    assert_eq!(
+        stub.calls,
+        [
+            "/scratch",
+            "/work/alpha/one",
+            "/work/alpha/two",
+            "/work/beta"
+        ]
+    );
+    assert!(stub
+        .env_seen
+        .iter()
+        .all(|m| m.as_deref() == Some("same-env")));
     // A re-run records nothing and calls the resolver no more.
     assert_eq!(run(&log, &env, &mut stub, &fixture_entries()), 0);
     assert_eq!(stub.calls.len(), 4);
@@ -125,9 +158,16 @@ fn case15_entries_without_a_folder_or_time_are_skipped() {
     )
     .unwrap();
     let entries = vec![
-        Entry { time: TimeValue::Str("2026-10-08T10:01:00Z".into()), ..Entry::default() },
+        Entry {
+            time: TimeValue::Str("2026-10-08T10:01:00Z".into()),
+            ..Entry::default()
+        },
         entry("bad", Some("/bad-time"), None),
-        Entry { time: TimeValue::Other("7".into()), cwd: Some("/numeric-time".into()), ..Entry::default() },
+        Entry {
+            time: TimeValue::Other("7".into()),
+            cwd: Some("/numeric-time".into()),
+            ..Entry::default()
+        },
         entry("2026-10-08T09:00:00Z", Some("/older"), None),
         entry("2026-10-08T10:00:00Z", Some("/same-instant"), None),
         entry("2026-10-08T10:03:00Z", Some("/later"), None),
@@ -143,7 +183,13 @@ fn case41_transcript_branch_changes_are_recorded_never_read_from_live_git() {
     let h = tempfile::tempdir().unwrap();
     let log = ScopeLog::open(h.path(), "br");
     let mut stub = Stub {
-        fixed: Some(ident("alpha", "fixture/alpha", "one", "/work/alpha/one", "github.com/fixture/alpha")),
+        fixed: Some(ident(
+            "alpha",
+            "fixture/alpha",
+            "one",
+            "/work/alpha/one",
+            "github.com/fixture/alpha",
+        )),
         ..Stub::default()
     };
     // turn_context entries carry no branch (the Codex adapter gives branch None).
@@ -229,7 +275,10 @@ fn seen_is_updated_before_the_record_attempt() {
     assert_eq!(stub.calls, ["/a", "/b", "/a", "/b"]);
     assert_eq!(
         out.seen,
-        Some(Seen { cwd: "/b".into(), branch: "".into() })
+        Some(Seen {
+            cwd: "/b".into(),
+            branch: "".into()
+        })
     );
 }
 
@@ -238,7 +287,12 @@ fn swarm_variables_come_only_from_the_map_passed_in() {
     let h = tempfile::tempdir().unwrap();
     let log = ScopeLog::open(h.path(), "envmap");
     let mut stub = Stub::default();
-    run(&log, &Env::new(), &mut stub, &[entry("2026-10-08T10:00:00Z", Some("/a"), None)]);
+    run(
+        &log,
+        &Env::new(),
+        &mut stub,
+        &[entry("2026-10-08T10:00:00Z", Some("/a"), None)],
+    );
     assert_eq!(col(&log, "swarm"), [""]);
     assert_eq!(col(&log, "task"), [""]);
 }

@@ -27,6 +27,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod body;
 pub mod parse;
 
 use serde_json::{Map, Value};

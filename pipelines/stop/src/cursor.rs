@@ -117,10 +117,15 @@ pub fn still_valid(c: &Cursor, transcript: &Path, size_now: u64) -> bool {
 /// Write `c` to `path` atomically (tmp → fsync → rename), private to the user.
 pub fn save(path: &Path, c: &Cursor) -> io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
     let tmp = dir.join(format!(
         ".{}.{}.tmp",
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("cursor"),
+        path.file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("cursor"),
         std::process::id()
     ));
     {

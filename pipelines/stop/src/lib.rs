@@ -21,7 +21,7 @@
 //! )).unwrap();
 //! let log = ScopeLog::open(home.path(), "s1");
 //! let report = observe(home.path(), &log, &t, &Env::new(), NoProjects, &default_registry(),
-//!     &Default::default(), ReadMode::Incremental, &mut Buffers::default()).unwrap();
+//!     &Default::default(), ReadMode::Incremental, &mut Buffers::default(), None).unwrap();
 //! assert_eq!(report.outcome.recorded, 2);
 //! ```
 #![warn(missing_docs)]
@@ -30,6 +30,7 @@ pub mod cursor;
 pub mod observe;
 pub mod scan;
 pub mod session_start;
+pub mod stop;
 
 pub use observe::ReadMode;
 

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde_json::Value;
 use transcope_change_detect::{scope_enabled, ChangeDetect, Env, Outcome, ProjectResolver};
-use transcope_core::adapter::AdapterRegistry;
+use transcope_core::adapter::{AdapterRegistry, EntrySink};
 use transcope_core::Entry;
 use transcope_jsonl::Framer;
 use transcope_scopelog::ScopeLog;
@@ -37,7 +37,8 @@ pub struct ObserveReport {
     pub outcome: Outcome,
 }
 
-/// Observe `transcript` for `log` (scope-log.md §3.2). `home` holds the cursors.
+/// Observe `transcript` for `log` (scope-log.md §3.2). `home` holds the cursors;
+/// `also` is an extra per-entry stage fed the same entries in the same pass (markers).
 #[allow(clippy::too_many_arguments)]
 pub fn observe<R: ProjectResolver>(
     home: &Path,
@@ -49,6 +50,7 @@ pub fn observe<R: ProjectResolver>(
     framer: &Framer,
     mode: ReadMode,
     buffers: &mut Buffers,
+    mut also: Option<&mut dyn EntrySink>,
 ) -> Result<ObserveReport, ScanError> {
     let mut report = ObserveReport::default();
     if !scope_enabled(env) {
@@ -84,7 +86,12 @@ pub fn observe<R: ProjectResolver>(
         ReadMode::Incremental => Tail::DecodeIfComplete,
     };
     {
-        let mut sink = |e: &Entry<'_>| stage.entry(e);
+        let mut sink = |e: &Entry<'_>| {
+            stage.entry(e);
+            if let Some(a) = also.as_mut() {
+                a.entry(e);
+            }
+        };
         report.scan = scan_file(
             transcript, from, registry, adapter, framer, tail, buffers, &mut sink,
         )?;
@@ -98,16 +105,20 @@ pub fn observe<R: ProjectResolver>(
                 session: log.session().to_owned(),
                 path: transcript.display().to_string(),
                 adapter: report.scan.adapter.to_owned(),
-                offset: if report.scan.array { 0 } else { report.scan.resume.offset },
-                line: if report.scan.array { 1 } else { report.scan.resume.line },
+                offset: if report.scan.array {
+                    0
+                } else {
+                    report.scan.resume.offset
+                },
+                line: if report.scan.array {
+                    1
+                } else {
+                    report.scan.resume.line
+                },
                 size,
                 head_len,
                 head_sha256: head,
-                seen: report
-                    .outcome
-                    .seen
-                    .clone()
-                    .map(|s| (s.cwd, s.branch)),
+                seen: report.outcome.seen.clone().map(|s| (s.cwd, s.branch)),
                 log_last_transition_id: last_transition_id(log),
             };
             // A cursor that cannot be saved only costs a full read next time.

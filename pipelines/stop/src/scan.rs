@@ -86,8 +86,14 @@ pub fn first_line(buf: &[u8]) -> &[u8] {
 }
 
 fn trim(b: &[u8]) -> &[u8] {
-    let start = b.iter().position(|c| !c.is_ascii_whitespace()).unwrap_or(b.len());
-    let end = b.iter().rposition(|c| !c.is_ascii_whitespace()).map_or(start, |e| e + 1);
+    let start = b
+        .iter()
+        .position(|c| !c.is_ascii_whitespace())
+        .unwrap_or(b.len());
+    let end = b
+        .iter()
+        .rposition(|c| !c.is_ascii_whitespace())
+        .map_or(start, |e| e + 1);
     &b[start..end]
 }
 
@@ -124,8 +130,7 @@ pub fn scan_slice(
         from.offset,
         from.line,
         FnSink(|line: Line<'_>| {
-            let unterminated =
-                line.end == from.offset + buf.len() as u64 && !buf.ends_with(b"\n");
+            let unterminated = line.end == from.offset + buf.len() as u64 && !buf.ends_with(b"\n");
             if unterminated {
                 if tail == Tail::DecodeIfComplete
                     && serde_json::from_slice::<&RawValue>(line.bytes).is_err()
@@ -159,7 +164,14 @@ fn decode_one(
         n += 1;
         sink.entry(e);
     };
-    if let Err(s) = adapter.decode(bytes, LinePos { offset, line: number }, &mut counting) {
+    if let Err(s) = adapter.decode(
+        bytes,
+        LinePos {
+            offset,
+            line: number,
+        },
+        &mut counting,
+    ) {
         report.skip(s);
     }
     report.entries += n;
@@ -178,7 +190,14 @@ fn scan_array(
     for (i, item) in items.iter().enumerate() {
         let text = item.get();
         let offset = text.as_ptr() as usize - buf.as_ptr() as usize;
-        decode_one(text.as_bytes(), offset as u64, i as u64 + 1, adapter, sink, report);
+        decode_one(
+            text.as_bytes(),
+            offset as u64,
+            i as u64 + 1,
+            adapter,
+            sink,
+            report,
+        );
     }
 }
 
@@ -262,7 +281,15 @@ pub fn scan_file(
     };
     report.adapter = factory.name();
     let mut adapter = factory.build();
-    scan_slice(data, from, adapter.as_mut(), framer, tail, sink, &mut report);
+    scan_slice(
+        data,
+        from,
+        adapter.as_mut(),
+        framer,
+        tail,
+        sink,
+        &mut report,
+    );
     if data.capacity() > 64 * 1024 * 1024 {
         *data = Vec::new();
     }

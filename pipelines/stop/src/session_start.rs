@@ -89,10 +89,18 @@ pub fn record_session(
 }
 
 /// Append the index row unless the session's last row already says the same.
-fn update_index(home: &Path, session: &str, id: &ProjectIdentity, now: Instant) -> io::Result<bool> {
+fn update_index(
+    home: &Path,
+    session: &str,
+    id: &ProjectIdentity,
+    now: Instant,
+) -> io::Result<bool> {
     let path = index_path(home);
     if let Some(dir) = path.parent() {
-        fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
     }
     let mut lock_path = path.as_os_str().to_owned();
     lock_path.push(".lock");
@@ -146,4 +154,38 @@ fn update_index(home: &Path, session: &str, id: &ProjectIdentity, now: Instant) 
         .open(&path)?;
     f.write_all(line.as_bytes())?;
     Ok(true)
+}
+
+/// `lookup(session_id)`: the identity of the session's last index row (scope-log.md
+/// §3.1), `project_id` `"unknown"` when missing or empty. The reference's fallback
+/// search of Claude's projects folder is not ported; the caller falls back to the
+/// folder's own identity.
+pub fn lookup(home: &Path, session: &str) -> Option<[(&'static str, String); 6]> {
+    let bytes = fs::read(index_path(home)).ok()?;
+    let row = rows_from_bytes(&bytes)
+        .into_iter()
+        .rev()
+        .find(|r| r.get("session_id").and_then(Value::as_str) == Some(session))?;
+    let get = |k: &str| {
+        row.get(k)
+            .filter(|v| py::truthy(v))
+            .map(py::str_of)
+            .unwrap_or_default()
+    };
+    let pid = get("project_id");
+    Some([
+        ("project", get("project")),
+        ("repo", get("repo")),
+        ("worktree", get("worktree")),
+        ("cwd", get("cwd")),
+        ("remote", get("remote")),
+        (
+            "project_id",
+            if pid.is_empty() {
+                "unknown".into()
+            } else {
+                pid
+            },
+        ),
+    ])
 }

@@ -9,9 +9,9 @@ use std::process::Command;
 
 use transcope_change_detect::{Env, NoProjects};
 use transcope_scopelog::ScopeLog;
+use transcope_stop::default_registry;
 use transcope_stop::observe::{observe, ObserveReport, ReadMode};
 use transcope_stop::scan::Buffers;
-use transcope_stop::default_registry;
 
 fn testdata() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata")
@@ -29,6 +29,7 @@ fn run(home: &Path, session: &str, transcript: &Path, mode: ReadMode) -> Observe
         &Default::default(),
         mode,
         &mut Buffers::default(),
+        None,
     )
     .unwrap()
 }
@@ -206,6 +207,7 @@ fn switch_off_reads_nothing_and_a_missing_transcript_is_an_error_not_a_panic() {
         &Default::default(),
         ReadMode::Whole,
         &mut Buffers::default(),
+        None,
     )
     .unwrap();
     assert!(r.disabled);
@@ -221,6 +223,7 @@ fn switch_off_reads_nothing_and_a_missing_transcript_is_an_error_not_a_panic() {
         &Default::default(),
         ReadMode::Whole,
         &mut Buffers::default(),
+        None,
     );
     assert!(err.is_err());
 }
@@ -266,12 +269,27 @@ fn incremental_stops_equal_a_full_re_read_at_every_split() {
         // Every line boundary as a single split, plus every boundary at once.
         let step = (bounds.len() / 40).max(1);
         for &b in bounds.iter().step_by(step) {
-            assert_eq!(stops_over_pieces(&bytes, &[b]), full, "{} split at {b}", f.display());
+            assert_eq!(
+                stops_over_pieces(&bytes, &[b]),
+                full,
+                "{} split at {b}",
+                f.display()
+            );
             // Mid-line: a few bytes into the next line.
             let mid = (b + 7).min(bytes.len());
-            assert_eq!(stops_over_pieces(&bytes, &[mid]), full, "{} mid-line {mid}", f.display());
+            assert_eq!(
+                stops_over_pieces(&bytes, &[mid]),
+                full,
+                "{} mid-line {mid}",
+                f.display()
+            );
         }
-        assert_eq!(stops_over_pieces(&bytes, &bounds), full, "{} every line", f.display());
+        assert_eq!(
+            stops_over_pieces(&bytes, &bounds),
+            full,
+            "{} every line",
+            f.display()
+        );
     }
 }
 
@@ -284,7 +302,12 @@ fn a_rewritten_transcript_is_read_again_from_the_start() {
         "{\"type\":\"user\",\"timestamp\":\"2026-10-08T10:00:00Z\",\"cwd\":\"/a\"}\n",
     )
     .unwrap();
-    assert_eq!(run(home.path(), "rw", &path, ReadMode::Incremental).outcome.recorded, 1);
+    assert_eq!(
+        run(home.path(), "rw", &path, ReadMode::Incremental)
+            .outcome
+            .recorded,
+        1
+    );
     // Replaced by a different, shorter-headed file: the cursor no longer matches.
     std::fs::write(
         &path,

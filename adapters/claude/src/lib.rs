@@ -1,0 +1,158 @@
+//! # transcope-adapter-claude: Claude Code transcripts → [`Entry`] values
+//!
+//! Design. A framed line (bytes, no terminator) goes through three steps:
+//!
+//! ```text
+//! line ──record::parse──► Record   (one pass: top-level keys, message texts, payload keys)
+//!      ──Record::base_entry──► Entry { time, cwd, branch, ids }     (format-independent)
+//!      ──Record::message_texts (kept for type == "assistant" only)──► Entry.texts
+//!      ──record::emit──► EntrySink
+//! ```
+//!
+//! * [`ClaudeAdapter`] implements [`Adapter`]; [`ClaudeFactory`] implements
+//!   [`AdapterFactory`] (name `claude`) and is the registry's fallback: it answers
+//!   [`Confidence::Certain`] for a first line whose `type` is a Claude line type and
+//!   [`Confidence::Fallback`] for everything else, exactly as the reference treats
+//!   every non-Codex file as Claude ([`detect`]).
+//! * [`record`] is the format-independent part, shared with the Codex adapter: the
+//!   folder/branch/time rules of scope-log.md §3.2 and the tolerant, borrowing,
+//!   last-key-wins decoding they run on.
+//! * [`text`] is the Claude marker-text rule of scope-log.md §5.2.
+//!
+//! Decisions where the reference is silent or fails (each also tested):
+//!
+//! * Invalid UTF-8 in a line skips that line ([`Skip::InvalidUtf8`]); the reference
+//!   decodes the whole file strictly and raises.
+//! * A byte-order mark at the start of the file (line at offset 0) is stripped; the
+//!   reference would fail that line's JSON parse and drop it.
+//! * Whitespace around a line is trimmed as Python's `str.strip()` does (Unicode
+//!   whitespace and `\x1c`–`\x1f`).
+//! * Duplicate keys: the last occurrence wins, as in Python's `json.loads`.
+//! * JSON that Python accepts but serde_json rejects (`NaN`, `Infinity`, a lone
+//!   surrogate escape inside a string this adapter decodes) skips the line as
+//!   [`Skip::InvalidJson`]; inside skipped values (tool results) lone surrogates are
+//!   tolerated.
+//! * Lines that are not objects (`5`, `[1]`, `"s"`) are [`Skip::NotObject`] (the
+//!   reference's marker scan would crash on them, §8 items 17 and 20).
+//! * Every line with a known `type` yields an entry. A line with an unknown or missing
+//!   `type` yields an [`EntryKind::Other`] entry when it carries a folder, a branch or
+//!   a timestamp (the reference's context rule reads every object), and is
+//!   [`Skip::Ignored`] otherwise ([`Skip::WrongType`] when `type` is not a string).
+//! * Ids (`sessionId`, `uuid`, …) are taken only when they are JSON strings;
+//!   `isSidechain` only when it is `true`.
+//!
+//! ```
+//! use transcope_adapter_claude::ClaudeAdapter;
+//! use transcope_core::adapter::Adapter;
+//! use transcope_core::{Entry, EntryKind, LinePos};
+//!
+//! let line = br#"{"type":"assistant","cwd":"/w","gitBranch":"main","timestamp":"2025-07-14T22:59:30.699Z","message":{"content":[{"type":"thinking","thinking":"hm"},{"type":"text","text":"<!-- @lesson -->L<!-- @/lesson -->"}]}}"#;
+//! let mut got = Vec::new();
+//! ClaudeAdapter::new()
+//!     .decode(line, LinePos { offset: 0, line: 1 }, &mut |e: &Entry<'_>| {
+//!         got.push((e.kind, e.cwd.as_deref().map(String::from), e.branch.as_deref().map(String::from), e.texts.len()));
+//!     })
+//!     .unwrap();
+//! assert_eq!(got, [(Some(EntryKind::Assistant), Some("/w".into()), Some("main".into()), 1)]);
+//! ```
+#![warn(missing_docs)]
+
+pub mod detect;
+pub mod record;
+pub mod text;
+
+use transcope_core::adapter::{Adapter, AdapterFactory, Confidence, EntrySink, Skip};
+use transcope_core::entry::{Entry, EntryKind, LinePos};
+
+pub use detect::{classify, FirstLine};
+
+/// Decodes Claude Code transcript lines. Stateless: one value can serve any number of
+/// files.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ClaudeAdapter;
+
+impl ClaudeAdapter {
+    /// A new adapter.
+    pub fn new() -> Self {
+        ClaudeAdapter
+    }
+}
+
+/// Decode one line by the Claude rules into `sink` — the body of
+/// [`ClaudeAdapter::decode`], public so the Codex adapter can apply the same rules to
+/// a legacy Codex file (which the reference reads as Claude).
+pub fn decode_claude(line: &[u8], pos: LinePos, sink: &mut dyn EntrySink) -> Result<(), Skip> {
+    let mut rec = record::parse(line, pos)?;
+    let mut entry = rec.base_entry(pos);
+    entry.kind = rec.ty.as_str().and_then(record::base_kind);
+    if entry.kind == Some(EntryKind::Assistant) {
+        entry.texts = rec.message_texts.take().unwrap_or_default();
+    }
+    record::emit(entry, &rec.ty, sink)
+}
+
+impl Adapter for ClaudeAdapter {
+    fn decode(&mut self, line: &[u8], pos: LinePos, sink: &mut dyn EntrySink) -> Result<(), Skip> {
+        decode_claude(line, pos, sink)
+    }
+}
+
+/// The `claude` format: [`Confidence::Certain`] for a Claude first line, else
+/// [`Confidence::Fallback`] (never `None`: the reference reads every non-Codex file as
+/// Claude).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ClaudeFactory;
+
+impl AdapterFactory for ClaudeFactory {
+    fn name(&self) -> &'static str {
+        "claude"
+    }
+
+    fn sniff(&self, first_line: &[u8]) -> Option<Confidence> {
+        Some(match classify(first_line) {
+            FirstLine::ClaudeType => Confidence::Certain,
+            _ => Confidence::Fallback,
+        })
+    }
+
+    fn build(&self) -> Box<dyn Adapter> {
+        Box::new(ClaudeAdapter)
+    }
+}
+
+/// Collect the entries of one line as owned values (a test and tooling convenience).
+pub fn decode_owned(
+    adapter: &mut dyn Adapter,
+    line: &[u8],
+    pos: LinePos,
+) -> Result<Vec<Entry<'static>>, Skip> {
+    let mut out = Vec::new();
+    adapter.decode(line, pos, &mut |e: &Entry<'_>| out.push(to_owned(e)))?;
+    Ok(out)
+}
+
+/// Deep-copy an entry so it outlives its line.
+pub fn to_owned(e: &Entry<'_>) -> Entry<'static> {
+    fn own(c: &Option<std::borrow::Cow<'_, str>>) -> Option<std::borrow::Cow<'static, str>> {
+        c.as_ref().map(|s| std::borrow::Cow::Owned(s.to_string()))
+    }
+    Entry {
+        kind: e.kind,
+        time: e.time.clone().into_owned(),
+        cwd: own(&e.cwd),
+        branch: own(&e.branch),
+        session_id: own(&e.session_id),
+        agent_id: own(&e.agent_id),
+        uuid: own(&e.uuid),
+        parent_uuid: own(&e.parent_uuid),
+        logical_parent_uuid: own(&e.logical_parent_uuid),
+        is_sidechain: e.is_sidechain,
+        texts: e
+            .texts
+            .iter()
+            .map(|t| std::borrow::Cow::Owned(t.to_string()))
+            .collect(),
+        offset: e.offset,
+        line: e.line,
+    }
+}

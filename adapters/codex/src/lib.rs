@@ -1,0 +1,427 @@
+//! # transcope-adapter-codex: OpenAI Codex CLI rollouts → [`Entry`] values
+//!
+//! Design. [`CodexAdapter`] decodes one framed line in four steps:
+//!
+//! ```text
+//! line ──record::parse──► Record (one pass: top-level keys, payload keys, message texts)
+//!      ──Record::base_entry──► Entry { time, cwd, branch, ids }   (shared with Claude:
+//!                              turn_context → payload.cwd, anything else → top-level cwd)
+//!      ──mode (first record of the file: envelope or legacy header)──►
+//!        envelope: kind from type/payload.type/role; marker texts from assistant
+//!                  response_item messages and task_complete
+//!        legacy:   kind from the bare item; marker texts by the *Claude* rule
+//!      ──record::emit──► EntrySink
+//! ```
+//!
+//! [`CodexFactory`] (name `codex`) claims a file when its first line is an envelope
+//! line (`session_meta`, `response_item`, `event_msg`, `turn_context`) or a legacy
+//! session header (`id`, no `type`, no `payload`, transcript-formats §2.3), and
+//! returns `None` otherwise so the Claude fallback takes it.
+//!
+//! Reference fidelity (scope-log.md §3.2, §5.2):
+//!
+//! * Folder: `turn_context` → `payload.cwd`; every other record → its top-level
+//!   `cwd`. So `session_meta.payload.cwd` and `session_meta.payload.git.branch` are
+//!   **not** used (the reference ignores them); a legacy header's top-level `cwd` is.
+//! * Marker texts, envelope files: a `response_item` whose payload is a `message` with
+//!   role `assistant` gives one text: its content blocks of type `input_text`,
+//!   `output_text` or `text`, their `text` joined by `\n` (a block without a string
+//!   `text` contributes `""`, where the reference would use `""` for a missing key and
+//!   raise for a non-string); an `event_msg` `task_complete` gives its
+//!   `last_agent_message` when it is a non-empty string. Texts that come out empty
+//!   are dropped. The same text often appears both ways (§8 item 16); both are kept.
+//! * Marker texts, legacy files: the reference's format detection reads a legacy file
+//!   as *Claude*, so only `type == "assistant"` lines would be scanned, and the bare
+//!   `{"type":"message","role":"assistant",…}` lines are **not** marker texts. This
+//!   adapter does the same (it applies [`transcope_adapter_claude::text`]'s rule).
+//! * Extension, off by default ([`CodexOptions::legacy_env_cwd`]): when a legacy
+//!   header has no `cwd`, the first user message whose text holds
+//!   `<environment_context>…<cwd>X</cwd>` yields an entry with folder `X`, stamped with
+//!   the header's timestamp (legacy items carry no time of their own).
+//! * Session id: `session_meta.payload.id` (else `payload.session_id`); legacy header
+//!   `id`. Only JSON strings are taken.
+//!
+//! The mode is decided by the first record decoded after construction or
+//! [`Adapter::reset`], so a resumed read of a legacy file must re-decode its header
+//! line first.
+//!
+//! ```
+//! use transcope_adapter_codex::CodexAdapter;
+//! use transcope_core::adapter::Adapter;
+//! use transcope_core::{Entry, EntryKind, LinePos};
+//!
+//! let lines: [&[u8]; 3] = [
+//!     br#"{"timestamp":"2025-12-09T19:55:16.336Z","type":"session_meta","payload":{"id":"019b","cwd":"/start"}}"#,
+//!     br#"{"timestamp":"2025-12-09T19:55:17.000Z","type":"turn_context","payload":{"cwd":"/w","model":"m"}}"#,
+//!     br#"{"timestamp":"2025-12-09T19:55:18.000Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"a"},{"type":"output_text","text":"b"}]}}"#,
+//! ];
+//! let mut adapter = CodexAdapter::new();
+//! let mut got = Vec::new();
+//! for (i, line) in lines.iter().enumerate() {
+//!     let pos = LinePos { offset: 0, line: i as u64 + 1 };
+//!     adapter.decode(line, pos, &mut |e: &Entry<'_>| {
+//!         got.push((e.kind.unwrap(), e.cwd.as_deref().map(String::from), e.texts.iter().map(|t| t.to_string()).collect::<Vec<_>>()));
+//!     }).unwrap();
+//! }
+//! assert_eq!(got[0], (EntryKind::SessionMeta, None, vec![]));
+//! assert_eq!(got[1], (EntryKind::TurnContext, Some("/w".into()), vec![]));
+//! assert_eq!(got[2], (EntryKind::Assistant, None, vec!["a\nb".to_string()]));
+//! ```
+#![warn(missing_docs)]
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
+use transcope_adapter_claude::detect::{classify, FirstLine};
+use transcope_adapter_claude::record::{self, skip_value, FromMap, Loose, Obj, Record, TypeField};
+use transcope_core::adapter::{Adapter, AdapterFactory, Confidence, EntrySink, Skip};
+use transcope_core::entry::{Entry, EntryKind, LinePos, TimeValue};
+
+/// Opt-in behaviour beyond the reference. The default is the reference's behaviour.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CodexOptions {
+    /// Legacy files whose header has no `cwd`: take the folder from the
+    /// `<environment_context>` `<cwd>` of the first user message, stamped with the
+    /// header's timestamp. Off by default (the reference sees no folder there).
+    pub legacy_env_cwd: bool,
+}
+
+/// Which layout the current file uses, known after its first record.
+#[derive(Clone, Debug, Default)]
+enum Mode {
+    #[default]
+    Unknown,
+    Envelope,
+    Legacy {
+        header_time: TimeValue<'static>,
+        /// Still looking for an `<environment_context>` folder (extension only).
+        want_env_cwd: bool,
+    },
+}
+
+/// Decodes Codex CLI rollout lines (envelope and legacy layouts). Keeps per-file state
+/// (the layout and a legacy header's time); call [`Adapter::reset`] between files.
+#[derive(Clone, Debug, Default)]
+pub struct CodexAdapter {
+    options: CodexOptions,
+    mode: Mode,
+}
+
+impl CodexAdapter {
+    /// An adapter with the reference behaviour.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// An adapter with the given options.
+    pub fn with_options(options: CodexOptions) -> Self {
+        CodexAdapter {
+            options,
+            mode: Mode::Unknown,
+        }
+    }
+
+    /// Whether the current file was recognised as the legacy (pre-envelope) layout.
+    pub fn is_legacy(&self) -> bool {
+        matches!(self.mode, Mode::Legacy { .. })
+    }
+}
+
+fn is_legacy_header(rec: &Record<'_>) -> bool {
+    matches!(rec.ty, TypeField::Missing) && rec.id.is_present() && !rec.has_payload
+}
+
+impl Adapter for CodexAdapter {
+    fn decode(&mut self, line: &[u8], pos: LinePos, sink: &mut dyn EntrySink) -> Result<(), Skip> {
+        let mut rec = record::parse(line, pos)?;
+        let first = matches!(self.mode, Mode::Unknown);
+        if first {
+            self.mode = Mode::Envelope;
+        }
+        let mut entry = rec.base_entry(pos);
+        if first && is_legacy_header(&rec) {
+            self.mode = Mode::Legacy {
+                header_time: entry.time.clone().into_owned(),
+                want_env_cwd: self.options.legacy_env_cwd && entry.cwd.is_none(),
+            };
+            entry.kind = Some(EntryKind::SessionMeta);
+            entry.session_id = std::mem::take(&mut rec.id).into_str();
+            return record::emit(entry, &rec.ty, sink);
+        }
+        match &mut self.mode {
+            Mode::Legacy {
+                header_time,
+                want_env_cwd,
+            } => decode_legacy(&mut rec, &mut entry, header_time, want_env_cwd),
+            _ => decode_envelope(&mut rec, &mut entry),
+        }
+        record::emit(entry, &rec.ty, sink)
+    }
+
+    fn reset(&mut self) {
+        self.mode = Mode::Unknown;
+    }
+}
+
+fn message_kind(role: Option<&str>) -> EntryKind {
+    match role {
+        Some("user") => EntryKind::User,
+        Some("assistant") => EntryKind::Assistant,
+        _ => EntryKind::ResponseItem,
+    }
+}
+
+fn decode_envelope<'a>(rec: &mut Record<'a>, entry: &mut Entry<'a>) {
+    let ty = rec.ty.as_str();
+    entry.kind = ty.and_then(record::base_kind);
+    let Some(ty @ ("session_meta" | "response_item" | "event_msg")) = ty else {
+        return;
+    };
+    let Some(p) = rec.payload.take() else {
+        return;
+    };
+    match (ty, p.ty.as_str()) {
+        ("session_meta", _) => {
+            entry.session_id = p.id.into_str().or_else(|| p.session_id.into_str());
+        }
+        ("response_item", Some("message")) => {
+            let kind = message_kind(p.role.as_str());
+            entry.kind = Some(kind);
+            if kind == EntryKind::Assistant {
+                entry.texts.extend(message_text(p.content));
+            }
+        }
+        ("event_msg", Some("task_complete")) => {
+            if let Loose::Str(t) = p.last_agent_message {
+                if !t.is_empty() {
+                    entry.texts.push(t);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn decode_legacy<'a>(
+    rec: &mut Record<'a>,
+    entry: &mut Entry<'a>,
+    header_time: &TimeValue<'static>,
+    want_env_cwd: &mut bool,
+) {
+    let ty = rec.ty.as_str();
+    entry.kind = match ty {
+        Some("message") => Some(message_kind(rec.role.as_str())),
+        Some(t) => record::base_kind(t).or(Some(EntryKind::ResponseItem)),
+        None => None,
+    };
+    // The reference reads a legacy file as Claude: only `assistant` lines are scanned.
+    if ty == Some("assistant") {
+        entry.texts = rec.message_texts.take().unwrap_or_default();
+    }
+    if *want_env_cwd
+        && entry.cwd.is_none()
+        && ty == Some("message")
+        && rec.role.as_str() == Some("user")
+    {
+        if let Some(cwd) = message_parts(rec.content).iter().find_map(|t| env_cwd(t)) {
+            entry.cwd = Some(Cow::Owned(cwd.to_owned()));
+            entry.time = header_time.clone();
+            *want_env_cwd = false;
+        }
+    }
+}
+
+/// `<cwd>X</cwd>` inside an `<environment_context>` block, trimmed.
+fn env_cwd(text: &str) -> Option<&str> {
+    let ctx = &text[text.find("<environment_context>")?..];
+    let start = ctx.find("<cwd>")? + "<cwd>".len();
+    let len = ctx[start..].find("</cwd>")?;
+    let cwd = ctx[start..start + len].trim();
+    (!cwd.is_empty()).then_some(cwd)
+}
+
+/// The texts of a Codex message's content blocks of type `input_text`, `output_text`
+/// or `text` (a block whose `text` is missing or not a string gives `""`).
+#[derive(Debug, Default)]
+struct Parts<'a>(Vec<Cow<'a, str>>);
+
+impl<'de> Deserialize<'de> for Parts<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Parts<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(Parts::default())
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(Parts::default())
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(Parts::default())
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(Parts::default())
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+                Ok(Parts::default())
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(Parts::default())
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                IgnoredAny.visit_map(map).map(|_| Parts::default())
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut parts = Vec::new();
+                while let Some(Obj(block)) = seq.next_element::<Obj<Block<'de>>>()? {
+                    if let Some(Block { wanted: true, text }) = block {
+                        parts.push(text.into_str().unwrap_or(Cow::Borrowed("")));
+                    }
+                }
+                Ok(Parts(parts))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+#[derive(Debug, Default)]
+struct Block<'a> {
+    wanted: bool,
+    text: Loose<'a>,
+}
+
+impl<'de> FromMap<'de> for Block<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        match key {
+            "type" => {
+                self.wanted = matches!(
+                    map.next_value::<Loose<'de>>()?.as_str(),
+                    Some("input_text" | "output_text" | "text")
+                )
+            }
+            "text" => self.text = map.next_value()?,
+            _ => skip_value(map)?,
+        }
+        Ok(())
+    }
+}
+
+fn message_parts(content: Option<&RawValue>) -> Vec<Cow<'_, str>> {
+    content
+        .and_then(|raw| serde_json::from_str::<Parts<'_>>(raw.get()).ok())
+        .map(|p| p.0)
+        .unwrap_or_default()
+}
+
+/// The one marker text of an assistant message: its parts joined by `\n`, or `None`
+/// when that is empty.
+fn message_text(content: Option<&RawValue>) -> Option<Cow<'_, str>> {
+    let mut parts = message_parts(content);
+    let text = if parts.len() == 1 {
+        parts.pop()?
+    } else {
+        Cow::Owned(parts.join("\n"))
+    };
+    (!text.is_empty()).then_some(text)
+}
+
+/// The `codex` format: [`Confidence::Certain`] for an envelope or legacy-header first
+/// line, `None` otherwise.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CodexFactory;
+
+impl CodexFactory {
+    /// A factory whose adapters use `options` (same name and detection).
+    pub fn with_options(options: CodexOptions) -> Box<dyn AdapterFactory> {
+        Box::new(Configured(options))
+    }
+}
+
+fn sniff(first_line: &[u8]) -> Option<Confidence> {
+    match classify(first_line) {
+        FirstLine::Codex | FirstLine::CodexLegacyHeader => Some(Confidence::Certain),
+        FirstLine::ClaudeType | FirstLine::Other => None,
+    }
+}
+
+impl AdapterFactory for CodexFactory {
+    fn name(&self) -> &'static str {
+        "codex"
+    }
+    fn sniff(&self, first_line: &[u8]) -> Option<Confidence> {
+        sniff(first_line)
+    }
+    fn build(&self) -> Box<dyn Adapter> {
+        Box::new(CodexAdapter::new())
+    }
+}
+
+struct Configured(CodexOptions);
+
+impl AdapterFactory for Configured {
+    fn name(&self) -> &'static str {
+        "codex"
+    }
+    fn sniff(&self, first_line: &[u8]) -> Option<Confidence> {
+        sniff(first_line)
+    }
+    fn build(&self) -> Box<dyn Adapter> {
+        Box::new(CodexAdapter::with_options(self.0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text_of(content: &str) -> Option<String> {
+        let raw: &RawValue = serde_json::from_str(content).unwrap();
+        message_text(Some(raw)).map(Cow::into_owned)
+    }
+
+    #[test]
+    fn codex_block_joining() {
+        assert_eq!(
+            text_of(r#"[{"type":"output_text","text":"a"}]"#).as_deref(),
+            Some("a")
+        );
+        assert_eq!(
+            text_of(r#"[{"type":"output_text","text":"a"},{"type":"input_image"},{"type":"text","text":"b"},{"type":"input_text","text":"c"}]"#)
+                .as_deref(),
+            Some("a\nb\nc")
+        );
+        // A wanted block without text contributes "" (Python `b.get("text", "")`).
+        assert_eq!(
+            text_of(r#"[{"type":"output_text","text":"a"},{"type":"output_text"},{"type":"output_text","text":"b"}]"#)
+                .as_deref(),
+            Some("a\n\nb")
+        );
+        assert_eq!(
+            text_of(r#"[{"type":"output_text"},{"type":"output_text"}]"#).as_deref(),
+            Some("\n")
+        );
+        assert_eq!(text_of(r#"[{"type":"output_text","text":""}]"#), None);
+        assert_eq!(text_of(r#"[]"#), None);
+        assert_eq!(text_of(r#""string content""#), None);
+        assert_eq!(text_of(r#"{"type":"output_text","text":"a"}"#), None);
+        assert_eq!(text_of(r#"null"#), None);
+        assert_eq!(
+            text_of(r#"[5, "x", {"type": "refusal", "text": "no"}]"#),
+            None
+        );
+    }
+
+    #[test]
+    fn env_cwd_extraction() {
+        let t = "<environment_context>\n  <cwd>/Users/x/proj</cwd>\n  <shell>zsh</shell>\n</environment_context>";
+        assert_eq!(env_cwd(t), Some("/Users/x/proj"));
+        assert_eq!(env_cwd("<cwd>/x</cwd>"), None);
+        assert_eq!(env_cwd("<environment_context><cwd> </cwd>"), None);
+    }
+}

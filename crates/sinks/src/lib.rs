@@ -1,0 +1,222 @@
+//! # transcope-sinks: where attributed markers go
+//!
+//! A [`Sink`] takes one [`MarkerRecord`] — the request body the brain expects, its
+//! idempotency key, and what the outbox must remember — and delivers it. The required
+//! surface is one method; `&mut S` and `Box<S>` are sinks too.
+//!
+//! * [`NdjsonSink`]: one body per line to any writer (stdout, a file);
+//! * [`OutboxSink`]: one file per marker in the brain-writer outbox
+//!   (`<YYYYmmddTHHMMSS>-<type>-<8 hex>.json`, indent-2 JSON, written to a temporary
+//!   `.<name>.tmp` and renamed), scope-log.md §5.7;
+//! * [`HttpSink`]: `POST $BRAIN_URL/marker` with the idempotency key in the
+//!   `Idempotency-Key` header, falling back to the outbox on any failure;
+//! * [`drain`]: replay the outbox (the `-backlog` sibling first, each sorted by name),
+//!   deleting what was accepted, quarantining unparseable files and 400/404/422
+//!   answers as `.bad`, stopping at the first other refusal.
+//!
+//! ```
+//! use transcope_sinks::{MarkerRecord, NdjsonSink, Sink, Delivery};
+//! let rec = MarkerRecord {
+//!     body: serde_json::json!({"type": "lesson", "content": "x", "attrs": {}}),
+//!     content: "x".into(),
+//!     idempotency_key: "0".repeat(32),
+//!     session: Some("s1".into()),
+//! };
+//! let mut out = Vec::new();
+//! assert_eq!(NdjsonSink::new(&mut out).deliver(&rec).unwrap(), Delivery::Printed);
+//! assert_eq!(out, b"{\"type\": \"lesson\", \"content\": \"x\", \"attrs\": {}}\n");
+//! ```
+#![warn(missing_docs)]
+
+mod outbox;
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::Value;
+use transcope_core::py;
+
+pub use outbox::{drain, outbox_dir_from_env, DrainReport, OutboxSink, Replay};
+
+/// One marker ready to deliver.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MarkerRecord {
+    /// `{"type", "content" (≤ 4096 characters), "attrs"}`.
+    pub body: Value,
+    /// The untruncated content (the outbox keeps it whole).
+    pub content: String,
+    /// The idempotency key (32 hex digits).
+    pub idempotency_key: String,
+    /// The writing session's scope-log key; `None` when none could be established.
+    pub session: Option<String>,
+}
+
+impl MarkerRecord {
+    /// The marker type.
+    pub fn kind(&self) -> &str {
+        self.body.get("type").and_then(Value::as_str).unwrap_or("")
+    }
+}
+
+/// What happened to a record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Delivery {
+    /// Written to a stream.
+    Printed,
+    /// Accepted by the brain over HTTP.
+    Sent,
+    /// Written to the outbox, at this path (or already there).
+    Outboxed(PathBuf),
+}
+
+/// Why a record could not be delivered at all.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SinkError {
+    /// Writing failed.
+    #[error("while {context}: {source}")]
+    Io {
+        /// What was being done.
+        context: &'static str,
+        /// The cause.
+        source: io::Error,
+    },
+}
+
+/// A destination for marker records.
+pub trait Sink {
+    /// Deliver one record.
+    fn deliver(&mut self, rec: &MarkerRecord) -> Result<Delivery, SinkError>;
+}
+
+impl<S: Sink + ?Sized> Sink for &mut S {
+    fn deliver(&mut self, rec: &MarkerRecord) -> Result<Delivery, SinkError> {
+        (**self).deliver(rec)
+    }
+}
+
+impl<S: Sink + ?Sized> Sink for Box<S> {
+    fn deliver(&mut self, rec: &MarkerRecord) -> Result<Delivery, SinkError> {
+        (**self).deliver(rec)
+    }
+}
+
+/// One body per line, in Python `json.dumps` form.
+pub struct NdjsonSink<W: Write> {
+    out: W,
+}
+
+impl<W: Write> NdjsonSink<W> {
+    /// A sink writing to `out`.
+    pub fn new(out: W) -> Self {
+        NdjsonSink { out }
+    }
+}
+
+impl<W: Write> Sink for NdjsonSink<W> {
+    fn deliver(&mut self, rec: &MarkerRecord) -> Result<Delivery, SinkError> {
+        let mut line = py::dumps(&rec.body);
+        line.push('\n');
+        self.out
+            .write_all(line.as_bytes())
+            .map_err(|source| SinkError::Io {
+                context: "writing a marker line",
+                source,
+            })?;
+        Ok(Delivery::Printed)
+    }
+}
+
+/// The answer of one POST.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PostResult {
+    /// 2xx.
+    Accepted,
+    /// Another status.
+    Status(u16),
+    /// No answer (connection refused, timeout, bad URL…).
+    Failed(String),
+}
+
+/// A minimal client for the brain's `/marker` endpoint.
+#[derive(Clone)]
+pub struct BrainClient {
+    url: String,
+    agent: ureq::Agent,
+}
+
+/// The default time one POST may take.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(3);
+
+impl BrainClient {
+    /// A client for `<base>/marker`.
+    pub fn new(base: &str, timeout: Duration) -> Self {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .timeout_global(Some(timeout))
+            .http_status_as_error(false)
+            .build()
+            .into();
+        BrainClient {
+            url: format!("{}/marker", base.trim_end_matches('/')),
+            agent,
+        }
+    }
+
+    /// POST one body.
+    pub fn post(&self, body: &Value, key: &str) -> PostResult {
+        let bytes = py::dumps(body).into_bytes();
+        match self
+            .agent
+            .post(&self.url)
+            .header("Content-Type", "application/json")
+            .header("Idempotency-Key", key)
+            .send(&bytes[..])
+        {
+            Ok(resp) => {
+                let s = resp.status().as_u16();
+                if (200..300).contains(&s) {
+                    PostResult::Accepted
+                } else {
+                    PostResult::Status(s)
+                }
+            }
+            Err(e) => PostResult::Failed(e.to_string()),
+        }
+    }
+}
+
+/// POST to the brain; anything but a 2xx goes to the outbox.
+pub struct HttpSink {
+    client: BrainClient,
+    fallback: OutboxSink,
+    /// The last failure, for the hook's summary.
+    pub last_failure: Option<String>,
+}
+
+impl HttpSink {
+    /// A sink posting with `client`, falling back to `fallback`.
+    pub fn new(client: BrainClient, fallback: OutboxSink) -> Self {
+        HttpSink {
+            client,
+            fallback,
+            last_failure: None,
+        }
+    }
+}
+
+impl Sink for HttpSink {
+    fn deliver(&mut self, rec: &MarkerRecord) -> Result<Delivery, SinkError> {
+        match self.client.post(&rec.body, &rec.idempotency_key) {
+            PostResult::Accepted => Ok(Delivery::Sent),
+            other => {
+                self.last_failure = Some(match other {
+                    PostResult::Status(s) => format!("brain answered HTTP {s}"),
+                    PostResult::Failed(e) => format!("brain unreachable: {e}"),
+                    PostResult::Accepted => unreachable!(),
+                });
+                self.fallback.deliver(rec)
+            }
+        }
+    }
+}

@@ -1,0 +1,277 @@
+//! The brain-writer outbox (scope-log.md §5.7) and its drain.
+
+use std::fs::{self, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+use transcope_core::{py, Instant};
+use transcope_markers::body::{
+    build_body, idempotency_key, is_recorded_key, BodyContext, Identity,
+};
+use transcope_markers::Marker;
+
+use crate::{BrainClient, Delivery, MarkerRecord, PostResult, Sink, SinkError};
+
+/// `BRAIN_WRITER_OUTBOX`, else `<home>/brain-outbox`.
+pub fn outbox_dir_from_env(home: &Path, env_value: Option<&str>) -> PathBuf {
+    match env_value.filter(|v| !v.is_empty()) {
+        Some(v) => PathBuf::from(v),
+        None => home.join("brain-outbox"),
+    }
+}
+
+/// Writes each record as one outbox file.
+#[derive(Clone, Debug)]
+pub struct OutboxSink {
+    dir: PathBuf,
+    agent_name: String,
+    project: String,
+    now: Option<Instant>,
+}
+
+impl OutboxSink {
+    /// An outbox in `dir`; `agent_name` is `AGENTICORE_AGENT_NAME`, else `USER`, else
+    /// `"unknown"`; `project` is `CLAUDE_PROJECT_DIR` or `""`.
+    pub fn new(
+        dir: impl Into<PathBuf>,
+        agent_name: impl Into<String>,
+        project: impl Into<String>,
+    ) -> Self {
+        OutboxSink {
+            dir: dir.into(),
+            agent_name: agent_name.into(),
+            project: project.into(),
+            now: None,
+        }
+    }
+
+    /// Stamp files with a fixed instant (tests).
+    pub fn with_clock(mut self, now: Instant) -> Self {
+        self.now = Some(now);
+        self
+    }
+
+    /// The outbox directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The file content for `rec` at `now` (indent-2 JSON, the reference's key order).
+    pub fn payload(&self, rec: &MarkerRecord, now: Instant) -> Value {
+        let mut m = Map::new();
+        m.insert("type".into(), Value::String(rec.kind().to_owned()));
+        m.insert("content".into(), Value::String(rec.content.clone()));
+        m.insert(
+            "attrs".into(),
+            rec.body
+                .get("attrs")
+                .cloned()
+                .unwrap_or(Value::Object(Map::new())),
+        );
+        m.insert(
+            "idempotency_key".into(),
+            Value::String(rec.idempotency_key.clone()),
+        );
+        if let Some(s) = &rec.session {
+            m.insert("session_id".into(), Value::String(s.clone()));
+        }
+        m.insert("agent_name".into(), Value::String(self.agent_name.clone()));
+        m.insert("project".into(), Value::String(self.project.clone()));
+        m.insert("ts".into(), Value::String(now.to_python_isoformat()));
+        Value::Object(m)
+    }
+}
+
+fn safe_kind(kind: &str) -> String {
+    kind.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect()
+}
+
+impl Sink for OutboxSink {
+    fn deliver(&mut self, rec: &MarkerRecord) -> Result<Delivery, SinkError> {
+        let io = |context| move |source| SinkError::Io { context, source };
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&self.dir)
+            .map_err(io("creating the outbox"))?;
+        let kind = safe_kind(rec.kind());
+        let tag: String = rec.idempotency_key.chars().take(8).collect();
+        // One file per marker: a second Stop (or a concurrent one) that fails to send
+        // the same marker finds it already waiting.
+        let suffix = format!("-{kind}-{tag}.json");
+        if let Ok(entries) = fs::read_dir(&self.dir) {
+            for e in entries.flatten() {
+                let name = e.file_name();
+                let name = name.to_string_lossy();
+                if name.ends_with(&suffix) && !name.starts_with('.') {
+                    return Ok(Delivery::Outboxed(e.path()));
+                }
+            }
+        }
+        let now = self.now.unwrap_or_else(Instant::now);
+        let name = format!("{}{suffix}", now.to_compact_utc());
+        let path = self.dir.join(&name);
+        let tmp = self.dir.join(format!(".{name}.tmp"));
+        let mut text = String::new();
+        py::write_value(
+            &mut text,
+            &self.payload(rec, now),
+            py::DumpOptions {
+                indent: Some(2),
+                sort_keys: false,
+            },
+        );
+        {
+            let mut f = OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&tmp)
+                .map_err(io("writing an outbox file"))?;
+            f.write_all(text.as_bytes())
+                .and_then(|()| f.sync_all())
+                .map_err(io("writing an outbox file"))?;
+        }
+        fs::rename(&tmp, &path).map_err(io("renaming an outbox file"))?;
+        Ok(Delivery::Outboxed(path))
+    }
+}
+
+/// What a drain did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DrainReport {
+    /// Files accepted by the brain and deleted.
+    pub sent: u64,
+    /// Files renamed to `.bad` (unparseable, or refused with 400/404/422).
+    pub quarantined: u64,
+    /// The drain stopped at a refusal or an unreachable brain; files remain.
+    pub stopped: bool,
+    /// Why it stopped.
+    pub reason: Option<String>,
+}
+
+/// Builds the replay identity lookup: (attrs, writing session, folder) → identity.
+pub type Replay<'a> = dyn FnMut(&Map<String, Value>, Option<&str>, &str) -> Option<Identity> + 'a;
+
+/// Replay the outbox: `<dir>-backlog` first, then `dir`, each sorted by name.
+pub fn drain(
+    dir: &Path,
+    client: &BrainClient,
+    source: &str,
+    lookup: &mut Replay<'_>,
+) -> DrainReport {
+    let mut report = DrainReport::default();
+    let mut backlog = dir.as_os_str().to_owned();
+    backlog.push("-backlog");
+    for d in [PathBuf::from(backlog), dir.to_owned()] {
+        let Ok(entries) = fs::read_dir(&d) else {
+            continue;
+        };
+        let mut files: Vec<PathBuf> = entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.extension().is_some_and(|x| x == "json")
+                    && !p
+                        .file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with('.'))
+            })
+            .collect();
+        files.sort();
+        for f in files {
+            let Some((body, key)) = replay_body(&f, source, lookup) else {
+                quarantine(&f);
+                report.quarantined += 1;
+                continue;
+            };
+            match client.post(&body, &key) {
+                PostResult::Accepted => {
+                    let _ = fs::remove_file(&f);
+                    report.sent += 1;
+                }
+                PostResult::Status(400 | 404 | 422) => {
+                    quarantine(&f);
+                    report.quarantined += 1;
+                }
+                PostResult::Status(s) => {
+                    report.stopped = true;
+                    report.reason = Some(format!("brain answered HTTP {s}"));
+                    return report;
+                }
+                PostResult::Failed(e) => {
+                    report.stopped = true;
+                    report.reason = Some(format!("brain unreachable: {e}"));
+                    return report;
+                }
+            }
+        }
+    }
+    report
+}
+
+fn quarantine(f: &Path) {
+    let mut bad = f.as_os_str().to_owned();
+    bad.push(".bad");
+    let _ = fs::rename(f, PathBuf::from(bad));
+}
+
+/// The body and key of one outbox file, or `None` when it cannot be parsed.
+fn replay_body(f: &Path, source: &str, lookup: &mut Replay<'_>) -> Option<(Value, String)> {
+    let text = fs::read(f).ok()?;
+    let Value::Object(p) = serde_json::from_slice::<Value>(&text).ok()? else {
+        return None;
+    };
+    let kind = p.get("type")?.as_str()?.to_owned();
+    let content = p.get("content")?.as_str()?.to_owned();
+    let mut attrs = match p.get("attrs") {
+        Some(Value::Object(a)) => a.clone(),
+        None | Some(Value::Null) => Map::new(),
+        Some(_) => return None,
+    };
+    if let Some(ts) = p.get("ts") {
+        attrs.entry("ts".to_owned()).or_insert(ts.clone());
+    }
+    // The writer's session, never the draining session (decision 164).
+    let session = p
+        .get("session_id")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let folder = p
+        .get("cwd")
+        .and_then(Value::as_str)
+        .or_else(|| p.get("project").and_then(Value::as_str))
+        .unwrap_or("")
+        .to_owned();
+    let marker = Marker {
+        kind: kind.clone(),
+        attrs,
+        content: content.clone(),
+        at: None,
+    };
+    // Replay: no `at`, so only a fleet marker gets a scope again.
+    let scope = (marker.attrs.get("share").and_then(Value::as_str) == Some("fleet"))
+        .then(|| transcope_core::Attribution::bare(transcope_core::Label::Fleet));
+    let mut look = |a: &Map<String, Value>| lookup(a, session.as_deref(), &folder);
+    let body = build_body(
+        &marker,
+        BodyContext {
+            session: session.as_deref(),
+            scope: scope.as_ref(),
+            live: false,
+            lookup: &mut look,
+            source,
+        },
+    );
+    let key = match p.get("idempotency_key").and_then(Value::as_str) {
+        Some(k) if is_recorded_key(k) => k.to_owned(),
+        _ => idempotency_key(session.as_deref().unwrap_or(""), &kind, &content),
+    };
+    Some((body, key))
+}
