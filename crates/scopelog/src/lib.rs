@@ -48,7 +48,7 @@ use std::time::Duration;
 
 pub use attribute::{attribute_rows, scope_at_rows, Event};
 pub use read::{rows_from_bytes, splitlines, Row};
-pub use record::{row_line, WrittenRow};
+pub use record::{row_line, Transaction, WrittenRow};
 
 use transcope_core::session::is_valid_session_id;
 use transcope_core::{Attribution, Grant, Scope};

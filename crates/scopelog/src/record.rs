@@ -50,83 +50,182 @@ pub(crate) fn record(
     at: &str,
     grant: Option<&Grant>,
 ) -> Result<Option<WrittenRow>, RecordError> {
-    // 1. The scope is already normalised (`Scope` holds the 11 strings).
-    // 2. Grant.
-    if let Some(g) = grant {
-        if !g.admits(scope.get(ScopeField::ProjectId)) {
-            return Err(Refusal::OutsideGrant.into());
+    let mut txn = log.transaction_unread();
+    let row = txn.record(scope, at, grant)?;
+    txn.commit()?;
+    Ok(row)
+}
+
+/// A batch of `record` calls on one log: the rows are read once, the lock is taken at
+/// the first record attempt (re-reading the rows under it) and held until
+/// [`Transaction::commit`], which appends every accepted row in one `write_all`.
+///
+/// Each call applies exactly the rules of [`ScopeLog::record`] against the rows as they
+/// stand, the earlier accepted rows of the batch included, so a batch writes the same
+/// bytes as the same calls made one by one — but a process killed before `commit`
+/// leaves none of the batch, never part of it.
+pub struct Transaction<'l> {
+    log: &'l ScopeLog,
+    rows: Vec<Row>,
+    /// The file's bytes are non-empty and do not end with `\n` (fresh-line rule).
+    torn_tail: bool,
+    locked: Option<Lock>,
+    read: bool,
+    pending: String,
+    written: Vec<WrittenRow>,
+}
+
+impl ScopeLog {
+    /// Start a batch; the rows are read now, without the lock (as the reference's
+    /// `observe_transcript` reads them).
+    pub fn transaction(&self) -> Transaction<'_> {
+        let mut t = self.transaction_unread();
+        t.reload();
+        t
+    }
+
+    fn transaction_unread(&self) -> Transaction<'_> {
+        Transaction {
+            log: self,
+            rows: Vec::new(),
+            torn_tail: false,
+            locked: None,
+            read: false,
+            pending: String::new(),
+            written: Vec::new(),
         }
     }
-    // 3. Time, before the session id.
-    let instant = timestamp::parse(at).ok_or(Refusal::NotATimestamp)?;
-    // 4. Session id.
-    let Some(path) = log.path() else {
-        return Ok(None);
-    };
-    // 5. The directory, before locking.
-    if let Some(dir) = path.parent() {
-        fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .map_err(|source| RecordError::Io {
-                context: "creating the session-scopes directory",
-                source,
-            })?;
+}
+
+impl Transaction<'_> {
+    fn reload(&mut self) {
+        let bytes = self
+            .log
+            .path()
+            .and_then(|p| fs::read(p).ok())
+            .unwrap_or_default();
+        self.rows = rows_from_bytes(&bytes);
+        self.torn_tail = !bytes.is_empty() && bytes.last() != Some(&b'\n');
+        self.read = true;
     }
-    // 6. The exclusive lock (best effort: a sidecar that cannot be opened means no lock).
-    let _lock = lock(path, log.lock_wait)?;
-    // 7. Read under the lock.
-    let bytes = match fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
-        Err(_) => Vec::new(),
-    };
-    let rows = rows_from_bytes(&bytes);
-    let id = scope.transition_id(log.session(), at);
-    // 8. Idempotent replay, anywhere in the file.
-    if rows
-        .iter()
-        .any(|r| r.get("transition_id").and_then(Value::as_str) == Some(id.as_str()))
-    {
-        return Ok(None);
+
+    /// The rows as they stand (file rows, then this batch's accepted rows).
+    pub fn rows(&self) -> &[Row] {
+        &self.rows
     }
-    // 9. Against the latest row in file order.
-    if let Some(latest) = rows.last() {
-        if let Some(latest_at) = latest
-            .get("at")
-            .and_then(Value::as_str)
-            .and_then(timestamp::parse)
-        {
-            if instant < latest_at {
-                return Err(Refusal::Older.into());
+
+    /// The rows accepted so far in this batch.
+    pub fn written(&self) -> &[WrittenRow] {
+        &self.written
+    }
+
+    /// `record_scope` within the batch (scope-log.md §2.1).
+    pub fn record(
+        &mut self,
+        scope: &Scope,
+        at: &str,
+        grant: Option<&Grant>,
+    ) -> Result<Option<WrittenRow>, RecordError> {
+        // 1. The scope is already normalised (`Scope` holds the 11 strings).
+        // 2. Grant.
+        if let Some(g) = grant {
+            if !g.admits(scope.get(ScopeField::ProjectId)) {
+                return Err(Refusal::OutsideGrant.into());
             }
         }
-        if revision_is_older(latest, scope) {
-            return Err(Refusal::OlderTaskRevision.into());
+        // 3. Time, before the session id.
+        let instant = timestamp::parse(at).ok_or(Refusal::NotATimestamp)?;
+        // 4. Session id.
+        let Some(path) = self.log.path() else {
+            return Ok(None);
+        };
+        if self.locked.is_none() {
+            // 5. The directory, before locking.
+            if let Some(dir) = path.parent() {
+                fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(dir)
+                    .map_err(|source| RecordError::Io {
+                        context: "creating the session-scopes directory",
+                        source,
+                    })?;
+            }
+            // 6. The exclusive lock, then 7. read under it.
+            self.locked = Some(lock(path, self.log.lock_wait)?);
+            self.reload();
+        } else if !self.read {
+            self.reload();
         }
-        if unchanged(latest, scope) {
+        let id = scope.transition_id(self.log.session(), at);
+        // 8. Idempotent replay, anywhere in the file.
+        if self
+            .rows
+            .iter()
+            .any(|r| r.get("transition_id").and_then(Value::as_str) == Some(id.as_str()))
+        {
             return Ok(None);
         }
+        // 9. Against the latest row in file order.
+        if let Some(latest) = self.rows.last() {
+            if let Some(latest_at) = latest
+                .get("at")
+                .and_then(Value::as_str)
+                .and_then(timestamp::parse)
+            {
+                if instant < latest_at {
+                    return Err(Refusal::Older.into());
+                }
+            }
+            if revision_is_older(latest, scope) {
+                return Err(Refusal::OlderTaskRevision.into());
+            }
+            if unchanged(latest, scope) {
+                return Ok(None);
+            }
+        }
+        // 10. The row, appended (in memory until commit) with the fresh-line rule.
+        let sequence = self.rows.len() as u64;
+        let line = row_line(self.log.session(), sequence, at, &id, scope);
+        if self.torn_tail && self.pending.is_empty() && self.written.is_empty() {
+            self.pending.push('\n');
+        }
+        self.pending.push_str(&line);
+        self.pending.push('\n');
+        let mut row = Row::new();
+        row.insert(
+            "session_id".into(),
+            Value::String(self.log.session().to_owned()),
+        );
+        row.insert("sequence".into(), Value::from(sequence));
+        row.insert("at".into(), Value::String(at.to_owned()));
+        row.insert("transition_id".into(), Value::String(id.clone()));
+        for (f, v) in scope.iter() {
+            row.insert(f.key().into(), Value::String(v.to_owned()));
+        }
+        self.rows.push(row);
+        let w = WrittenRow {
+            line,
+            sequence,
+            transition_id: id,
+        };
+        self.written.push(w.clone());
+        Ok(Some(w))
     }
-    // 10. Append one line, fresh-line rule, one write.
-    let sequence = rows.len() as u64;
-    let line = row_line(log.session(), sequence, at, &id, scope);
-    let mut buf = String::with_capacity(line.len() + 2);
-    if !bytes.is_empty() && bytes.last() != Some(&b'\n') {
-        buf.push('\n');
+
+    /// Append every accepted row in one write and release the lock.
+    pub fn commit(mut self) -> Result<Vec<WrittenRow>, RecordError> {
+        if !self.pending.is_empty() {
+            if let Some(path) = self.log.path() {
+                append(path, self.pending.as_bytes()).map_err(|source| RecordError::Io {
+                    context: "appending to the scope log",
+                    source,
+                })?;
+            }
+        }
+        self.locked = None;
+        Ok(std::mem::take(&mut self.written))
     }
-    buf.push_str(&line);
-    buf.push('\n');
-    append(path, buf.as_bytes()).map_err(|source| RecordError::Io {
-        context: "appending to the scope log",
-        source,
-    })?;
-    Ok(Some(WrittenRow {
-        line,
-        sequence,
-        transition_id: id,
-    }))
 }
 
 fn str_field<'a>(row: &'a Row, key: &str) -> Option<&'a str> {

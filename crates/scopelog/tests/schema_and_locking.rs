@@ -183,3 +183,59 @@ fn the_log_is_never_followed_through_a_symlink() {
     assert!(matches!(err, RecordError::Io { .. }));
     assert_eq!(std::fs::read(&target).unwrap(), b"");
 }
+
+#[test]
+fn a_transaction_writes_the_same_bytes_as_the_same_calls_one_by_one() {
+    // A deterministic mix of changes, repeats, older times, revisions and bad times.
+    let mut seed = 7u64;
+    let mut next = |n: u64| {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (seed >> 33) % n
+    };
+    for round in 0..30 {
+        let calls: Vec<(Scope, String)> = (0..25)
+            .map(|_| {
+                let s = Scope::default()
+                    .with(ScopeField::Worktree, format!("w{}", next(3)))
+                    .with(ScopeField::Swarm, "s")
+                    .with(ScopeField::Task, format!("t{}", next(2)))
+                    .with(ScopeField::TaskRevision, format!("{}", next(4)));
+                let at = if next(10) == 0 {
+                    "bad".to_owned()
+                } else {
+                    format!("2026-10-08T10:{:02}:00Z", next(30))
+                };
+                (s, at)
+            })
+            .collect();
+        let one = tempfile::tempdir().unwrap();
+        let batch = tempfile::tempdir().unwrap();
+        let a = ScopeLog::open(one.path(), "x");
+        let b = ScopeLog::open(batch.path(), "x");
+        // Both start from the same torn line, to exercise the fresh-line rule.
+        for log in [&a, &b] {
+            std::fs::create_dir_all(log.path().unwrap().parent().unwrap()).unwrap();
+            std::fs::write(log.path().unwrap(), b"{\"torn").unwrap();
+        }
+        let mut txn = b.transaction();
+        for (s, at) in &calls {
+            let r1 = a
+                .record(s, at, None)
+                .map(|r| r.map(|w| w.line))
+                .map_err(|e| e.to_string());
+            let r2 = txn
+                .record(s, at, None)
+                .map(|r| r.map(|w| w.line))
+                .map_err(|e| e.to_string());
+            assert_eq!(r1, r2, "round {round}");
+        }
+        txn.commit().unwrap();
+        assert_eq!(
+            std::fs::read(a.path().unwrap()).unwrap(),
+            std::fs::read(b.path().unwrap()).unwrap(),
+            "round {round}"
+        );
+    }
+}

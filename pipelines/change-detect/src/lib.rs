@@ -42,7 +42,7 @@
 use serde_json::Value;
 use transcope_core::{scope::normalise, timestamp, Entry, Instant, Scope, ScopeField};
 use transcope_identity::{ProjectIdentity, ResolveError};
-use transcope_scopelog::{RecordError, ScopeLog};
+use transcope_scopelog::{RecordError, ScopeLog, Transaction};
 
 pub use transcope_identity::{Env, ProjectResolver};
 
@@ -87,7 +87,7 @@ pub struct Outcome {
 
 /// The stateful change-detection stage over one transcript.
 pub struct ChangeDetect<'a, R: ProjectResolver> {
-    log: &'a ScopeLog,
+    txn: Transaction<'a>,
     env: &'a Env,
     resolver: R,
     after: Option<Instant>,
@@ -96,10 +96,11 @@ pub struct ChangeDetect<'a, R: ProjectResolver> {
 }
 
 impl<'a, R: ProjectResolver> ChangeDetect<'a, R> {
-    /// Start a run: read `after` and `seen` from the log.
+    /// Start a run: read `after` and `seen` from the log. Accepted transitions are
+    /// held in a [`Transaction`] and written in one piece by [`ChangeDetect::finish`].
     pub fn begin(log: &'a ScopeLog, env: &'a Env, resolver: R) -> Self {
-        let rows = log.transitions();
-        let (after, seen) = match rows.last() {
+        let txn = log.transaction();
+        let (after, seen) = match txn.rows().last() {
             Some(last) => (
                 last.get("at")
                     .and_then(Value::as_str)
@@ -112,7 +113,7 @@ impl<'a, R: ProjectResolver> ChangeDetect<'a, R> {
             None => (None, None),
         };
         ChangeDetect {
-            log,
+            txn,
             env,
             resolver,
             after,
@@ -186,7 +187,7 @@ impl<'a, R: ProjectResolver> ChangeDetect<'a, R> {
             let v = self.env.get(var).map(|s| s.as_str()).unwrap_or("");
             scope.set(f, normalise(&Value::String(v.to_owned())));
         }
-        match self.log.record(&scope, at, None) {
+        match self.txn.record(&scope, at, None) {
             Ok(Some(_)) => self.out.recorded += 1,
             Ok(None) => {}
             Err(RecordError::Refused(_)) => self.out.refused += 1,
@@ -197,9 +198,15 @@ impl<'a, R: ProjectResolver> ChangeDetect<'a, R> {
         }
     }
 
-    /// End the run.
+    /// End the run: append the accepted transitions in one write.
     pub fn finish(mut self) -> Outcome {
         self.out.seen = self.seen.take();
+        if let Err(err) = self.txn.commit() {
+            // Nothing of this run was written; the next run starts from the same log.
+            self.out.io_errors += 1;
+            self.out.recorded = 0;
+            self.out.first_error.get_or_insert_with(|| err.to_string());
+        }
         self.out
     }
 }
