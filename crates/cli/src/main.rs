@@ -7,6 +7,7 @@
 // clap argument enums are built once per process; boxing them buys nothing.
 #![allow(clippy::large_enum_variant)]
 
+mod backfill_cmd;
 mod hook;
 mod scope_cmd;
 mod transcript_cmd;
@@ -40,6 +41,8 @@ enum Command {
     Observe(transcript_cmd::ObserveArgs),
     /// Every brain marker in a transcript, in order, one JSON object per line.
     Markers(transcript_cmd::MarkersArgs),
+    /// Run the Stop stages over archived transcripts, in parallel.
+    Backfill(backfill_cmd::BackfillArgs),
     /// Claude Code hooks (payload JSON on stdin). They always exit 0 unless --strict.
     #[command(subcommand)]
     Hook(hook::HookCommand),
@@ -106,6 +109,7 @@ fn main() -> ExitCode {
         Command::Attribute(args) => scope_cmd::run_attribute(&home, args),
         Command::Observe(args) => transcript_cmd::run_observe(&home, args),
         Command::Markers(args) => transcript_cmd::run_markers(args),
+        Command::Backfill(args) => backfill_cmd::run_backfill(&home, args),
         Command::Hook(cmd) => hook::run_hook(&home, cmd),
     };
     match result {

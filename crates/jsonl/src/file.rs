@@ -111,6 +111,34 @@ where
     .map_err(|e| e.with_path(path))
 }
 
+/// Runs `f` over the whole content of `path` as it is now: memory-mapped when `policy`
+/// says so (a failed or refused map falls back), otherwise read into `buf` (reused:
+/// cleared first, its capacity kept). At most `limit` bytes are read.
+pub fn with_whole_file<T>(
+    path: &Path,
+    policy: ReadPolicy,
+    buf: &mut Vec<u8>,
+    limit: u64,
+    f: impl FnOnce(&[u8]) -> T,
+) -> std::io::Result<T> {
+    use std::io::Read;
+    let file = File::open(path)?;
+    let len = file.metadata()?.len();
+    let want_map = match policy {
+        ReadPolicy::Read | ReadPolicy::Auto { growing: true } => false,
+        ReadPolicy::Mmap => true,
+        ReadPolicy::Auto { growing: false } => len >= MMAP_THRESHOLD,
+    };
+    if want_map && len <= limit {
+        if let Ok(map) = map_file(&file) {
+            return Ok(f(&map));
+        }
+    }
+    buf.clear();
+    (&file).take(len.min(limit)).read_to_end(buf)?;
+    Ok(f(buf))
+}
+
 /// Maps `file` read-only. Empty files are not mapped (an error, so the
 /// caller falls back to reading).
 #[allow(unsafe_code)]

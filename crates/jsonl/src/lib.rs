@@ -79,7 +79,7 @@ mod frame;
 pub mod testutil;
 
 pub use error::Error;
-pub use file::{read_file, read_from, ReadPolicy, MMAP_THRESHOLD};
+pub use file::{read_file, read_from, with_whole_file, ReadPolicy, MMAP_THRESHOLD};
 pub use frame::{
     FinalLine, FnSink, Framer, FramerBuilder, Line, LineSink, Summary, DEFAULT_BUFFER_SIZE,
     DEFAULT_MAX_LINE,

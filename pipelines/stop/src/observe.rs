@@ -7,11 +7,11 @@ use serde_json::Value;
 use transcope_change_detect::{scope_enabled, ChangeDetect, Env, Outcome, ProjectResolver};
 use transcope_core::adapter::{AdapterRegistry, EntrySink};
 use transcope_core::Entry;
-use transcope_jsonl::Framer;
+use transcope_jsonl::{Framer, ReadPolicy};
 use transcope_scopelog::ScopeLog;
 
 use crate::cursor::{self, Cursor, CURSOR_VERSION, FINGERPRINT_BYTES};
-use crate::scan::{open_regular, scan_file, Buffers, Resume, ScanError, ScanReport, Tail};
+use crate::scan::{open_regular, scan_file_with, Buffers, Resume, ScanError, ScanReport, Tail};
 
 /// How a transcript is read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,8 +37,8 @@ pub struct ObserveReport {
     pub outcome: Outcome,
 }
 
-/// Observe `transcript` for `log` (scope-log.md §3.2). `home` holds the cursors;
-/// `also` is an extra per-entry stage fed the same entries in the same pass (markers).
+/// [`observe_with`] reading whole files with plain reads (a hook: the transcript may be
+/// growing).
 #[allow(clippy::too_many_arguments)]
 pub fn observe<R: ProjectResolver>(
     home: &Path,
@@ -49,6 +49,38 @@ pub fn observe<R: ProjectResolver>(
     registry: &AdapterRegistry,
     framer: &Framer,
     mode: ReadMode,
+    buffers: &mut Buffers,
+    also: Option<&mut dyn EntrySink>,
+) -> Result<ObserveReport, ScanError> {
+    observe_with(
+        home,
+        log,
+        transcript,
+        env,
+        resolver,
+        registry,
+        framer,
+        mode,
+        ReadPolicy::Read,
+        buffers,
+        also,
+    )
+}
+
+/// Observe `transcript` for `log` (scope-log.md §3.2). `home` holds the cursors;
+/// `also` is an extra per-entry stage fed the same entries in the same pass (markers).
+/// `policy` applies to whole-file reads.
+#[allow(clippy::too_many_arguments)]
+pub fn observe_with<R: ProjectResolver>(
+    home: &Path,
+    log: &ScopeLog,
+    transcript: &Path,
+    env: &Env,
+    resolver: R,
+    registry: &AdapterRegistry,
+    framer: &Framer,
+    mode: ReadMode,
+    policy: ReadPolicy,
     buffers: &mut Buffers,
     mut also: Option<&mut dyn EntrySink>,
 ) -> Result<ObserveReport, ScanError> {
@@ -92,8 +124,8 @@ pub fn observe<R: ProjectResolver>(
                 a.entry(e);
             }
         };
-        report.scan = scan_file(
-            transcript, from, registry, adapter, framer, tail, buffers, &mut sink,
+        report.scan = scan_file_with(
+            transcript, from, registry, adapter, framer, tail, policy, buffers, &mut sink,
         )?;
     }
     report.outcome = stage.finish();

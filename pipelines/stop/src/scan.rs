@@ -11,7 +11,7 @@ use std::path::Path;
 use serde_json::value::RawValue;
 use transcope_core::adapter::{Adapter, AdapterRegistry, EntrySink, Skip};
 use transcope_core::LinePos;
-use transcope_jsonl::{FinalLine, FnSink, Framer, Line};
+use transcope_jsonl::{with_whole_file, FinalLine, FnSink, Framer, Line, ReadPolicy};
 
 /// Where to resume reading: a byte offset at a line start and its 1-based line number.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -238,6 +238,9 @@ pub fn open_regular(path: &Path) -> Result<(File, u64), ScanError> {
 
 /// Read `path` from `from.offset` to its end (as it is now) and decode it.
 /// `adapter` is chosen by `registry` from the file's first non-empty line unless given.
+/// `policy` applies to whole-file reads (`from` at the start); an incremental read
+/// always reads.
+#[allow(clippy::too_many_arguments)]
 pub fn scan_file(
     path: &Path,
     from: Resume,
@@ -245,6 +248,32 @@ pub fn scan_file(
     adapter_name: Option<&str>,
     framer: &Framer,
     tail: Tail,
+    buffers: &mut Buffers,
+    sink: &mut dyn EntrySink,
+) -> Result<ScanReport, ScanError> {
+    scan_file_with(
+        path,
+        from,
+        registry,
+        adapter_name,
+        framer,
+        tail,
+        ReadPolicy::Read,
+        buffers,
+        sink,
+    )
+}
+
+/// [`scan_file`] with an explicit read policy for whole-file reads.
+#[allow(clippy::too_many_arguments)]
+pub fn scan_file_with(
+    path: &Path,
+    from: Resume,
+    registry: &AdapterRegistry,
+    adapter_name: Option<&str>,
+    framer: &Framer,
+    tail: Tail,
+    policy: ReadPolicy,
     buffers: &mut Buffers,
     sink: &mut dyn EntrySink,
 ) -> Result<ScanReport, ScanError> {
@@ -258,40 +287,77 @@ pub fn scan_file(
         ..ScanReport::default()
     };
     let data = &mut buffers.data;
-    data.clear();
-    if from.offset > 0 {
+    let result = if from.offset == 0 {
+        drop(file);
+        with_whole_file(path, policy, data, size, |bytes| {
+            decode_all(
+                bytes,
+                from,
+                registry,
+                adapter_name,
+                framer,
+                tail,
+                sink,
+                &mut report,
+            )
+        })
+        .map_err(io)?
+    } else {
+        data.clear();
         file.seek(SeekFrom::Start(from.offset)).map_err(io)?;
-    }
-    // Read what is there now, no more (the file may be growing).
-    let want = size.saturating_sub(from.offset);
-    (&mut file).take(want).read_to_end(data).map_err(io)?;
-    let factory = match adapter_name.and_then(|n| registry.by_name(n)) {
-        Some(f) => Some(f),
-        None if from.offset == 0 => registry.detect(first_line(data)),
-        None => {
-            // Detection needs the file's first line.
-            let mut head = Vec::new();
-            let (f2, _) = open_regular(path)?;
-            f2.take(64 * 1024).read_to_end(&mut head).map_err(io)?;
-            registry.detect(first_line(&head))
-        }
+        // Read what is there now, no more (the file may be growing).
+        (&mut file)
+            .take(size.saturating_sub(from.offset))
+            .read_to_end(data)
+            .map_err(io)?;
+        // Detection needs the file's first line.
+        let factory = match adapter_name.and_then(|n| registry.by_name(n)) {
+            Some(f) => Some(f),
+            None => {
+                let mut head = Vec::new();
+                let (f2, _) = open_regular(path)?;
+                f2.take(64 * 1024).read_to_end(&mut head).map_err(io)?;
+                registry.detect(first_line(&head))
+            }
+        };
+        decode_with(factory, data, from, framer, tail, sink, &mut report)
     };
-    let Some(factory) = factory else {
-        return Ok(report);
-    };
-    report.adapter = factory.name();
-    let mut adapter = factory.build();
-    scan_slice(
-        data,
-        from,
-        adapter.as_mut(),
-        framer,
-        tail,
-        sink,
-        &mut report,
-    );
     if data.capacity() > 64 * 1024 * 1024 {
         *data = Vec::new();
     }
+    let () = result;
     Ok(report)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn decode_all(
+    bytes: &[u8],
+    from: Resume,
+    registry: &AdapterRegistry,
+    adapter_name: Option<&str>,
+    framer: &Framer,
+    tail: Tail,
+    sink: &mut dyn EntrySink,
+    report: &mut ScanReport,
+) {
+    let factory = match adapter_name.and_then(|n| registry.by_name(n)) {
+        Some(f) => Some(f),
+        None => registry.detect(first_line(bytes)),
+    };
+    decode_with(factory, bytes, from, framer, tail, sink, report)
+}
+
+fn decode_with(
+    factory: Option<&dyn transcope_core::adapter::AdapterFactory>,
+    bytes: &[u8],
+    from: Resume,
+    framer: &Framer,
+    tail: Tail,
+    sink: &mut dyn EntrySink,
+    report: &mut ScanReport,
+) {
+    let Some(factory) = factory else { return };
+    report.adapter = factory.name();
+    let mut adapter = factory.build();
+    scan_slice(bytes, from, adapter.as_mut(), framer, tail, sink, report);
 }

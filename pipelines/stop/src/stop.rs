@@ -249,45 +249,19 @@ pub fn run_stop<R: ProjectResolver>(
             &mut owned_sink
         }
     };
-    for m in &markers {
-        let scope: Option<Attribution> = match input.session {
-            Some(_) => marker_scope(&rows, m, None, false, scope_on),
-            // No identity: unknown, unless the marker says fleet (decision 164).
-            None if scope_on => Some(
-                marker_scope(&[], m, None, false, true)
-                    .unwrap_or_else(|| Attribution::bare(Label::Unknown)),
-            ),
-            None => None,
-        };
-        if scope.as_ref().is_some_and(|s| s.label.is_unattributed()) {
-            sum.unattributed += 1;
-        }
-        let mut look = |attrs: &Map<String, Value>| {
-            legacy_identity(
-                home,
-                input.session,
-                attrs,
-                &brain.folder,
-                env,
-                &mut resolver,
-            )
-        };
-        let body = build_body(
-            m,
-            BodyContext {
-                session: input.session,
-                scope: scope.as_ref(),
-                live: true,
-                lookup: &mut look,
-                source: &brain.source,
-            },
-        );
-        let rec = MarkerRecord {
-            body,
-            content: m.content.clone(),
-            idempotency_key: idempotency_key(input.session.unwrap_or(""), &m.kind, &m.content),
-            session: input.session.map(str::to_owned),
-        };
+    let (records, unattributed) = attribute_markers(
+        home,
+        input.session,
+        &markers,
+        &rows,
+        scope_on,
+        env,
+        &brain.folder,
+        &brain.source,
+        &mut resolver,
+    );
+    sum.unattributed = unattributed;
+    for rec in records {
         match sink.deliver(&rec) {
             Ok(Delivery::Sent) => sum.http += 1,
             Ok(Delivery::Outboxed(_)) => sum.outbox += 1,
@@ -298,6 +272,59 @@ pub fn run_stop<R: ProjectResolver>(
     }
     sum.markers = markers;
     sum
+}
+
+/// Attribute `markers` through the writing session's `rows` and build their records
+/// (scope-log.md §5.3–§5.6, decision 164). Returns the records and
+/// `unattributed_session_events_total`.
+#[allow(clippy::too_many_arguments)]
+pub fn attribute_markers<R: ProjectResolver>(
+    home: &Path,
+    session: Option<&str>,
+    markers: &[Marker],
+    rows: &[transcope_scopelog::Row],
+    scope_on: bool,
+    env: &Env,
+    folder: &str,
+    source: &str,
+    resolver: &mut R,
+) -> (Vec<MarkerRecord>, u64) {
+    let mut unattributed = 0;
+    let mut out = Vec::with_capacity(markers.len());
+    for m in markers {
+        let scope: Option<Attribution> = match session {
+            Some(_) => marker_scope(rows, m, None, false, scope_on),
+            // No identity: unknown, unless the marker says fleet (decision 164).
+            None if scope_on => Some(
+                marker_scope(&[], m, None, false, true)
+                    .unwrap_or_else(|| Attribution::bare(Label::Unknown)),
+            ),
+            None => None,
+        };
+        if scope.as_ref().is_some_and(|s| s.label.is_unattributed()) {
+            unattributed += 1;
+        }
+        let mut look = |attrs: &Map<String, Value>| {
+            legacy_identity(home, session, attrs, folder, env, resolver)
+        };
+        let body = build_body(
+            m,
+            BodyContext {
+                session,
+                scope: scope.as_ref(),
+                live: true,
+                lookup: &mut look,
+                source,
+            },
+        );
+        out.push(MarkerRecord {
+            body,
+            content: m.content.clone(),
+            idempotency_key: idempotency_key(session.unwrap_or(""), &m.kind, &m.content),
+            session: session.map(str::to_owned),
+        });
+    }
+    (out, unattributed)
 }
 
 /// The preceding identity: the session index's row for the writing session, else the

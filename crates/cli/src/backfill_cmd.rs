@@ -1,0 +1,128 @@
+//! `transcope backfill`: archived transcripts through the Stop stages.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use clap::Args;
+use transcope_backfill::{backfill, discover, MarkersOut, Options};
+
+use crate::transcript_cmd::{bare_env, process_env, resolver_for};
+use crate::{exit, println_out, user_home};
+
+#[derive(Args, Debug)]
+pub struct BackfillArgs {
+    /// Folders (Claude projects or Codex sessions) or single transcripts
+    /// [default: $CLAUDE_CONFIG_DIR/projects (else ~/.claude/projects) and
+    /// $CODEX_HOME/sessions (else ~/.codex/sessions)].
+    paths: Vec<PathBuf>,
+    /// Worker threads [default: one per core].
+    #[arg(long, default_value_t = 0)]
+    jobs: usize,
+    /// Print a JSON summary on stdout.
+    #[arg(long)]
+    json: bool,
+    /// Do not extract markers.
+    #[arg(long, conflicts_with = "markers_out")]
+    no_markers: bool,
+    /// Append markers (request bodies, NDJSON) to FILE instead of the outbox.
+    #[arg(long, value_name = "FILE")]
+    markers_out: Option<PathBuf>,
+    /// Never memory-map (read every file).
+    #[arg(long)]
+    no_mmap: bool,
+}
+
+fn default_paths(env: &transcope_change_detect::Env) -> Vec<PathBuf> {
+    let get = |k: &str| env.get(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let claude = get("CLAUDE_CONFIG_DIR").unwrap_or_else(|| user_home().join(".claude"));
+    let codex = get("CODEX_HOME").unwrap_or_else(|| user_home().join(".codex"));
+    [claude.join("projects"), codex.join("sessions")]
+        .into_iter()
+        .filter(|p| p.is_dir())
+        .collect()
+}
+
+pub fn run_backfill(home: &Path, args: BackfillArgs) -> Result<u8> {
+    let full = process_env();
+    let env = bare_env(&full);
+    let paths = if args.paths.is_empty() {
+        default_paths(&full)
+    } else {
+        args.paths.clone()
+    };
+    let (jobs, problems) = discover(&paths);
+    let mut opts = Options::new(home);
+    opts.jobs = args.jobs;
+    opts.env = env.clone();
+    opts.resolver = Some(resolver_for(home, &env)?);
+    if args.no_mmap {
+        opts.io = transcope_backfill::IoPolicy::Read;
+    }
+    opts.markers = if args.no_markers {
+        MarkersOut::Skip
+    } else if let Some(f) = &args.markers_out {
+        MarkersOut::Ndjson(f.clone())
+    } else {
+        MarkersOut::Outbox(transcope_sinks_outbox(home, &full))
+    };
+    let total_bytes: u64 = jobs.iter().map(|j| j.size).sum();
+    let total_files = jobs.len() as u64;
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let b = indicatif::ProgressBar::new(total_bytes);
+        b.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} {msg} {bytes}/{total_bytes} {bytes_per_sec} ETA {eta} {wide_bar}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        b
+    });
+    let progress = |files: u64, bytes: u64| {
+        if let Some(b) = &bar {
+            b.set_position(bytes);
+            b.set_message(format!("{files}/{total_files} files"));
+        }
+    };
+    let mut summary = backfill(jobs, &opts, &progress);
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    for p in problems {
+        summary.errors.push(p);
+    }
+    for p in &summary.errors {
+        eprintln!("transcope: {}: {}", p.path.display(), p.reason);
+    }
+    if args.json {
+        println_out(
+            &mut std::io::stdout().lock(),
+            &summary.to_json().to_string(),
+        )?;
+    } else {
+        eprintln!(
+            "transcope: {} files, {} bytes, {} transitions written, {} markers ({} unattributed), {} errors, {:.2} s, {:.1} MB/s",
+            summary.files,
+            summary.bytes,
+            summary.transitions,
+            summary.markers,
+            summary.unattributed,
+            summary.errors.len(),
+            summary.seconds,
+            summary.mb_per_s()
+        );
+    }
+    Ok(if summary.errors.is_empty() {
+        exit::OK
+    } else {
+        exit::RUNTIME
+    })
+}
+
+fn transcope_sinks_outbox(home: &Path, env: &transcope_change_detect::Env) -> PathBuf {
+    let v = env.get("BRAIN_WRITER_OUTBOX").map(String::as_str);
+    match v.filter(|v| !v.is_empty()) {
+        Some(v) => PathBuf::from(v),
+        None => home.join("brain-outbox"),
+    }
+}

@@ -1,0 +1,403 @@
+//! # transcope-backfill: years of archived transcripts, in parallel
+//!
+//! [`discover`] finds transcripts (Claude Code projects folders in every layout, Codex
+//! sessions folders, current and legacy) and [`scope_key`] names the scope log each
+//! one feeds. [`backfill`] runs the same stages as a Stop over each file — change
+//! detection into the scope log, then, unless disabled, marker extraction and
+//! attribution — with rayon:
+//!
+//! * the file is the unit; files that feed the same scope log are processed in path
+//!   order by one worker, so the result never depends on scheduling;
+//! * each worker builds its reusable state once (`map_init`): read buffer, adapter
+//!   registry, framer, a clone of the shared project resolver (one cache for all);
+//! * each file's transitions are appended in one write ([`Transaction`]), and its
+//!   markers written in one piece, so a run killed at any moment and run again ends
+//!   with the same logs as an uninterrupted one;
+//! * the environment is the bare one: never the backfilling process's
+//!   `AGENTIHOOKS_SWARM*` variables;
+//! * one bad file is reported (path and reason), counted, and never stops the others.
+//!
+//! Whole files are read through the named [`IoPolicy`]: memory-mapped when large and
+//! not modified recently (a live agent may still be appending), read otherwise.
+//!
+//! [`Transaction`]: transcope_scopelog::Transaction
+//!
+//! ```
+//! use transcope_backfill::{backfill, discover, Options};
+//! let home = tempfile::tempdir().unwrap();
+//! let dir = home.path().join("projects/-work-a");
+//! std::fs::create_dir_all(&dir).unwrap();
+//! std::fs::write(dir.join("s1.jsonl"), concat!(
+//!     r#"{"type":"user","timestamp":"2026-10-08T10:00:00Z","cwd":"/a","sessionId":"s1"}"#, "\n",
+//!     r#"{"type":"user","timestamp":"2026-10-08T10:05:00Z","cwd":"/b","sessionId":"s1"}"#, "\n",
+//! )).unwrap();
+//! let (jobs, _) = discover(&[home.path().join("projects")]);
+//! let summary = backfill(jobs, &Options::new(home.path().join("ah")), &|_, _| {});
+//! assert_eq!((summary.files, summary.transitions), (1, 2));
+//! ```
+#![warn(missing_docs)]
+
+mod discover;
+
+use std::collections::BTreeMap;
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rayon::prelude::*;
+use transcope_change_detect::{Env, NoProjects, ProjectResolver};
+use transcope_core::adapter::{AdapterRegistry, EntrySink};
+use transcope_identity::{GitResolver, ProjectIdentity, ResolveError};
+use transcope_jsonl::{Framer, ReadPolicy};
+use transcope_markers::MarkerStage;
+use transcope_scopelog::ScopeLog;
+use transcope_sinks::{OutboxSink, Sink};
+use transcope_stop::observe::{observe_with, ReadMode};
+use transcope_stop::scan::Buffers;
+use transcope_stop::stop::attribute_markers;
+
+pub use discover::{discover, scope_key, Job, Problem};
+
+/// How whole files are read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IoPolicy {
+    /// Always read into the worker's reusable buffer.
+    Read,
+    /// Memory-map files of at least [`transcope_jsonl::MMAP_THRESHOLD`] bytes that
+    /// were last modified longer than `quiet` ago; read the others (a live agent may
+    /// still be appending: never map a growing file).
+    MapQuiet {
+        /// How long a file must have been left alone to be mapped.
+        quiet: Duration,
+    },
+}
+
+/// The default policy: map large files untouched for five minutes.
+pub const DEFAULT_IO_POLICY: IoPolicy = IoPolicy::MapQuiet {
+    quiet: Duration::from_secs(300),
+};
+
+/// Where markers go.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MarkersOut {
+    /// Not extracted (`--no-markers`).
+    Skip,
+    /// Request bodies, one per line, appended to this file (`--markers-out`).
+    Ndjson(PathBuf),
+    /// One outbox file per marker, in this folder.
+    Outbox(PathBuf),
+}
+
+/// How a backfill runs.
+pub struct Options {
+    /// The agentihooks home.
+    pub home: PathBuf,
+    /// Worker threads (0: rayon's default).
+    pub jobs: usize,
+    /// Markers.
+    pub markers: MarkersOut,
+    /// The environment the stages see (bare: no swarm variables).
+    pub env: Env,
+    /// The project resolver (cloned per worker; clones share one cache).
+    pub resolver: Option<GitResolver>,
+    /// Whole-file reads.
+    pub io: IoPolicy,
+}
+
+impl Options {
+    /// Defaults: all cores, markers skipped, an empty environment, no resolver (raw
+    /// folders), [`DEFAULT_IO_POLICY`].
+    pub fn new(home: impl Into<PathBuf>) -> Options {
+        Options {
+            home: home.into(),
+            jobs: 0,
+            markers: MarkersOut::Skip,
+            env: Env::new(),
+            resolver: None,
+            io: DEFAULT_IO_POLICY,
+        }
+    }
+}
+
+/// What a backfill did.
+#[derive(Clone, Debug, Default)]
+pub struct Summary {
+    /// Files processed (including failed ones).
+    pub files: u64,
+    /// Bytes read.
+    pub bytes: u64,
+    /// Entries decoded.
+    pub entries: u64,
+    /// Lines skipped (invalid, not objects, over the cap).
+    pub skipped_lines: u64,
+    /// Transitions written.
+    pub transitions: u64,
+    /// Markers found.
+    pub markers: u64,
+    /// Markers labelled unknown or refused.
+    pub unattributed: u64,
+    /// Files that failed, with the reason.
+    pub errors: Vec<Problem>,
+    /// Wall time.
+    pub seconds: f64,
+}
+
+impl Summary {
+    /// Throughput in MB/s (10^6 bytes).
+    pub fn mb_per_s(&self) -> f64 {
+        if self.seconds > 0.0 {
+            self.bytes as f64 / 1e6 / self.seconds
+        } else {
+            0.0
+        }
+    }
+
+    /// The `--json` summary.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "files": self.files,
+            "bytes": self.bytes,
+            "entries": self.entries,
+            "skipped_lines": self.skipped_lines,
+            "transitions_written": self.transitions,
+            "markers": self.markers,
+            "unattributed": self.unattributed,
+            "errors": self.errors.len(),
+            "seconds": (self.seconds * 1000.0).round() / 1000.0,
+            "mb_per_s": (self.mb_per_s() * 10.0).round() / 10.0,
+        })
+    }
+}
+
+/// Either the shared git resolver or none.
+#[derive(Clone)]
+enum Resolver {
+    Git(GitResolver),
+    None,
+}
+
+impl ProjectResolver for Resolver {
+    fn resolve(
+        &mut self,
+        folder: &str,
+        env: &Env,
+    ) -> Result<Option<ProjectIdentity>, ResolveError> {
+        match self {
+            Resolver::Git(g) => g.resolve(folder, env),
+            Resolver::None => NoProjects.resolve(folder, env),
+        }
+    }
+}
+
+struct Worker {
+    buffers: Buffers,
+    registry: AdapterRegistry,
+    framer: Framer,
+    resolver: Resolver,
+}
+
+#[derive(Default)]
+struct FileOutcome {
+    bytes: u64,
+    entries: u64,
+    skipped: u64,
+    transitions: u64,
+    markers: u64,
+    unattributed: u64,
+    error: Option<String>,
+}
+
+/// Process `jobs`; `progress(files_done, bytes_done)` is called after each file.
+pub fn backfill(jobs: Vec<Job>, opts: &Options, progress: &(dyn Fn(u64, u64) + Sync)) -> Summary {
+    let start = std::time::Instant::now();
+    let mut summary = Summary::default();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(opts.jobs)
+        .build()
+        .expect("a thread pool");
+    // Group by scope-log key; a file without a key is an error of its own.
+    let keyed: Vec<(Job, Result<String, String>)> = pool.install(|| {
+        jobs.into_par_iter()
+            .map(|j| {
+                let k = scope_key(&j.path);
+                (j, k)
+            })
+            .collect()
+    });
+    let mut groups: BTreeMap<String, Vec<Job>> = BTreeMap::new();
+    for (job, key) in keyed {
+        match key {
+            Ok(k) => groups.entry(k).or_default().push(job),
+            Err(reason) => {
+                summary.files += 1;
+                summary.errors.push(Problem {
+                    path: job.path,
+                    reason,
+                });
+            }
+        }
+    }
+    let ndjson = match &opts.markers {
+        MarkersOut::Ndjson(p) => match OpenOptions::new().create(true).append(true).open(p) {
+            Ok(f) => Some(Mutex::new(f)),
+            Err(e) => {
+                summary.errors.push(Problem {
+                    path: p.clone(),
+                    reason: format!("cannot open the markers file: {e}"),
+                });
+                summary.seconds = start.elapsed().as_secs_f64();
+                return summary;
+            }
+        },
+        _ => None,
+    };
+    let files_done = AtomicU64::new(0);
+    let bytes_done = AtomicU64::new(0);
+    let resolver = match &opts.resolver {
+        Some(g) => Resolver::Git(g.clone()),
+        None => Resolver::None,
+    };
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let groups: Vec<(String, Vec<Job>)> = groups.into_iter().collect();
+    let outcomes: Vec<(PathBuf, FileOutcome)> = pool.install(|| {
+        groups
+            .par_iter()
+            .map_init(
+                || Worker {
+                    buffers: Buffers::default(),
+                    registry: transcope_stop::default_registry(),
+                    framer: Framer::default(),
+                    resolver: resolver.clone(),
+                },
+                |w, (key, jobs)| {
+                    let mut out = Vec::with_capacity(jobs.len());
+                    for job in jobs {
+                        let policy = match opts.io {
+                            IoPolicy::Read => ReadPolicy::Read,
+                            IoPolicy::MapQuiet { quiet } => ReadPolicy::Auto {
+                                growing: now.saturating_sub(job.modified) < quiet.as_secs(),
+                            },
+                        };
+                        let o = process_file(w, opts, key, job, policy, ndjson.as_ref());
+                        let f = files_done.fetch_add(1, Ordering::Relaxed) + 1;
+                        let b = bytes_done.fetch_add(o.bytes, Ordering::Relaxed) + o.bytes;
+                        progress(f, b);
+                        out.push((job.path.clone(), o));
+                    }
+                    out
+                },
+            )
+            .flatten()
+            .collect()
+    });
+    for (path, o) in outcomes {
+        summary.files += 1;
+        summary.bytes += o.bytes;
+        summary.entries += o.entries;
+        summary.skipped_lines += o.skipped;
+        summary.transitions += o.transitions;
+        summary.markers += o.markers;
+        summary.unattributed += o.unattributed;
+        if let Some(reason) = o.error {
+            summary.errors.push(Problem { path, reason });
+        }
+    }
+    if let Some(f) = ndjson {
+        if let Ok(f) = f.into_inner() {
+            let _ = f.sync_all();
+        }
+    }
+    summary.seconds = start.elapsed().as_secs_f64();
+    summary
+}
+
+fn process_file(
+    w: &mut Worker,
+    opts: &Options,
+    key: &str,
+    job: &Job,
+    policy: ReadPolicy,
+    ndjson: Option<&Mutex<std::fs::File>>,
+) -> FileOutcome {
+    let mut o = FileOutcome::default();
+    let log = ScopeLog::open(&opts.home, key);
+    let mut stage = (opts.markers != MarkersOut::Skip).then(MarkerStage::default);
+    let report = observe_with(
+        &opts.home,
+        &log,
+        &job.path,
+        &opts.env,
+        &mut w.resolver,
+        &w.registry,
+        &w.framer,
+        ReadMode::Whole,
+        policy,
+        &mut w.buffers,
+        stage.as_mut().map(|s| s as &mut dyn EntrySink),
+    );
+    match report {
+        Ok(r) => {
+            o.bytes = r.scan.bytes;
+            o.entries = r.scan.entries;
+            o.skipped = r.scan.skipped_total() + r.scan.oversized;
+            o.transitions = r.outcome.recorded;
+            if r.outcome.io_errors > 0 {
+                o.error = r.outcome.first_error.clone();
+            }
+        }
+        Err(e) => {
+            o.error = Some(e.to_string());
+            return o;
+        }
+    }
+    let Some(stage) = stage else { return o };
+    let markers = stage.finish(None);
+    if markers.is_empty() {
+        return o;
+    }
+    let rows = log.transitions();
+    let (records, unattributed) = attribute_markers(
+        &opts.home,
+        Some(key),
+        &markers,
+        &rows,
+        true,
+        &opts.env,
+        "",
+        "agent",
+        &mut w.resolver,
+    );
+    o.markers = records.len() as u64;
+    o.unattributed = unattributed;
+    match &opts.markers {
+        MarkersOut::Ndjson(_) => {
+            let mut text = String::new();
+            for r in &records {
+                text.push_str(&transcope_core::py::dumps(&r.body));
+                text.push('\n');
+            }
+            if let Some(f) = ndjson {
+                let mut f = f.lock().unwrap_or_else(|e| e.into_inner());
+                if let Err(e) = f.write_all(text.as_bytes()) {
+                    o.error = Some(format!("writing markers: {e}"));
+                }
+            }
+        }
+        MarkersOut::Outbox(dir) => {
+            let mut sink = OutboxSink::new(dir, "backfill", "");
+            for r in &records {
+                if let Err(e) = sink.deliver(r) {
+                    o.error = Some(e.to_string());
+                    break;
+                }
+            }
+        }
+        MarkersOut::Skip => {}
+    }
+    o
+}

@@ -1,0 +1,228 @@
+//! Backfill is exact (the logs `observe --no-env` writes file by file), idempotent,
+//! resumable, and never stopped by one bad file.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use transcope_backfill::{backfill, discover, scope_key, MarkersOut, Options};
+use transcope_change_detect::{Env, NoProjects};
+use transcope_scopelog::ScopeLog;
+use transcope_stop::observe::{observe, ReadMode};
+use transcope_stop::scan::Buffers;
+
+fn archive() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/sample-archive")
+}
+
+/// Every scope log under `home`, by file name.
+fn logs(home: &Path) -> BTreeMap<String, String> {
+    let dir = home.join("brain/session-scopes");
+    let mut out = BTreeMap::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.ends_with(".jsonl") {
+            out.insert(name, std::fs::read_to_string(e.path()).unwrap());
+        }
+    }
+    out
+}
+
+fn run(home: &Path, paths: &[PathBuf], jobs: usize) -> transcope_backfill::Summary {
+    let (files, problems) = discover(paths);
+    assert!(problems.is_empty(), "{problems:?}");
+    let mut o = Options::new(home);
+    o.jobs = jobs;
+    backfill(files, &o, &|_, _| {})
+}
+
+#[test]
+fn discovery_finds_every_layout_with_its_key() {
+    let (jobs, problems) = discover(&[archive()]);
+    assert!(problems.is_empty());
+    let keys: BTreeMap<String, String> = jobs
+        .iter()
+        .map(|j| {
+            let rel = j
+                .path
+                .strip_prefix(archive())
+                .unwrap()
+                .display()
+                .to_string();
+            (rel, scope_key(&j.path).unwrap())
+        })
+        .collect();
+    let want = [
+        ("claude/projects/-experiments-worktrees/ef958aa1-0e93-49f0-bb71-150f63befcd1.jsonl", "ef958aa1-0e93-49f0-bb71-150f63befcd1"),
+        ("claude/projects/-experiments-worktrees/ef958aa1-0e93-49f0-bb71-150f63befcd1/subagents/agent-a4ca7529859c158c2.jsonl", "ef958aa1-0e93-49f0-bb71-150f63befcd1.a4ca7529859c158c2"),
+        ("claude/projects/-Users-dain-workspace-danieldemmel-me-next/agent-3ea04571.jsonl", "7864f562-717b-4d70-a1cb-b588f7826a1a.3ea04571"),
+        ("codex/sessions/2025/12/10/rollout-2025-12-10T04-55-16-019b04ae-b1c6-7c72-a134-a4c2de66058c.jsonl", "019b04ae-b1c6-7c72-a134-a4c2de66058c"),
+        ("codex/sessions/2025/08/01/rollout-2025-08-20T09-15-00-1b7c2e44-0d1f-4e55-9a8b-6c2f0e3d4a5b.jsonl", "1b7c2e44-0d1f-4e55-9a8b-6c2f0e3d4a5b"),
+    ];
+    for (rel, key) in want {
+        assert_eq!(keys.get(rel).map(String::as_str), Some(key), "{rel}");
+    }
+    assert_eq!(
+        jobs.len(),
+        12,
+        "the .meta.json sidecars are not transcripts"
+    );
+}
+
+#[test]
+fn logs_equal_observe_no_env_file_by_file() {
+    let a = tempfile::tempdir().unwrap();
+    let s = run(a.path(), &[archive()], 2);
+    assert!(s.errors.is_empty());
+    assert!(s.transitions > 10);
+    let b = tempfile::tempdir().unwrap();
+    let (jobs, _) = discover(&[archive()]);
+    for j in jobs {
+        let key = scope_key(&j.path).unwrap();
+        let log = ScopeLog::open(b.path(), key);
+        observe(
+            b.path(),
+            &log,
+            &j.path,
+            &Env::new(),
+            NoProjects,
+            &transcope_stop::default_registry(),
+            &Default::default(),
+            ReadMode::Whole,
+            &mut Buffers::default(),
+            None,
+        )
+        .unwrap();
+    }
+    assert_eq!(logs(a.path()), logs(b.path()));
+}
+
+#[test]
+fn a_second_backfill_writes_nothing_and_threads_do_not_matter() {
+    let a = tempfile::tempdir().unwrap();
+    run(a.path(), &[archive()], 1);
+    let first = logs(a.path());
+    let again = run(a.path(), &[archive()], 2);
+    assert_eq!(again.transitions, 0);
+    assert_eq!(logs(a.path()), first);
+    let b = tempfile::tempdir().unwrap();
+    run(b.path(), &[archive()], 2);
+    assert_eq!(logs(b.path()), first);
+}
+
+#[test]
+fn an_interrupted_backfill_resumes_to_the_same_logs() {
+    let full = tempfile::tempdir().unwrap();
+    run(full.path(), &[archive()], 2);
+    let (jobs, _) = discover(&[archive()]);
+    // Killed after any prefix of files (a file's rows are written in one piece, so a
+    // kill leaves whole files done or not done), then run again.
+    for cut in 0..=jobs.len() {
+        let home = tempfile::tempdir().unwrap();
+        let mut o = Options::new(home.path());
+        o.jobs = 1;
+        backfill(jobs[..cut].to_vec(), &o, &|_, _| {});
+        run(home.path(), &[archive()], 2);
+        assert_eq!(
+            logs(home.path()),
+            logs(full.path()),
+            "cut after {cut} files"
+        );
+    }
+}
+
+#[test]
+fn after_live_hooks_backfill_adds_only_what_the_rules_admit() {
+    let t = archive()
+        .join("claude/projects/-work-alpha-one/0f0e0d0c-0000-4000-8000-000000000001.jsonl");
+    let bytes = std::fs::read(&t).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    // A live Stop saw the first three lines.
+    let part = home.path().join("live.jsonl");
+    let cut = bytes
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| **b == b'\n')
+        .nth(2)
+        .unwrap()
+        .0
+        + 1;
+    std::fs::write(&part, &bytes[..cut]).unwrap();
+    let key = "0f0e0d0c-0000-4000-8000-000000000001";
+    let log = ScopeLog::open(home.path(), key);
+    let stop = |p: &Path| {
+        observe(
+            home.path(),
+            &log,
+            p,
+            &Env::new(),
+            NoProjects,
+            &transcope_stop::default_registry(),
+            &Default::default(),
+            ReadMode::Incremental,
+            &mut Buffers::default(),
+            None,
+        )
+        .unwrap()
+    };
+    assert_eq!(stop(&part).outcome.recorded, 3);
+    let s = run(home.path(), &[t.clone()], 1);
+    assert_eq!(s.transitions, 1, "only the later folder change is new");
+    let rows = log.transitions();
+    assert_eq!(rows.len(), 4);
+    let seqs: Vec<u64> = rows
+        .iter()
+        .map(|r| r["sequence"].as_u64().unwrap())
+        .collect();
+    assert_eq!(seqs, [0, 1, 2, 3]);
+}
+
+#[test]
+fn one_bad_file_is_reported_and_never_stops_the_others() {
+    let src = tempfile::tempdir().unwrap();
+    let projects = src.path().join("projects/-w");
+    std::fs::create_dir_all(&projects).unwrap();
+    let good = "{\"type\":\"user\",\"timestamp\":\"2026-10-08T10:00:00Z\",\"cwd\":\"/w\"}\n";
+    std::fs::write(projects.join("good-1.jsonl"), good).unwrap();
+    std::fs::write(projects.join("good-2.jsonl"), good).unwrap();
+    // A name that is no valid scope-log key, and a flat agent file with no session.
+    std::fs::write(projects.join("-bad name.jsonl"), good).unwrap();
+    std::fs::write(projects.join("agent-x1.jsonl"), "not json\n").unwrap();
+    // Unreadable (the test may run as root, where permissions do not stop reads:
+    // use a FIFO-named file replaced by a directory instead).
+    std::fs::create_dir_all(projects.join("dir.jsonl")).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let s = run(home.path(), &[src.path().join("projects")], 2);
+    assert_eq!(s.transitions, 2);
+    assert_eq!(s.errors.len(), 2, "{:?}", s.errors);
+    assert!(s.errors.iter().any(|e| e.path.ends_with("-bad name.jsonl")));
+    assert!(s.errors.iter().any(|e| e.path.ends_with("agent-x1.jsonl")));
+    let missing = discover(&[src.path().join("nope")]);
+    assert_eq!(missing.1.len(), 1);
+}
+
+#[test]
+fn markers_go_to_ndjson_in_one_piece_per_file() {
+    let home = tempfile::tempdir().unwrap();
+    let out = home.path().join("markers.ndjson");
+    let (jobs, _) = discover(&[archive()]);
+    let mut o = Options::new(home.path());
+    o.markers = MarkersOut::Ndjson(out.clone());
+    let s = backfill(jobs, &o, &|_, _| {});
+    assert_eq!(s.markers, 6);
+    assert_eq!(
+        s.unattributed, 5,
+        "no grant, no resolver: the fixture's folders have no project"
+    );
+    let text = std::fs::read_to_string(&out).unwrap();
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 6);
+    assert!(lines
+        .iter()
+        .all(|l| l["attrs"]["session_id"] == "0f0e0d0c-0000-4000-8000-000000000001"));
+    assert_eq!(lines[4]["attrs"]["attribution"], "fleet");
+    // The process's swarm variables never reach archived sessions.
+    assert!(lines.iter().all(|l| l["attrs"].get("swarm").is_none()));
+}
