@@ -265,6 +265,10 @@ pub fn scan_file(
 }
 
 /// [`scan_file`] with an explicit read policy for whole-file reads.
+///
+/// Lines are streamed through the reusable buffer in `buffers` (memory stays bounded
+/// by the buffer and the longest line) unless `policy` maps the file; a file in the
+/// reference's JSON-array form is read whole.
 #[allow(clippy::too_many_arguments)]
 pub fn scan_file_with(
     path: &Path,
@@ -286,78 +290,104 @@ pub fn scan_file_with(
         resume: from,
         ..ScanReport::default()
     };
+    // The first non-empty line decides the format (and the JSON-array form).
+    let head = read_head(&file, size, framer.max_line()).map_err(io)?;
+    let factory = match adapter_name.and_then(|n| registry.by_name(n)) {
+        Some(f) => Some(f),
+        None => registry.detect(first_line(&head)),
+    };
+    let Some(factory) = factory else {
+        return Ok(report);
+    };
+    report.adapter = factory.name();
+    let mut adapter = factory.build();
+    let array = from.offset == 0 && trim(&head).first() == Some(&b'[');
+    let mapped = match policy {
+        ReadPolicy::Read | ReadPolicy::Auto { growing: true } => false,
+        ReadPolicy::Mmap => true,
+        ReadPolicy::Auto { growing: false } => size >= transcope_jsonl::MMAP_THRESHOLD,
+    };
     let data = &mut buffers.data;
-    let result = if from.offset == 0 {
+    if array || (from.offset == 0 && mapped) {
+        let policy = if array { ReadPolicy::Read } else { policy };
         drop(file);
         with_whole_file(path, policy, data, size, |bytes| {
-            decode_all(
+            scan_slice(
                 bytes,
                 from,
-                registry,
-                adapter_name,
+                adapter.as_mut(),
                 framer,
                 tail,
                 sink,
                 &mut report,
             )
         })
-        .map_err(io)?
+        .map_err(io)?;
     } else {
-        data.clear();
         file.seek(SeekFrom::Start(from.offset)).map_err(io)?;
-        // Read what is there now, no more (the file may be growing).
-        (&mut file)
-            .take(size.saturating_sub(from.offset))
-            .read_to_end(data)
-            .map_err(io)?;
-        // Detection needs the file's first line.
-        let factory = match adapter_name.and_then(|n| registry.by_name(n)) {
-            Some(f) => Some(f),
-            None => {
-                let mut head = Vec::new();
-                let (f2, _) = open_regular(path)?;
-                f2.take(64 * 1024).read_to_end(&mut head).map_err(io)?;
-                registry.detect(first_line(&head))
-            }
+        let len = size.saturating_sub(from.offset);
+        report.bytes += len;
+        let framer = framer.with_final_line(match tail {
+            Tail::Hold => FinalLine::Hold,
+            _ => FinalLine::Yield,
+        });
+        let rep = &mut report;
+        let adapter = adapter.as_mut();
+        let summary = framer
+            .frame_reader(
+                (&mut file).take(len),
+                data,
+                from.offset,
+                from.line,
+                FnSink(|line: Line<'_>| {
+                    let unterminated = line.end == line.offset + line.bytes.len() as u64;
+                    if unterminated
+                        && tail == Tail::DecodeIfComplete
+                        && serde_json::from_slice::<&RawValue>(line.bytes).is_err()
+                    {
+                        return Ok::<bool, std::convert::Infallible>(true);
+                    }
+                    decode_one(line.bytes, line.offset, line.number, adapter, sink, rep);
+                    Ok(true)
+                }),
+            )
+            .map_err(|e| match e {
+                transcope_jsonl::Error::Io { source, .. } => io(source),
+                other => io(std::io::Error::other(other.to_string())),
+            })?;
+        report.oversized += summary.oversized;
+        report.resume = Resume {
+            offset: from.offset + summary.bytes_consumed,
+            line: from.line + summary.lines_consumed,
         };
-        decode_with(factory, data, from, framer, tail, sink, &mut report)
-    };
+    }
     if data.capacity() > 64 * 1024 * 1024 {
         *data = Vec::new();
     }
-    let () = result;
     Ok(report)
 }
 
-#[allow(clippy::too_many_arguments)]
-fn decode_all(
-    bytes: &[u8],
-    from: Resume,
-    registry: &AdapterRegistry,
-    adapter_name: Option<&str>,
-    framer: &Framer,
-    tail: Tail,
-    sink: &mut dyn EntrySink,
-    report: &mut ScanReport,
-) {
-    let factory = match adapter_name.and_then(|n| registry.by_name(n)) {
-        Some(f) => Some(f),
-        None => registry.detect(first_line(bytes)),
-    };
-    decode_with(factory, bytes, from, framer, tail, sink, report)
-}
-
-fn decode_with(
-    factory: Option<&dyn transcope_core::adapter::AdapterFactory>,
-    bytes: &[u8],
-    from: Resume,
-    framer: &Framer,
-    tail: Tail,
-    sink: &mut dyn EntrySink,
-    report: &mut ScanReport,
-) {
-    let Some(factory) = factory else { return };
-    report.adapter = factory.name();
-    let mut adapter = factory.build();
-    scan_slice(bytes, from, adapter.as_mut(), framer, tail, sink, report);
+/// The file's first bytes, up to and including its first non-empty line (bounded).
+fn read_head(file: &File, size: u64, max_line: usize) -> std::io::Result<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
+    let mut head = Vec::new();
+    let limit = size.min(max_line as u64 + 2);
+    let mut chunk = vec![0u8; 64 * 1024];
+    while (head.len() as u64) < limit {
+        let want = chunk.len().min((limit - head.len() as u64) as usize);
+        let n = file.read_at(&mut chunk[..want], head.len() as u64)?;
+        if n == 0 {
+            break;
+        }
+        head.extend_from_slice(&chunk[..n]);
+        if !first_line(&head).is_empty() && head[..].contains(&b'\n') {
+            // A complete non-empty line is in hand once a newline follows it.
+            let fl = first_line(&head);
+            let end = fl.as_ptr() as usize - head.as_ptr() as usize + fl.len();
+            if head[end..].contains(&b'\n') {
+                break;
+            }
+        }
+    }
+    Ok(head)
 }
