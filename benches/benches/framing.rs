@@ -49,7 +49,11 @@ fn corpus() -> Vec<u8> {
         let u = (next() >> 11) as f64 / (1u64 << 53) as f64;
         let size = (lo + u * (hi - lo)).exp() as usize;
         let start = out.len();
-        let kind = if i % 3 == 0 { "user" } else { "assistant" };
+        let kind = if i.is_multiple_of(3) {
+            "user"
+        } else {
+            "assistant"
+        };
         out.extend_from_slice(
             format!(
                 "{{\"type\":\"{kind}\",\"uuid\":\"{:016x}-{:04x}\",\"timestamp\":\"2025-06-01T12:{:02}:{:02}.000Z\",\

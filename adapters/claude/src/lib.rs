@@ -28,10 +28,11 @@
 //! * Whitespace around a line is trimmed as Python's `str.strip()` does (Unicode
 //!   whitespace and `\x1c`–`\x1f`).
 //! * Duplicate keys: the last occurrence wins, as in Python's `json.loads`.
-//! * JSON that Python accepts but serde_json rejects (`NaN`, `Infinity`, a lone
-//!   surrogate escape inside a string this adapter decodes) skips the line as
-//!   [`Skip::InvalidJson`]; inside skipped values (tool results) lone surrogates are
-//!   tolerated.
+//! * JSON that Python accepts but serde_json rejects: `NaN`/`Infinity` skip the line
+//!   as [`Skip::InvalidJson`]; a lone surrogate escape (`"\ud83d"`) is harmless in
+//!   skipped values (tool results), costs only the texts or payload keys when it sits
+//!   in a decoded string inside `message`/`payload`, and skips the line when it is in
+//!   a top-level field.
 //! * Lines that are not objects (`5`, `[1]`, `"s"`) are [`Skip::NotObject`] (the
 //!   reference's marker scan would crash on them, §8 items 17 and 20).
 //! * Every line with a known `type` yields an entry. A line with an unknown or missing
@@ -127,12 +128,12 @@ pub fn decode_owned(
     pos: LinePos,
 ) -> Result<Vec<Entry<'static>>, Skip> {
     let mut out = Vec::new();
-    adapter.decode(line, pos, &mut |e: &Entry<'_>| out.push(to_owned(e)))?;
+    adapter.decode(line, pos, &mut |e: &Entry<'_>| out.push(owned_entry(e)))?;
     Ok(out)
 }
 
 /// Deep-copy an entry so it outlives its line.
-pub fn to_owned(e: &Entry<'_>) -> Entry<'static> {
+pub fn owned_entry(e: &Entry<'_>) -> Entry<'static> {
     fn own(c: &Option<std::borrow::Cow<'_, str>>) -> Option<std::borrow::Cow<'static, str>> {
         c.as_ref().map(|s| std::borrow::Cow::Owned(s.to_string()))
     }

@@ -6,9 +6,9 @@
 //! top-level `cwd`. Both adapters (and any third-party one that wants the rule) share
 //! this module so the rule lives in one place.
 //!
-//! Decoding is tolerant and lazy:
+//! Decoding is tolerant and single-pass:
 //!
-//! * [`parse`] validates UTF-8, strips a first-line BOM and Python-`strip()`
+//! * [`parse`] validates UTF-8 (SIMD, `simdutf8`), strips a first-line BOM and Python-`strip()`
 //!   whitespace, and decodes the top-level object into a [`Record`] in **one pass**
 //!   over the line. Strings are borrowed from the line when they hold no escapes.
 //!   Because `type` often comes *after* `message` (most Claude assistant lines), the
@@ -324,8 +324,6 @@ pub struct Record<'a> {
     pub role: Loose<'a>,
     /// `content` (Codex legacy bare message), undecoded.
     pub content: Option<&'a RawValue>,
-    /// `record_type` (Codex legacy state markers).
-    pub record_type: Loose<'a>,
 }
 
 impl<'de> FromMap<'de> for Record<'de> {
@@ -360,7 +358,6 @@ impl<'de> FromMap<'de> for Record<'de> {
             "id" => self.id = map.next_value()?,
             "role" => self.role = map.next_value()?,
             "content" => self.content = Some(map.next_value()?),
-            "record_type" => self.record_type = map.next_value()?,
             _ => skip_value(map)?,
         }
         Ok(())
@@ -455,7 +452,7 @@ pub fn py_strip(s: &str) -> &str {
 /// reference itself would fail the line on a BOM; stripping it is a deliberate
 /// deviation, see the crate docs).
 pub fn line_text(line: &[u8], first: bool) -> Result<&str, Skip> {
-    let text = std::str::from_utf8(line).map_err(|_| Skip::InvalidUtf8)?;
+    let text = simdutf8::basic::from_utf8(line).map_err(|_| Skip::InvalidUtf8)?;
     let text = if first {
         text.strip_prefix(BOM).unwrap_or(text)
     } else {

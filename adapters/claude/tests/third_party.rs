@@ -5,7 +5,7 @@
 mod common;
 
 use transcope_adapter_claude::record::py_strip;
-use transcope_adapter_claude::{to_owned, ClaudeFactory};
+use transcope_adapter_claude::{owned_entry, ClaudeFactory};
 use transcope_adapter_codex::CodexFactory;
 use transcope_core::adapter::{
     Adapter, AdapterFactory, AdapterRegistry, Confidence, EntrySink, Skip,
@@ -103,7 +103,7 @@ fn a_new_format_is_detected_and_decoded_alongside_the_real_ones() {
     toy.decode(
         b"t\t/w\thi",
         LinePos { offset: 0, line: 1 },
-        &mut |e: &Entry<'_>| got.push(to_owned(e)),
+        &mut |e: &Entry<'_>| got.push(owned_entry(e)),
     )
     .unwrap();
     assert_eq!(got[0].cwd.as_deref(), Some("/w"));

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use transcope_adapter_claude::to_owned;
+use transcope_adapter_claude::owned_entry;
 use transcope_adapter_codex::{CodexAdapter, CodexFactory, CodexOptions};
 use transcope_core::adapter::{Adapter, AdapterFactory, Skip};
 use transcope_core::{Entry, EntryKind, LinePos, TimeValue};
@@ -28,7 +28,8 @@ fn decode_all(adapter: &mut dyn Adapter, data: &[u8]) -> (Vec<Entry<'static>>, V
         if line.is_empty() && offset > data.len() as u64 {
             break;
         }
-        if let Err(s) = adapter.decode(line, pos, &mut |e: &Entry<'_>| entries.push(to_owned(e))) {
+        if let Err(s) = adapter.decode(line, pos, &mut |e: &Entry<'_>| entries.push(owned_entry(e)))
+        {
             skips.push((pos.line, s));
         }
     }

@@ -99,6 +99,14 @@
 //! assert_eq!(identity.project_id, "unknown");
 //! assert_eq!(identity.attributes()[3], ("cwd", folder.to_str().unwrap()));
 //! ```
+//!
+//! # Caller identity (identity.md)
+//!
+//! Which transcript identifies the caller of a hook and what state is keyed on:
+//! [`hookinput`] ([`HookInput`], [`caller`] → [`Caller`]), [`claudepath`] (Claude Code's
+//! layout and relocation), [`sessionpath`] (where state lives), [`stable`] (the walk to a
+//! conversation's origin, [`Identity`]), [`belongs`] (the guards of a guessed record) and
+//! [`transcript`] (line reading, [`TranscriptError`]).
 #![warn(missing_docs)]
 
 mod alias;
@@ -109,12 +117,23 @@ mod paths;
 mod remote;
 mod resolver;
 
+pub mod belongs;
+pub mod claudepath;
+mod gopath;
+pub mod hookinput;
+pub mod sessionpath;
+pub mod stable;
+pub mod transcript;
+
 pub use alias::{AliasMap, ALIAS_FILE_NAME, ALIAS_SCHEMA_VERSION};
 pub use error::ResolveError;
 pub use git::{git_facts, live_branch, GitFacts};
+pub use hookinput::{caller, Caller, HookInput};
 pub use identity::ProjectIdentity;
 pub use remote::{canonical_remote, UNKNOWN_PROJECT_ID};
 pub use resolver::{
     is_registered_id, Env, FnResolver, GitResolver, ProjectResolver, ResolverConfig,
     AGENTIHOOKS_HOME_VAR, PROJECT_ID_VAR, SWARM_VAR,
 };
+pub use stable::{Degraded, Identity};
+pub use transcript::TranscriptError;

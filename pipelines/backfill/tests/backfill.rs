@@ -165,7 +165,7 @@ fn after_live_hooks_backfill_adds_only_what_the_rules_admit() {
         .unwrap()
     };
     assert_eq!(stop(&part).outcome.recorded, 3);
-    let s = run(home.path(), &[t.clone()], 1);
+    let s = run(home.path(), std::slice::from_ref(&t), 1);
     assert_eq!(s.transitions, 1, "only the later folder change is new");
     let rows = log.transitions();
     assert_eq!(rows.len(), 4);

@@ -57,12 +57,15 @@ fn skip_while(t: &str, mut p: usize, f: impl Fn(char) -> bool) -> usize {
 /// on hostile input; Python would match them).
 pub const MAX_ATTRIBUTES: usize = 1024;
 
+/// Per TYPE: (searched from, the first closing tag `(start, end)` at or after it).
+type CloseCache<'t> = HashMap<&'t str, (usize, Option<(usize, usize)>)>;
+
 struct Matcher<'t> {
     t: &'t str,
     /// Attribute-list positions from which no accepted `-->` end is reachable.
     failed: std::collections::HashSet<usize>,
     /// Per TYPE: (searched from, first closing tag at or after it).
-    closes: HashMap<&'t str, (usize, Option<(usize, usize)>)>,
+    closes: CloseCache<'t>,
 }
 
 impl<'t> Matcher<'t> {

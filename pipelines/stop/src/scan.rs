@@ -130,13 +130,12 @@ pub fn scan_slice(
         from.offset,
         from.line,
         FnSink(|line: Line<'_>| {
-            let unterminated = line.end == from.offset + buf.len() as u64 && !buf.ends_with(b"\n");
-            if unterminated {
-                if tail == Tail::DecodeIfComplete
-                    && serde_json::from_slice::<&RawValue>(line.bytes).is_err()
-                {
-                    return Ok::<bool, std::convert::Infallible>(true);
-                }
+            let unterminated = line.end == line.offset + line.bytes.len() as u64;
+            if unterminated
+                && tail == Tail::DecodeIfComplete
+                && serde_json::from_slice::<&RawValue>(line.bytes).is_err()
+            {
+                return Ok::<bool, std::convert::Infallible>(true);
             }
             decode_one(line.bytes, line.offset, line.number, adapter, sink, report);
             Ok(true)
@@ -301,6 +300,16 @@ pub fn scan_file_with(
     };
     report.adapter = factory.name();
     let mut adapter = factory.build();
+    if from.offset > 0 {
+        // Resuming: let the adapter see the file's first record (a legacy Codex
+        // header decides how the rest is read).
+        let fl = first_line(&head);
+        let _ = adapter.decode(
+            fl,
+            LinePos { offset: 0, line: 1 },
+            &mut |_: &transcope_core::Entry<'_>| {},
+        );
+    }
     let array = from.offset == 0 && trim(&head).first() == Some(&b'[');
     let mapped = match policy {
         ReadPolicy::Read | ReadPolicy::Auto { growing: true } => false,

@@ -755,9 +755,12 @@ fn markers_are_read_only_once_across_incremental_stops() {
 
 /// A tiny HTTP/1.1 server on 127.0.0.1 answering each request with the next status
 /// (0 = hang past any client timeout), recording (idempotency key, body).
+/// (idempotency key, body) of one request.
+type Request = (Option<String>, Vec<u8>);
+
 struct Server {
     url: String,
-    seen: Arc<Mutex<Vec<(Option<String>, Vec<u8>)>>>,
+    seen: Arc<Mutex<Vec<Request>>>,
 }
 
 impl Server {
@@ -806,7 +809,7 @@ impl Server {
         Server { url, seen }
     }
 
-    fn requests(&self) -> Vec<(Option<String>, Vec<u8>)> {
+    fn requests(&self) -> Vec<Request> {
         self.seen.lock().unwrap().clone()
     }
 }

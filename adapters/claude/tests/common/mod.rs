@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use transcope_adapter_claude::{to_owned, ClaudeFactory};
+use transcope_adapter_claude::{owned_entry, ClaudeFactory};
 use transcope_adapter_codex::CodexFactory;
 use transcope_core::adapter::{AdapterRegistry, Skip};
 use transcope_core::{Entry, LinePos};
@@ -105,7 +105,7 @@ pub fn decode_bytes(registry: &AdapterRegistry, data: &[u8]) -> Decoded {
         ..Decoded::default()
     };
     for (pos, line) in lines {
-        let mut sink = |e: &Entry<'_>| out.entries.push(to_owned(e));
+        let mut sink = |e: &Entry<'_>| out.entries.push(owned_entry(e));
         if let Err(skip) = adapter.decode(line, pos, &mut sink) {
             out.skips.push((pos.line, skip));
         }

@@ -1,0 +1,714 @@
+//! Reading Claude Code transcripts: one [`Entry`] per JSONL line, the line scanner with its
+//! [`MAX_RECORD_BYTES`] cap, [`start_cwd`], and the [`TranscriptError`]s the rest of the
+//! identity code reports (identity.md §1.2, §1.3, §5.4).
+//!
+//! Lines are decoded the way sloprail's Go decoder decodes them: a line that fails to parse
+//! (invalid JSON, not an object, or a type mismatch on a decoded field) is skipped; a top-level
+//! `null` is an empty record; keys match case-insensitively (Go's folding); unknown fields are
+//! ignored; `message`, `toolUseResult` and `attachment` may hold any JSON.
+
+use std::fmt;
+use std::fs::File;
+use std::io::{self, BufRead, BufReader};
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::Deserialize;
+
+/// The longest line (in bytes, a trailing `\r` included, the `\n` not) the scanner accepts
+/// is one byte less than this: Go's `bufio.Scanner` with a 16 MiB buffer, which must hold the
+/// line and its newline. A longer line stops the scan with an error.
+pub const MAX_RECORD_BYTES: usize = 16 * 1024 * 1024;
+
+/// Why a transcript could not answer. The variants are the sentinels of identity.md §5.4
+/// (match on them, not on the text), plus the I/O failures that keep their
+/// [`io::ErrorKind`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TranscriptError {
+    /// `ErrNoTranscriptPath`: no path was given.
+    #[error("no transcript path given")]
+    NoTranscriptPath,
+    /// `ErrNoOriginRecord`: every entry of the file has a parent (or none has a uuid).
+    #[error("{}: transcript has no origin record: every entry in it has a parent", path.display())]
+    NoOriginRecord {
+        /// The transcript.
+        path: PathBuf,
+    },
+    /// `ErrNoProjectDir`: the file continues another, and no project directory was given to
+    /// look for it in.
+    #[error(
+        "resolving what {} continues: the harness's project directory is unknown",
+        path.display()
+    )]
+    NoProjectDir {
+        /// The transcript.
+        path: PathBuf,
+    },
+    /// `ErrNotAnAgentID`: empty, or holding `/` or `\`, or `.` or `..`.
+    #[error("the reported agent id is not an agent id: {}", describe_agent_id(id))]
+    NotAnAgentId {
+        /// The refused id.
+        id: String,
+    },
+    /// `hookinput.ErrNotASessionID`: the payload's session id holds a path separator.
+    #[error("transcope: the reported session id is not a session id: {id:?}")]
+    NotASessionId {
+        /// The refused id.
+        id: String,
+    },
+    /// `ErrWrongSession`: a guessed record names other sessions and never this one.
+    #[error(
+        "the transcript at that path belongs to another session: {} says it belongs to {found}, not {wanted}",
+        path.display()
+    )]
+    WrongSession {
+        /// The guessed record.
+        path: PathBuf,
+        /// The first disagreeing `sessionId` in it.
+        found: String,
+        /// The session id asked about.
+        wanted: String,
+    },
+    /// `ErrWrongTree`: a guessed record was written only in other trees.
+    #[error(
+        "the transcript at that path was written in another tree: {} was written in {recorded}, which is not {cwd}",
+        path.display()
+    )]
+    WrongTree {
+        /// The guessed record.
+        path: PathBuf,
+        /// The first non-empty `cwd` recorded in it, as written.
+        recorded: String,
+        /// The directory asked about, as given.
+        cwd: String,
+    },
+    /// The transcript could not be opened or read to the end (including a line longer than
+    /// the scanner accepts, kind [`io::ErrorKind::InvalidData`]).
+    #[error("read {}: {source}", path.display())]
+    Read {
+        /// The transcript.
+        path: PathBuf,
+        /// The underlying error; its kind tells a missing file from a denied one.
+        #[source]
+        source: io::Error,
+    },
+    /// The project directory a continuation's predecessor is looked for in could not be listed.
+    #[error("resolving what {} continues: read {}: {source}", path.display(), dir.display())]
+    ListProjectDir {
+        /// The continuation.
+        path: PathBuf,
+        /// The project directory.
+        dir: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
+}
+
+fn describe_agent_id(id: &str) -> String {
+    if id.is_empty() {
+        "it is empty".to_owned()
+    } else {
+        format!("{id:?}")
+    }
+}
+
+impl TranscriptError {
+    /// Whether this is a read failure because the file does not exist (Go's
+    /// `errors.Is(err, fs.ErrNotExist)`).
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, TranscriptError::Read { source, .. } if source.kind() == io::ErrorKind::NotFound)
+    }
+
+    pub(crate) fn read(path: &Path, source: io::Error) -> Self {
+        TranscriptError::Read {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
+/// A line longer than the scanner accepts.
+#[derive(Debug)]
+struct LineTooLong;
+
+impl fmt::Display for LineTooLong {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "a line is longer than {MAX_RECORD_BYTES} bytes (bufio.Scanner: token too long)"
+        )
+    }
+}
+
+impl std::error::Error for LineTooLong {}
+
+/// Whether `err` is the scanner's "line too long".
+pub fn is_line_too_long(err: &io::Error) -> bool {
+    err.get_ref().is_some_and(|e| e.is::<LineTooLong>())
+}
+
+/// One transcript line, reduced to the fields identity resolution reads (identity.md §1.2).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Entry {
+    /// `uuid`; `""` when absent.
+    pub uuid: String,
+    /// `parentUuid`: `None` when absent or `null`; any string, `""` included, is a parent.
+    pub parent_uuid: Option<String>,
+    /// `logicalParentUuid`; absent, `null` and `""` all read as `""`.
+    pub logical_parent_uuid: String,
+    /// `timestamp`, as written.
+    pub timestamp: String,
+    /// `sessionId`.
+    pub session_id: String,
+    /// `cwd`.
+    pub cwd: String,
+    /// `type`.
+    pub kind: String,
+    /// `subtype`.
+    pub subtype: String,
+    /// `isSidechain`.
+    pub is_sidechain: bool,
+    /// `agentId`.
+    pub agent_id: String,
+}
+
+impl Entry {
+    /// Decodes one line; `None` when Go's decoder would fail on it (identity.md §1.2).
+    ///
+    /// ```
+    /// use transcope_identity::transcript::Entry;
+    ///
+    /// let e = Entry::parse(br#"{"UUID":"u","parentUuid":null,"sessionId":"s","message":[1]}"#).unwrap();
+    /// assert_eq!((e.uuid.as_str(), e.parent_uuid, e.session_id.as_str()), ("u", None, "s"));
+    /// assert!(Entry::parse(br#"{"uuid":"u","cwd":5}"#).is_none());
+    /// assert_eq!(Entry::parse(b"null"), Some(Entry::default()));
+    /// ```
+    pub fn parse(line: &[u8]) -> Option<Entry> {
+        parse_go_json::<Entry>(line)
+    }
+
+    /// A record that can be a root: it has a uuid and no parent.
+    pub fn is_origin(&self) -> bool {
+        !self.uuid.is_empty() && self.parent_uuid.is_none()
+    }
+}
+
+/// Decodes `line` as Go's `json.Unmarshal` would: invalid UTF-8 is replaced, and a lone
+/// surrogate escape becomes U+FFFD instead of failing the line.
+pub(crate) fn parse_go_json<T: for<'de> Deserialize<'de>>(line: &[u8]) -> Option<T> {
+    let text: std::borrow::Cow<'_, [u8]> = match std::str::from_utf8(line) {
+        Ok(_) => std::borrow::Cow::Borrowed(line),
+        Err(_) => std::borrow::Cow::Owned(String::from_utf8_lossy(line).into_owned().into_bytes()),
+    };
+    match serde_json::from_slice::<T>(&text) {
+        Ok(value) => Some(value),
+        Err(_) => {
+            let repaired = repair_lone_surrogates(&text)?;
+            serde_json::from_slice::<T>(&repaired).ok()
+        }
+    }
+}
+
+/// Rewrites every `\uD8xx`–`\uDFxx` escape that is not half of a valid pair to `\uFFFD`;
+/// `None` when there is none (so a retry cannot help).
+fn repair_lone_surrogates(text: &[u8]) -> Option<Vec<u8>> {
+    fn hex4(b: &[u8]) -> Option<u16> {
+        if b.len() < 4 {
+            return None;
+        }
+        let s = std::str::from_utf8(&b[..4]).ok()?;
+        u16::from_str_radix(s, 16).ok()
+    }
+    let mut out = Vec::with_capacity(text.len());
+    let mut changed = false;
+    let mut i = 0;
+    while i < text.len() {
+        if text[i] != b'\\' || i + 1 >= text.len() {
+            out.push(text[i]);
+            i += 1;
+            continue;
+        }
+        if text[i + 1] != b'u' {
+            out.extend_from_slice(&text[i..i + 2]);
+            i += 2;
+            continue;
+        }
+        match hex4(&text[i + 2..]) {
+            Some(0xD800..=0xDBFF) => {
+                let pair = text.get(i + 6..i + 8) == Some(b"\\u")
+                    && matches!(hex4(&text[i + 8..]), Some(0xDC00..=0xDFFF));
+                if pair {
+                    out.extend_from_slice(&text[i..i + 12]);
+                    i += 12;
+                } else {
+                    out.extend_from_slice(b"\\uFFFD");
+                    changed = true;
+                    i += 6;
+                }
+            }
+            Some(0xDC00..=0xDFFF) => {
+                out.extend_from_slice(b"\\uFFFD");
+                changed = true;
+                i += 6;
+            }
+            _ => {
+                out.extend_from_slice(&text[i..i + 2]);
+                i += 2;
+            }
+        }
+    }
+    changed.then_some(out)
+}
+
+/// Go's case folding of a field name: ASCII upper-cased, other characters through
+/// `ToUpper(ToLower(r))` (single-character mappings only).
+pub(crate) fn go_fold_eq(key: &str, name: &str) -> bool {
+    if key.is_ascii() {
+        return key.eq_ignore_ascii_case(name);
+    }
+    fn single(mut it: impl Iterator<Item = char>, fallback: char) -> char {
+        match (it.next(), it.next()) {
+            (Some(x), None) => x,
+            _ => fallback,
+        }
+    }
+    fn fold(c: char) -> char {
+        let lower = single(c.to_lowercase(), c);
+        single(lower.to_uppercase(), lower)
+    }
+    key.chars().map(fold).eq(name.chars().map(fold))
+}
+
+#[derive(Clone, Copy)]
+enum Field {
+    Uuid,
+    ParentUuid,
+    LogicalParentUuid,
+    Timestamp,
+    SessionId,
+    Cwd,
+    Type,
+    Subtype,
+    IsSidechain,
+    AgentId,
+    HookErrors,
+    Other,
+}
+
+const FIELDS: [(&str, Field); 11] = [
+    ("uuid", Field::Uuid),
+    ("parentUuid", Field::ParentUuid),
+    ("logicalParentUuid", Field::LogicalParentUuid),
+    ("timestamp", Field::Timestamp),
+    ("sessionId", Field::SessionId),
+    ("cwd", Field::Cwd),
+    ("type", Field::Type),
+    ("subtype", Field::Subtype),
+    ("isSidechain", Field::IsSidechain),
+    ("agentId", Field::AgentId),
+    ("hookErrors", Field::HookErrors),
+];
+
+/// A map key classified without allocating.
+struct Key(Field);
+
+impl<'de> Deserialize<'de> for Key {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Key;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a field name")
+            }
+            fn visit_str<E: de::Error>(self, key: &str) -> Result<Key, E> {
+                if let Some((_, field)) = FIELDS.iter().find(|(name, _)| *name == key) {
+                    return Ok(Key(*field));
+                }
+                Ok(Key(FIELDS
+                    .iter()
+                    .find(|(name, _)| go_fold_eq(key, name))
+                    .map_or(Field::Other, |(_, f)| *f)))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for Entry {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Entry;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a transcript record")
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Entry, E> {
+                Ok(Entry::default())
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Entry, A::Error> {
+                let mut e = Entry::default();
+                // Go leaves a string field as it was on `null`.
+                fn set(slot: &mut String, value: Option<String>) {
+                    if let Some(v) = value {
+                        *slot = v;
+                    }
+                }
+                while let Some(Key(field)) = map.next_key::<Key>()? {
+                    match field {
+                        Field::Uuid => set(&mut e.uuid, map.next_value()?),
+                        Field::ParentUuid => e.parent_uuid = map.next_value()?,
+                        Field::LogicalParentUuid => {
+                            set(&mut e.logical_parent_uuid, map.next_value()?)
+                        }
+                        Field::Timestamp => set(&mut e.timestamp, map.next_value()?),
+                        Field::SessionId => set(&mut e.session_id, map.next_value()?),
+                        Field::Cwd => set(&mut e.cwd, map.next_value()?),
+                        Field::Type => set(&mut e.kind, map.next_value()?),
+                        Field::Subtype => set(&mut e.subtype, map.next_value()?),
+                        Field::AgentId => set(&mut e.agent_id, map.next_value()?),
+                        Field::IsSidechain => {
+                            if let Some(b) = map.next_value::<Option<bool>>()? {
+                                e.is_sidechain = b;
+                            }
+                        }
+                        Field::HookErrors => {
+                            map.next_value::<Option<Vec<IgnoredAny>>>()?;
+                        }
+                        Field::Other => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(e)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Reads `path` line by line with Go's `bufio.Scanner` rules (identity.md §1.3) and hands each
+/// line (without `\n` and one trailing `\r`) to `f`, which may stop the scan.
+///
+/// # Errors
+/// Opening or reading fails (the [`io::Error`] keeps its kind), or a line is too long
+/// ([`is_line_too_long`]). Lines handed over before the failure have been seen.
+pub fn scan_lines(path: &Path, mut f: impl FnMut(&[u8]) -> ControlFlow<()>) -> io::Result<()> {
+    let file = File::open(path)?;
+    let mut reader = BufReader::with_capacity(64 * 1024, file);
+    let mut line: Vec<u8> = Vec::new();
+    loop {
+        line.clear();
+        let mut ended = false;
+        loop {
+            let buf = match reader.fill_buf() {
+                Ok(buf) => buf,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if buf.is_empty() {
+                break;
+            }
+            match memchr::memchr(b'\n', buf) {
+                Some(i) => {
+                    if line.len() + i >= MAX_RECORD_BYTES {
+                        return Err(io::Error::new(io::ErrorKind::InvalidData, LineTooLong));
+                    }
+                    line.extend_from_slice(&buf[..i]);
+                    reader.consume(i + 1);
+                    ended = true;
+                    break;
+                }
+                None => {
+                    let n = buf.len();
+                    if line.len() + n >= MAX_RECORD_BYTES {
+                        return Err(io::Error::new(io::ErrorKind::InvalidData, LineTooLong));
+                    }
+                    line.extend_from_slice(buf);
+                    reader.consume(n);
+                }
+            }
+        }
+        if !ended && line.is_empty() {
+            return Ok(());
+        }
+        let content = match line.last() {
+            Some(b'\r') => &line[..line.len() - 1],
+            _ => &line[..],
+        };
+        if f(content).is_break() {
+            return Ok(());
+        }
+        if !ended {
+            return Ok(());
+        }
+    }
+}
+
+/// Like [`scan_lines`], decoding each line into an [`Entry`] and skipping lines that do not
+/// decode.
+///
+/// # Errors
+/// As [`scan_lines`].
+pub fn scan_entries(path: &Path, mut f: impl FnMut(Entry) -> ControlFlow<()>) -> io::Result<()> {
+    scan_lines(path, |line| match Entry::parse(line) {
+        Some(entry) => f(entry),
+        None => ControlFlow::Continue(()),
+    })
+}
+
+/// Like [`scan_entries`], but only decoding lines that could hold one of `needles` as a string
+/// value: lines containing none of them literally and no `\` (which an escaped spelling would
+/// need) are skipped unread. Empty needles are ignored; with none left nothing is decoded.
+pub(crate) fn scan_entries_holding(
+    path: &Path,
+    needles: &[&str],
+    mut f: impl FnMut(Entry) -> ControlFlow<()>,
+) -> io::Result<()> {
+    let needles: Vec<&str> = needles.iter().copied().filter(|n| !n.is_empty()).collect();
+    // A needle holding U+FFFD may come from invalid bytes: decode everything then.
+    let exact = !needles.iter().any(|n| n.contains('\u{FFFD}'));
+    let finders: Vec<memchr::memmem::Finder<'_>> = needles
+        .iter()
+        .map(|n| memchr::memmem::Finder::new(n.as_bytes()))
+        .collect();
+    scan_lines(path, |line| {
+        if exact
+            && memchr::memchr(b'\\', line).is_none()
+            && !finders.iter().any(|fd| fd.find(line).is_some())
+        {
+            return ControlFlow::Continue(());
+        }
+        match Entry::parse(line) {
+            Some(entry) => f(entry),
+            None => ControlFlow::Continue(()),
+        }
+    })
+}
+
+/// `transcript.StartCwd`: the `cwd` of the first record naming one; `""` when none does.
+///
+/// # Errors
+/// [`TranscriptError::Read`] when the file cannot be opened or read before such a record.
+pub fn start_cwd(path: &Path) -> Result<String, TranscriptError> {
+    let mut found = String::new();
+    let result = scan_lines(path, |line| {
+        // Cheap filter: a line naming a cwd holds the letters of the key.
+        if !line.windows(3).any(|w| w.eq_ignore_ascii_case(b"cwd"))
+            && memchr::memchr(b'\\', line).is_none()
+            && line.is_ascii()
+        {
+            return ControlFlow::Continue(());
+        }
+        match Entry::parse(line) {
+            Some(e) if !e.cwd.is_empty() => {
+                found = e.cwd;
+                ControlFlow::Break(())
+            }
+            _ => ControlFlow::Continue(()),
+        }
+    });
+    match result {
+        Ok(()) => Ok(found),
+        Err(e) => Err(TranscriptError::read(path, e)),
+    }
+}
+
+/// Parses an RFC 3339 timestamp as Go's `time.Parse(time.RFC3339, s)` does; nanoseconds since
+/// the Unix epoch. Fractional seconds are optional (`.` or `,`); more than nine fraction digits
+/// read as zero nanoseconds (Go's fast path).
+pub(crate) fn parse_rfc3339(s: &str) -> Option<i128> {
+    let b = s.as_bytes();
+    if b.len() < 19 {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>, min: i64, max: i64| -> Option<i64> {
+        let mut x: i64 = 0;
+        for &c in &b[r] {
+            if !c.is_ascii_digit() {
+                return None;
+            }
+            x = x * 10 + i64::from(c - b'0');
+        }
+        (min..=max).contains(&x).then_some(x)
+    };
+    let year = num(0..4, 0, 9999)?;
+    let month = num(5..7, 1, 12)?;
+    let day = num(8..10, 1, days_in(month, year))?;
+    let hour = num(11..13, 0, 23)?;
+    let min = num(14..16, 0, 59)?;
+    let sec = num(17..19, 0, 59)?;
+    if !(b[4] == b'-' && b[7] == b'-' && b[10] == b'T' && b[13] == b':' && b[16] == b':') {
+        return None;
+    }
+    let mut rest = &b[19..];
+    let mut nanos: i64 = 0;
+    if rest.len() >= 2 && (rest[0] == b'.' || rest[0] == b',') && rest[1].is_ascii_digit() {
+        let mut n = 1;
+        while n < rest.len() && rest[n].is_ascii_digit() {
+            n += 1;
+        }
+        let digits = &rest[1..n];
+        if digits.len() <= 9 {
+            for i in 0..9 {
+                nanos = nanos * 10 + digits.get(i).map_or(0, |d| i64::from(d - b'0'));
+            }
+        }
+        rest = &rest[n..];
+    }
+    let offset: i64 = if rest == b"Z" {
+        0
+    } else {
+        if rest.len() != 6 || !(rest[0] == b'+' || rest[0] == b'-') || rest[3] != b':' {
+            return None;
+        }
+        let digits = |r: std::ops::Range<usize>, max: i64| -> Option<i64> {
+            let t = &rest[r];
+            if !t.iter().all(u8::is_ascii_digit) {
+                return None;
+            }
+            let v = i64::from(t[0] - b'0') * 10 + i64::from(t[1] - b'0');
+            (v <= max).then_some(v)
+        };
+        let hh = digits(1..3, 23)?;
+        let mm = digits(4..6, 59)?;
+        let off = (hh * 60 + mm) * 60;
+        if rest[0] == b'-' {
+            -off
+        } else {
+            off
+        }
+    };
+    let days = days_from_civil(year, month, day);
+    let secs = days * 86_400 + hour * 3600 + min * 60 + sec - offset;
+    Some(i128::from(secs) * 1_000_000_000 + i128::from(nanos))
+}
+
+fn days_in(month: i64, year: i64) -> i64 {
+    match month {
+        2 if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_decoding_rules() {
+        let p = |s: &str| Entry::parse(s.as_bytes());
+        assert!(p("").is_none());
+        assert!(p("[1]").is_none());
+        assert!(p("\"x\"").is_none());
+        assert!(p("5").is_none());
+        assert!(p("{").is_none());
+        assert!(p(r#"{"uuid":"a"} x"#).is_none());
+        assert_eq!(p("null"), Some(Entry::default()));
+        assert!(p(r#"{"uuid":"a","parentUuid":123}"#).is_none());
+        assert!(p(r#"{"uuid":"a","isSidechain":"true"}"#).is_none());
+        assert!(p(r#"{"uuid":"a","hookErrors":"x"}"#).is_none());
+        let e = p(r#"{"uuid":"a","hookErrors":["x"],"message":"m","toolUseResult":5,"attachment":null,"other":{"x":[1]}}"#).unwrap();
+        assert_eq!(e.uuid, "a");
+        let e = p(r#"{"uuid":"a","parentUuid":""}"#).unwrap();
+        assert_eq!(e.parent_uuid.as_deref(), Some(""));
+        assert!(!e.is_origin());
+        let e = p(r#"{"uuid":"a","parentUuid":"x","parentUuid":null}"#).unwrap();
+        assert!(e.is_origin());
+        let e = p(r#"{"uuid":"a","uuid":null}"#).unwrap();
+        assert_eq!(e.uuid, "a", "null leaves a string as it was");
+        // Case-insensitive keys, Go's folding (ſ folds to S, K to K).
+        let e =
+            p(r#"{"SESSIONID":"s","\u017fubtype":"compact_boundary","CWD":"/x","Type":"system"}"#)
+                .unwrap();
+        assert_eq!(
+            (
+                e.session_id.as_str(),
+                e.subtype.as_str(),
+                e.cwd.as_str(),
+                e.kind.as_str()
+            ),
+            ("s", "compact_boundary", "/x", "system")
+        );
+        // Lone surrogates become U+FFFD instead of failing the line.
+        let e = p(r#"{"uuid":"a\ud800b","cwd":"\udc00"}"#).unwrap();
+        assert_eq!(e.uuid, "a\u{FFFD}b");
+        assert_eq!(e.cwd, "\u{FFFD}");
+        let e = p(r#"{"uuid":"\ud83d\ude00"}"#).unwrap();
+        assert_eq!(e.uuid, "😀");
+        // Invalid UTF-8 is replaced.
+        let mut line = br#"{"uuid":"a"#.to_vec();
+        line.push(0xff);
+        line.extend_from_slice(br#""}"#);
+        assert_eq!(Entry::parse(&line).unwrap().uuid, "a\u{FFFD}");
+    }
+
+    #[test]
+    fn rfc3339() {
+        let z = parse_rfc3339("1970-01-01T00:00:00Z").unwrap();
+        assert_eq!(z, 0);
+        assert_eq!(
+            parse_rfc3339("2026-08-13T09:00:00.000Z"),
+            parse_rfc3339("2026-08-13T11:00:00+02:00")
+        );
+        assert_eq!(parse_rfc3339("1970-01-01T00:00:01.5Z"), Some(1_500_000_000));
+        assert_eq!(parse_rfc3339("1970-01-01T00:00:01,5Z"), Some(1_500_000_000));
+        assert_eq!(
+            parse_rfc3339("1970-01-01T00:00:01.1234567891Z"),
+            Some(1_000_000_000)
+        );
+        assert!(parse_rfc3339("2026-02-30T00:00:00Z").is_none());
+        assert!(parse_rfc3339("2026-08-13 09:00:00Z").is_none());
+        assert!(parse_rfc3339("2026-08-13T09:00:00").is_none());
+        assert!(parse_rfc3339("2026-08-13T09:00:00z").is_none());
+        assert!(parse_rfc3339("").is_none());
+        assert_eq!(
+            parse_rfc3339("2000-03-01T00:00:00Z"),
+            Some(951_868_800 * 1_000_000_000)
+        );
+    }
+
+    #[test]
+    fn scanner_limits() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        let mut body = vec![b'x'; MAX_RECORD_BYTES - 1];
+        body.push(b'\n');
+        body.extend_from_slice(b"last\r");
+        std::fs::write(&path, &body).unwrap();
+        let mut seen = Vec::new();
+        scan_lines(&path, |l| {
+            seen.push(l.len());
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+        assert_eq!(seen, [MAX_RECORD_BYTES - 1, 4]);
+        std::fs::write(&path, vec![b'x'; MAX_RECORD_BYTES]).unwrap();
+        let err = scan_lines(&path, |_| ControlFlow::Continue(())).unwrap_err();
+        assert!(is_line_too_long(&err));
+        std::fs::write(&path, b"a\n\nb\n").unwrap();
+        let mut lines = Vec::new();
+        scan_lines(&path, |l| {
+            lines.push(l.to_vec());
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+        assert_eq!(lines, [b"a".to_vec(), b"".to_vec(), b"b".to_vec()]);
+    }
+}
