@@ -7,10 +7,10 @@ use std::path::Path;
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use transcope_change_detect::Env;
 use transcope_core::Instant;
-use transcope_identity::ProjectResolver;
+use transcope_identity::{caller, HookInput, ProjectResolver};
 use transcope_scopelog::{LockWait, ScopeLog};
 use transcope_stop::session_start::record_session;
 use transcope_stop::stop::{run_stop, BrainConfig, StopInput};
@@ -42,56 +42,48 @@ pub struct HookArgs {
     json: bool,
 }
 
-/// The fields of Claude Code's hook payload transcope reads. An empty or invalid body
-/// is an empty payload.
-#[derive(Debug, Default)]
-pub struct Payload {
-    pub session_id: Option<String>,
-    pub transcript_path: Option<String>,
-    pub cwd: Option<String>,
-    pub last_assistant_message: Option<String>,
-}
-
-impl Payload {
-    pub fn parse(bytes: &[u8]) -> (Payload, Option<String>) {
-        match serde_json::from_slice::<Value>(bytes) {
-            Ok(Value::Object(m)) => (Payload::from_map(&m), None),
-            Ok(_) => (
-                Payload::default(),
-                Some("hook payload is not a JSON object".into()),
-            ),
-            Err(_) if bytes.iter().all(u8::is_ascii_whitespace) => (Payload::default(), None),
-            Err(e) => (
-                Payload::default(),
-                Some(format!("hook payload is not JSON: {e}")),
-            ),
-        }
-    }
-
-    fn from_map(m: &Map<String, Value>) -> Payload {
-        let s = |k: &str| {
-            m.get(k)
-                .and_then(Value::as_str)
-                .filter(|s| !s.is_empty())
-                .map(str::to_owned)
-        };
-        Payload {
-            session_id: s("session_id"),
-            transcript_path: s("transcript_path"),
-            cwd: s("cwd"),
-            last_assistant_message: s("last_assistant_message"),
-        }
-    }
-}
-
-fn read_payload() -> (Payload, Option<String>) {
+/// Read the hook payload (bounded). An empty body is an empty payload; an invalid
+/// one is reported.
+pub fn read_payload() -> (HookInput, Option<String>) {
     let mut buf = Vec::new();
-    match std::io::stdin().take(MAX_PAYLOAD).read_to_end(&mut buf) {
-        Ok(_) => Payload::parse(&buf),
-        Err(e) => (
-            Payload::default(),
+    if let Err(e) = std::io::stdin().take(MAX_PAYLOAD).read_to_end(&mut buf) {
+        return (
+            HookInput::default(),
             Some(format!("reading the hook payload: {e}")),
-        ),
+        );
+    }
+    let err = match serde_json::from_slice::<Value>(&buf) {
+        Ok(Value::Object(_)) => None,
+        Ok(_) => Some("hook payload is not a JSON object".to_owned()),
+        Err(_) if buf.iter().all(u8::is_ascii_whitespace) => None,
+        Err(e) => Some(format!("hook payload is not JSON: {e}")),
+    };
+    (HookInput::parse(&buf), err)
+}
+
+/// Whose transcript this hook is about: the caller's own record and scope-log key
+/// (a sub-agent is `<session>.<agent>`), or the refusal of a guessed identity.
+struct Who {
+    key: Option<String>,
+    transcript: Option<std::path::PathBuf>,
+    refused: Option<String>,
+}
+
+fn who(p: &HookInput, env: &Env) -> Who {
+    let c = caller(p, env);
+    if let Some(e) = c.error {
+        return Who {
+            key: None,
+            transcript: None,
+            refused: Some(e),
+        };
+    }
+    Who {
+        key: c
+            .scope_key
+            .filter(|k| transcope_core::session::is_valid_session_id(k)),
+        transcript: c.record,
+        refused: None,
     }
 }
 
@@ -129,16 +121,17 @@ fn session_start(home: &Path) -> Value {
     if let Some(e) = err {
         return error_summary(e);
     }
-    let Some(session) = payload.session_id else {
-        return error_summary("hook payload has no session_id".into());
-    };
     let env = process_env();
-    let log = ScopeLog::open(home, session).with_lock_wait(LockWait::AtMost(HOOK_LOCK_WAIT));
-    if log.path().is_none() {
-        return error_summary("session_id is not a valid session id; nothing written".into());
+    let w = who(&payload, &env);
+    if let Some(r) = w.refused {
+        return error_summary(format!("refused: {r}; nothing written"));
     }
+    let Some(session) = w.key else {
+        return error_summary("hook payload has no valid session_id; nothing written".into());
+    };
+    let log = ScopeLog::open(home, session).with_lock_wait(LockWait::AtMost(HOOK_LOCK_WAIT));
     let identity = match resolver_for(home, &env) {
-        Ok(mut r) => match payload.cwd.as_deref().map(|c| r.resolve(c, &env)) {
+        Ok(mut r) => match (!payload.cwd.is_empty()).then(|| r.resolve(&payload.cwd, &env)) {
             Some(Ok(i)) => i,
             Some(Err(e)) => return error_summary(format!("project identity: {e}")),
             None => None,
@@ -155,6 +148,7 @@ fn session_start(home: &Path) -> Value {
     );
     json!({
         "event": "session-start",
+        "scope_key": log.session(),
         "recorded": u64::from(report.recorded),
         "indexed": report.indexed,
         "error": report.errors.first(),
@@ -168,24 +162,26 @@ fn stop(home: &Path) -> Value {
     }
     let env: Env = process_env();
     let brain = BrainConfig::from_env(home, &env);
-    let session = payload
-        .session_id
-        .as_deref()
-        .filter(|s| transcope_core::session::is_valid_session_id(s));
-    if session.is_none() && !brain.enabled {
+    let w = who(&payload, &env);
+    if let Some(r) = w.refused {
+        // A guessed record is checked or refused, never trusted: write nothing.
+        return error_summary(format!("refused: {r}; nothing written"));
+    }
+    if w.key.is_none() && !brain.enabled {
         return error_summary("hook payload has no valid session_id; nothing written".into());
     }
-    let transcript = payload.transcript_path.as_deref().map(Path::new);
     let mut resolver = match resolver_for(home, &env) {
         Ok(r) => r,
         Err(e) => return error_summary(format!("{e:#}")),
     };
+    let last = (!payload.last_assistant_message.is_empty())
+        .then_some(payload.last_assistant_message.as_str());
     let summary = run_stop(
         home,
         StopInput {
-            session,
-            transcript,
-            last_message: payload.last_assistant_message.as_deref(),
+            session: w.key.as_deref(),
+            transcript: w.transcript.as_deref(),
+            last_message: last,
         },
         &env,
         &brain,
@@ -195,8 +191,22 @@ fn stop(home: &Path) -> Value {
         None,
     );
     let mut v = summary.to_json();
-    if session.is_none() {
-        v["error"] = json!("hook payload has no valid session_id; markers written unattributed");
+    v["scope_key"] = json!(w.key);
+    if w.key.is_none() {
+        v["error"] = json!("no session could be established; markers written unattributed");
+    } else if w.transcript.is_none() && v["error"].is_null() {
+        v["error"] = json!("hook payload names no transcript");
     }
     v
+}
+
+/// `transcope identity`: the caller's identity for a hook payload on stdin.
+pub fn run_identity() -> anyhow::Result<u8> {
+    let (payload, err) = read_payload();
+    if let Some(e) = err {
+        eprintln!("transcope: {e}");
+    }
+    let c = caller(&payload, &process_env());
+    println_out(&mut std::io::stdout().lock(), &serde_json::to_string(&c)?)?;
+    Ok(exit::OK)
 }

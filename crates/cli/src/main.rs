@@ -43,6 +43,9 @@ enum Command {
     Markers(transcript_cmd::MarkersArgs),
     /// Run the Stop stages over archived transcripts, in parallel.
     Backfill(backfill_cmd::BackfillArgs),
+    /// Whose transcript a hook payload (on stdin) is about: the caller's record,
+    /// stable identity and scope-log key, as JSON.
+    Identity,
     /// Claude Code hooks (payload JSON on stdin). They always exit 0 unless --strict.
     #[command(subcommand)]
     Hook(hook::HookCommand),
@@ -110,6 +113,7 @@ fn main() -> ExitCode {
         Command::Observe(args) => transcript_cmd::run_observe(&home, args),
         Command::Markers(args) => transcript_cmd::run_markers(args),
         Command::Backfill(args) => backfill_cmd::run_backfill(&home, args),
+        Command::Identity => hook::run_identity(),
         Command::Hook(cmd) => hook::run_hook(&home, cmd),
     };
     match result {
