@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""The whole-CLI benchmark behind benches/bench.sh (see there)."""
+import json, os, platform, shutil, statistics, subprocess, sys, tempfile, time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.path.join(ROOT, "target", "release", "transcope")
+GEN = os.path.join(ROOT, "target", "release", "transcope-corpus")
+SIZE = sys.argv[1] if len(sys.argv) > 1 else "150MB"
+RUNS = int(os.environ.get("RUNS", "7"))
+BENCH = os.path.join(ROOT, "target", "bench")
+CORPUS = os.environ.get("CORPUS", os.path.join(BENCH, f"corpus-{SIZE}"))
+HOMES = os.environ.get("HOME_DIR", os.path.join(BENCH, "homes"))
+SINGLE = os.path.join(BENCH, "single-100MB.jsonl")
+
+
+def files_of(d):
+    out = []
+    for base, _, names in os.walk(d):
+        out += [os.path.join(base, n) for n in names if n.endswith(".jsonl")]
+    return sorted(out)
+
+
+def run(cmd, stdin=None, env=None):
+    """Wall seconds and peak RSS (KB) of one run."""
+    t = time.perf_counter()
+    p = subprocess.run(["/usr/bin/time", "-f", "%M"] + cmd, input=stdin, capture_output=True, env=env)
+    dt = time.perf_counter() - t
+    if p.returncode not in (0,):
+        sys.stderr.write(p.stderr.decode()[-2000:])
+        raise SystemExit(f"failed: {' '.join(cmd)}")
+    rss = int(p.stderr.decode().strip().splitlines()[-1])
+    return dt, rss, p.stdout
+
+
+def series(label, make_cmd, nbytes, runs=RUNS, stdin=None, fresh_home=False):
+    ts, rss = [], 0
+    for _ in range(runs):
+        home = tempfile.mkdtemp(dir=HOMES) if fresh_home else None
+        dt, r, _ = run(make_cmd(home), stdin=stdin)
+        ts.append(dt)
+        rss = max(rss, r)
+        if home:
+            shutil.rmtree(home, ignore_errors=True)
+    med = statistics.median(ts)
+    return {"case": label, "median_ms": med * 1e3, "min_ms": min(ts) * 1e3, "max_ms": max(ts) * 1e3,
+            "gbps": nbytes / med / 1e9 if nbytes else None, "rss_kb": rss}
+
+
+def main():
+    os.makedirs(BENCH, exist_ok=True)
+    os.makedirs(HOMES, exist_ok=True)
+    if not os.path.exists(os.path.join(CORPUS, "manifest.json")):
+        subprocess.run([GEN, "--out", CORPUS, "--size", SIZE, "--seed", "42"], check=True)
+    if not os.path.exists(SINGLE):
+        subprocess.run([GEN, "--single", SINGLE, "--size", "100MB", "--seed", "42"], check=True)
+    files = files_of(os.path.join(CORPUS, "claude")) + files_of(os.path.join(CORPUS, "codex"))
+    nbytes = sum(os.path.getsize(f) for f in files)
+    srcs = [os.path.join(CORPUS, "claude"), os.path.join(CORPUS, "codex")]
+    # Warm the page cache.
+    for f in files + [SINGLE]:
+        with open(f, "rb") as fh:
+            while fh.read(1 << 20):
+                pass
+    rows = [
+        series("cat", lambda h: ["sh", "-c", 'cat "$@" > /dev/null', "cat"] + files, nbytes),
+        series("wc -l", lambda h: ["sh", "-c", 'wc -l "$@" > /dev/null', "wc"] + files, nbytes),
+    ]
+    for jobs in (1, 2):
+        rows.append(series(f"backfill --jobs {jobs} --no-markers",
+                           lambda h, j=jobs: [BIN, "--home", h, "backfill", "--jobs", str(j), "--no-markers", "--json"] + srcs,
+                           nbytes, fresh_home=True))
+    rows.append(series("backfill --jobs 2 (markers to NDJSON)",
+                       lambda h: [BIN, "--home", h, "backfill", "--jobs", "2", "--json", "--markers-out", os.path.join(h, "m.ndjson")] + srcs,
+                       nbytes, fresh_home=True))
+    single = os.path.getsize(SINGLE)
+    payload = json.dumps({"session_id": "bench", "transcript_path": SINGLE}).encode()
+    rows.append(series("hook stop, first (100 MB)", lambda h: [BIN, "--home", h, "hook", "stop"],
+                       single, stdin=payload, fresh_home=True))
+    warm = tempfile.mkdtemp(dir=HOMES)
+    run([BIN, "--home", warm, "hook", "stop"], stdin=payload)
+    rows.append(series("hook stop, nothing new (100 MB)", lambda h: [BIN, "--home", warm, "hook", "stop"],
+                       None, runs=20, stdin=payload))
+    shutil.rmtree(warm, ignore_errors=True)
+    base = {r["case"]: r for r in rows}
+    cat, wc = base["cat"]["median_ms"], base["wc -l"]["median_ms"]
+    load = os.getloadavg()
+    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.machine())
+    lines = [f"## {time.strftime('%Y-%m-%d %H:%M')} — {SIZE} corpus ({len(files)} files, {nbytes/1e6:.0f} MB), "
+             f"{os.cpu_count()} CPUs ({cpu}), load {load[0]:.2f}, homes in {HOMES}", "",
+             "| case | median ms | min–max ms | GB/s | × cat time | × wc time | peak RSS MB |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        g = f"{r['gbps']:.2f}" if r["gbps"] else "–"
+        lines.append(f"| {r['case']} | {r['median_ms']:.1f} | {r['min_ms']:.1f}–{r['max_ms']:.1f} | {g} | "
+                     f"{r['median_ms']/cat:.2f} | {r['median_ms']/wc:.2f} | {r['rss_kb']/1024:.1f} |")
+    j1 = base["backfill --jobs 1 --no-markers"]["median_ms"]
+    j2 = base["backfill --jobs 2 --no-markers"]["median_ms"]
+    lines += ["", f"2 threads vs 1: {j1/j2:.2f}×", ""]
+    text = "\n".join(lines)
+    print(text)
+    with open(os.path.join(ROOT, "benches", "results.md"), "a") as fh:
+        fh.write(text + "\n")
+
+
+if __name__ == "__main__":
+    main()

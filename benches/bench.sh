@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Whole-CLI benchmarks: backfill beside `cat` and `wc -l` over the same files, and the
+# Stop hook on one large transcript. Prints a table and appends it to
+# benches/results.md. Usage: benches/bench.sh [SIZE] (default 150MB).
+#   CORPUS=DIR      reuse or create the corpus there (default target/bench/corpus-SIZE)
+#   HOME_DIR=DIR    where the agentihooks homes go (default target/bench/homes;
+#                   /dev/shm takes file-creation cost out of the figures)
+#   RUNS=N          runs per case (default 7)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --release -q -p transcope -p transcope-testkit
+exec python3 benches/bench.py "$@"

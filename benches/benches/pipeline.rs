@@ -1,0 +1,170 @@
+//! The stages and one file end to end, each beside a baseline over the same bytes.
+//!
+//! Input: one generated Claude transcript (`transcope_testkit::single_transcript`, 32 MB,
+//! log-normal tool outputs, four folder switches, markers), decoded once up front for
+//! the stage benches. `Throughput::Bytes` is always the transcript's size, so the
+//! figures compare directly with the framing and decode benches.
+//!
+//! * `stages/change_detect` vs `stages/entries_baseline` (walking the same decoded
+//!   entries and touching their folder and time): the change-detection stage with its
+//!   log in a fresh temporary home per iteration;
+//! * `stages/markers` vs the same baseline: the marker-extraction stage (collect the
+//!   eligible texts, join, scan);
+//! * `end_to_end/observe_whole` vs `end_to_end/read_baseline` (the same file read
+//!   through the same reusable buffer and thrown away) and
+//!   `end_to_end/frame_baseline` (read + memchr framing, no decoding): one file
+//!   through framing, detection, the adapter and both stages, as `transcope observe`.
+//!
+//! Run: `cargo bench -p transcope-benches --bench pipeline -- --warm-up-time 1 --measurement-time 5`
+
+use std::hint::black_box;
+use std::io::Read;
+use std::path::Path;
+
+use criterion::{BatchSize, Criterion, Throughput};
+use transcope_adapter_claude::{owned_entry, ClaudeAdapter};
+use transcope_change_detect::{ChangeDetect, Env, NoProjects};
+use transcope_core::adapter::{Adapter, EntrySink};
+use transcope_core::{Entry, LinePos};
+use transcope_jsonl::{FnSink, Framer, Line};
+use transcope_markers::MarkerStage;
+use transcope_scopelog::ScopeLog;
+use transcope_stop::observe::{observe, ReadMode};
+use transcope_stop::scan::Buffers;
+
+const SIZE: u64 = 32 * 1024 * 1024;
+
+fn decode_all(bytes: &[u8]) -> Vec<Entry<'static>> {
+    let mut a = ClaudeAdapter::new();
+    let mut out = Vec::new();
+    let framer = Framer::default();
+    let _ = framer.frame_slice(
+        bytes,
+        0,
+        1,
+        FnSink(|l: Line<'_>| {
+            let _ = a.decode(
+                l.bytes,
+                LinePos { offset: l.offset, line: l.number },
+                &mut |e: &Entry<'_>| out.push(owned_entry(e)),
+            );
+            Ok::<_, std::convert::Infallible>(true)
+        }),
+    );
+    out
+}
+
+fn stages(c: &mut Criterion, bytes: &[u8]) {
+    let entries = decode_all(bytes);
+    let mut g = c.benchmark_group("stages");
+    g.throughput(Throughput::Bytes(bytes.len() as u64));
+    g.bench_function("entries_baseline", |b| {
+        b.iter(|| {
+            let mut n = 0usize;
+            for e in &entries {
+                n += e.cwd.as_deref().map_or(0, str::len) + e.time.as_str().map_or(0, str::len);
+            }
+            black_box(n)
+        })
+    });
+    g.bench_function("change_detect", |b| {
+        b.iter_batched(
+            || tempfile::tempdir().unwrap(),
+            |home| {
+                let log = ScopeLog::open(home.path(), "bench");
+                let env = Env::new();
+                let mut stage = ChangeDetect::begin(&log, &env, NoProjects);
+                for e in &entries {
+                    stage.entry(e);
+                }
+                black_box(stage.finish().recorded);
+                home
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    g.bench_function("markers", |b| {
+        b.iter(|| {
+            let mut stage = MarkerStage::default();
+            for e in &entries {
+                stage.entry(e);
+            }
+            black_box(stage.finish(None).len())
+        })
+    });
+    g.finish();
+}
+
+fn end_to_end(c: &mut Criterion, path: &Path, size: u64) {
+    let mut g = c.benchmark_group("end_to_end");
+    g.throughput(Throughput::Bytes(size));
+    let mut buf = vec![0u8; 256 * 1024];
+    g.bench_function("read_baseline", |b| {
+        b.iter(|| {
+            let mut f = std::fs::File::open(path).unwrap();
+            let mut n = 0;
+            loop {
+                let k = f.read(&mut buf).unwrap();
+                if k == 0 {
+                    break;
+                }
+                n += k;
+            }
+            black_box(n)
+        })
+    });
+    g.bench_function("frame_baseline", |b| {
+        let framer = Framer::default();
+        let mut fb = Vec::new();
+        b.iter(|| {
+            let f = std::fs::File::open(path).unwrap();
+            let mut lines = 0u64;
+            framer
+                .frame_reader(f, &mut fb, 0, 1, FnSink(|_l: Line<'_>| {
+                    lines += 1;
+                    Ok::<_, std::convert::Infallible>(true)
+                }))
+                .unwrap();
+            black_box(lines)
+        })
+    });
+    let registry = transcope_stop::default_registry();
+    let mut buffers = Buffers::default();
+    g.bench_function("observe_whole", |b| {
+        b.iter_batched(
+            || tempfile::tempdir().unwrap(),
+            |home| {
+                let log = ScopeLog::open(home.path(), "bench");
+                let mut markers = MarkerStage::default();
+                let r = observe(
+                    home.path(),
+                    &log,
+                    path,
+                    &Env::new(),
+                    NoProjects,
+                    &registry,
+                    &Framer::default(),
+                    ReadMode::Whole,
+                    &mut buffers,
+                    Some(&mut markers as &mut dyn EntrySink),
+                )
+                .unwrap();
+                black_box((r.outcome.recorded, markers.finish(None).len()));
+                home
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    g.finish();
+}
+
+fn main() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bench.jsonl");
+    transcope_testkit::single_transcript(&path, SIZE, 42).unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let mut c = Criterion::default().configure_from_args();
+    stages(&mut c, &bytes);
+    end_to_end(&mut c, &path, bytes.len() as u64);
+    c.final_summary();
+}
