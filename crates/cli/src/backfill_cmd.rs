@@ -28,9 +28,10 @@ pub struct BackfillArgs {
     /// Append markers (request bodies, NDJSON) to FILE instead of the outbox.
     #[arg(long, value_name = "FILE")]
     markers_out: Option<PathBuf>,
-    /// Never memory-map (read every file).
+    /// Memory-map files of 64 KiB or more that have not changed for five minutes
+    /// (default: read every file through one reusable buffer).
     #[arg(long)]
-    no_mmap: bool,
+    mmap: bool,
 }
 
 fn default_paths(env: &transcope_change_detect::Env) -> Vec<PathBuf> {
@@ -56,8 +57,8 @@ pub fn run_backfill(home: &Path, args: BackfillArgs) -> Result<u8> {
     opts.jobs = args.jobs;
     opts.env = env.clone();
     opts.resolver = Some(resolver_for(home, &env)?);
-    if args.no_mmap {
-        opts.io = transcope_backfill::IoPolicy::Read;
+    if args.mmap {
+        opts.io = transcope_backfill::MAP_QUIET;
     }
     opts.markers = if args.no_markers {
         MarkersOut::Skip

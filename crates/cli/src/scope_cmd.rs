@@ -1,12 +1,13 @@
 //! `transcope scope record|log|at` and `transcope attribute`.
 
-use std::io::{self, BufRead, Write};
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use serde_json::Value;
 use transcope_core::{py, scope::normalise, Grant, Scope, ScopeField};
+use transcope_jsonl::{FinalLine, Framer, Line, LineSink};
 use transcope_scopelog::{Event, RecordError, ScopeLog};
 
 use crate::{exit, println_out};
@@ -179,36 +180,24 @@ pub fn run_scope(home: &Path, cmd: ScopeCommand) -> Result<u8> {
 }
 
 pub fn run_attribute(home: &Path, args: AttributeArgs) -> Result<u8> {
-    let input: Box<dyn BufRead> = match &args.file {
-        Some(p) => Box::new(io::BufReader::new(
-            std::fs::File::open(p).with_context(|| format!("opening {}", p.display()))?,
-        )),
+    let input: Box<dyn Read> = match &args.file {
+        Some(p) => {
+            Box::new(std::fs::File::open(p).with_context(|| format!("opening {}", p.display()))?)
+        }
         None => Box::new(io::stdin().lock()),
     };
-    let mut events = Vec::new();
-    let mut bad = 0usize;
-    for (i, line) in input.split(b'\n').enumerate() {
-        let line = line.context("reading events")?;
-        let text = String::from_utf8_lossy(&line);
-        let text = text.trim();
-        if text.is_empty() {
-            continue;
-        }
-        match serde_json::from_str::<Value>(text)
-            .ok()
-            .as_ref()
-            .and_then(Event::from_json)
-        {
-            Some(e) => events.push(e),
-            None => {
-                bad += 1;
-                eprintln!(
-                    "transcope: event line {} is not a JSON object; skipped",
-                    i + 1
-                );
-            }
-        }
-    }
+    // Framed with the transcript line cap: an endless line costs at most the cap in
+    // memory and is reported like any other unreadable event line.
+    let mut sink = EventSink::default();
+    let framer = Framer::builder().final_line(FinalLine::Yield).build();
+    framer
+        .frame_reader(input, &mut Vec::new(), 0, 1, &mut sink)
+        .map_err(|e| match e {
+            transcope_jsonl::Error::Io { source, .. } => anyhow::Error::new(source),
+            other => anyhow::anyhow!("{other}"),
+        })
+        .context("reading events")?;
+    let (events, bad) = (sink.events, sink.bad);
     let grant = args.grant.as_deref().map(Grant::parse_list);
     let log = ScopeLog::open(home, args.session);
     let results = log.attribute(&events, grant.as_ref());
@@ -222,4 +211,45 @@ pub fn run_attribute(home: &Path, args: AttributeArgs) -> Result<u8> {
         bail!("{bad} event line(s) could not be read");
     }
     Ok(exit::OK)
+}
+
+/// Collects `attribute`'s events, one JSON object per line; blank lines are skipped,
+/// anything else unreadable (over the line cap included) is counted and reported.
+#[derive(Default)]
+struct EventSink {
+    events: Vec<Event>,
+    bad: usize,
+}
+
+impl EventSink {
+    fn bad_line(&mut self, number: u64, why: &str) {
+        self.bad += 1;
+        eprintln!("transcope: event line {number} {why}; skipped");
+    }
+}
+
+impl LineSink for EventSink {
+    type Error = std::convert::Infallible;
+
+    fn line(&mut self, line: Line<'_>) -> Result<bool, Self::Error> {
+        let text = String::from_utf8_lossy(line.bytes);
+        let text = text.trim();
+        if text.is_empty() {
+            return Ok(true);
+        }
+        match serde_json::from_str::<Value>(text)
+            .ok()
+            .as_ref()
+            .and_then(Event::from_json)
+        {
+            Some(e) => self.events.push(e),
+            None => self.bad_line(line.number, "is not a JSON object"),
+        }
+        Ok(true)
+    }
+
+    fn oversized(&mut self, _offset: u64, number: u64, len: u64) -> Result<bool, Self::Error> {
+        self.bad_line(number, &format!("is {len} bytes, over the line cap"));
+        Ok(true)
+    }
 }

@@ -97,6 +97,21 @@ fn logs_equal_observe_no_env_file_by_file() {
 }
 
 #[test]
+fn the_mmap_policy_gives_the_same_logs() {
+    let a = tempfile::tempdir().unwrap();
+    run(a.path(), &[archive()], 2);
+    let b = tempfile::tempdir().unwrap();
+    let (jobs, _) = discover(&[archive()]);
+    let mut o = Options::new(b.path());
+    o.io = transcope_backfill::IoPolicy::MapQuiet {
+        quiet: std::time::Duration::ZERO,
+        min_size: 0,
+    };
+    backfill(jobs, &o, &|_, _| {});
+    assert_eq!(logs(a.path()), logs(b.path()));
+}
+
+#[test]
 fn a_second_backfill_writes_nothing_and_threads_do_not_matter() {
     let a = tempfile::tempdir().unwrap();
     run(a.path(), &[archive()], 1);
