@@ -45,7 +45,10 @@ fn decode_all(bytes: &[u8]) -> Vec<Entry<'static>> {
         FnSink(|l: Line<'_>| {
             let _ = a.decode(
                 l.bytes,
-                LinePos { offset: l.offset, line: l.number },
+                LinePos {
+                    offset: l.offset,
+                    line: l.number,
+                },
                 &mut |e: &Entry<'_>| out.push(owned_entry(e)),
             );
             Ok::<_, std::convert::Infallible>(true)
@@ -120,10 +123,16 @@ fn end_to_end(c: &mut Criterion, path: &Path, size: u64) {
             let f = std::fs::File::open(path).unwrap();
             let mut lines = 0u64;
             framer
-                .frame_reader(f, &mut fb, 0, 1, FnSink(|_l: Line<'_>| {
-                    lines += 1;
-                    Ok::<_, std::convert::Infallible>(true)
-                }))
+                .frame_reader(
+                    f,
+                    &mut fb,
+                    0,
+                    1,
+                    FnSink(|_l: Line<'_>| {
+                        lines += 1;
+                        Ok::<_, std::convert::Infallible>(true)
+                    }),
+                )
                 .unwrap();
             black_box(lines)
         })

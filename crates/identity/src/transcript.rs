@@ -8,7 +8,6 @@
 //! ignored; `message`, `toolUseResult` and `attachment` may hold any JSON.
 
 use std::fmt;
-use std::fs::File;
 use std::io::{self, BufRead, BufReader};
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
@@ -393,12 +392,29 @@ impl<'de> Deserialize<'de> for Entry {
 /// Reads `path` line by line with Go's `bufio.Scanner` rules (identity.md §1.3) and hands each
 /// line (without `\n` and one trailing `\r`) to `f`, which may stop the scan.
 ///
+/// Only a regular file is read, and only as far as its size when opened: a FIFO, a device
+/// or a file that grows without end never blocks a hook (the open does not wait for a
+/// FIFO's writer).
+///
 /// # Errors
-/// Opening or reading fails (the [`io::Error`] keeps its kind), or a line is too long
-/// ([`is_line_too_long`]). Lines handed over before the failure have been seen.
+/// Opening or reading fails (the [`io::Error`] keeps its kind), the path is not a regular
+/// file ([`io::ErrorKind::InvalidInput`]), or a line is too long ([`is_line_too_long`]).
+/// Lines handed over before the failure have been seen.
 pub fn scan_lines(path: &Path, mut f: impl FnMut(&[u8]) -> ControlFlow<()>) -> io::Result<()> {
-    let file = File::open(path)?;
-    let mut reader = BufReader::with_capacity(64 * 1024, file);
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{} is not a regular file", path.display()),
+        ));
+    }
+    let mut reader = BufReader::with_capacity(64 * 1024, file.take(meta.len()));
     let mut line: Vec<u8> = Vec::new();
     loop {
         line.clear();

@@ -112,6 +112,28 @@ pub enum LockWait {
     AtMost(Duration),
 }
 
+/// Read one of transcope's own files (a scope log, a cursor, the session index) as of
+/// its size when opened: never through a symbolic link (`O_NOFOLLOW`: `ELOOP`), and
+/// never blocking — a FIFO or device planted in its place is an error, not a hang.
+pub fn read_private(path: &Path) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)?;
+    let meta = f.metadata()?;
+    if !meta.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{} is not a regular file", path.display()),
+        ));
+    }
+    let mut buf = Vec::with_capacity(meta.len() as usize);
+    f.take(meta.len()).read_to_end(&mut buf)?;
+    Ok(buf)
+}
+
 /// `<home>/brain/session-scopes`.
 pub fn scopes_dir(home: &Path) -> PathBuf {
     home.join("brain").join("session-scopes")
@@ -160,10 +182,11 @@ impl ScopeLog {
         self.path.as_deref()
     }
 
-    /// Every readable row, in file order (§1.7). Any I/O error reads as empty.
+    /// Every readable row, in file order (§1.7). Any I/O error reads as empty (a log
+    /// that is a symbolic link or not a regular file too: see [`read_private`]).
     pub fn transitions(&self) -> Vec<Row> {
         match &self.path {
-            Some(p) => std::fs::read(p)
+            Some(p) => read_private(p)
                 .map(|b| rows_from_bytes(&b))
                 .unwrap_or_default(),
             None => Vec::new(),

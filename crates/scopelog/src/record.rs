@@ -70,6 +70,9 @@ pub struct Transaction<'l> {
     /// The file's bytes are non-empty and do not end with `\n` (fresh-line rule).
     torn_tail: bool,
     locked: Option<Lock>,
+    /// The lock wait already ran out once: later records fail at once instead of
+    /// waiting again (a hook's whole batch is bounded by one wait).
+    gave_up: Option<Duration>,
     read: bool,
     pending: String,
     written: Vec<WrittenRow>,
@@ -90,6 +93,7 @@ impl ScopeLog {
             rows: Vec::new(),
             torn_tail: false,
             locked: None,
+            gave_up: None,
             read: false,
             pending: String::new(),
             written: Vec::new(),
@@ -102,7 +106,7 @@ impl Transaction<'_> {
         let bytes = self
             .log
             .path()
-            .and_then(|p| fs::read(p).ok())
+            .and_then(|p| crate::read_private(p).ok())
             .unwrap_or_default();
         self.rows = rows_from_bytes(&bytes);
         self.torn_tail = !bytes.is_empty() && bytes.last() != Some(&b'\n');
@@ -140,6 +144,9 @@ impl Transaction<'_> {
             return Ok(None);
         };
         if self.locked.is_none() {
+            if let Some(waited) = self.gave_up {
+                return Err(RecordError::LockTimeout(waited));
+            }
             // 5. The directory, before locking.
             if let Some(dir) = path.parent() {
                 fs::DirBuilder::new()
@@ -152,7 +159,11 @@ impl Transaction<'_> {
                     })?;
             }
             // 6. The exclusive lock, then 7. read under it.
-            self.locked = Some(lock(path, self.log.lock_wait)?);
+            self.locked = Some(lock(path, self.log.lock_wait).inspect_err(|e| {
+                if let RecordError::LockTimeout(waited) = e {
+                    self.gave_up = Some(*waited);
+                }
+            })?);
             self.reload();
         } else if !self.read {
             self.reload();
@@ -292,7 +303,7 @@ fn lock(path: &Path, wait: LockWait) -> Result<Lock, RecordError> {
         .create(true)
         .truncate(false)
         .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
         .open(&lock_path)
     {
         Ok(f) => f,
@@ -328,8 +339,14 @@ fn append(path: &Path, bytes: &[u8]) -> io::Result<()> {
         .append(true)
         .create(true)
         .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
         .open(path)?;
+    if !f.metadata()?.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "the scope log is not a regular file",
+        ));
+    }
     f.write_all(bytes)
 }
 

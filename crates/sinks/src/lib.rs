@@ -7,7 +7,8 @@
 //! * [`NdjsonSink`]: one body per line to any writer (stdout, a file);
 //! * [`OutboxSink`]: one file per marker in the brain-writer outbox
 //!   (`<YYYYmmddTHHMMSS>-<type>-<8 hex>.json`, indent-2 JSON, written to a temporary
-//!   `.<name>.tmp` and renamed), scope-log.md §5.7;
+//!   `.<name>.<pid>.tmp` and renamed, the look-then-write serialised by an advisory
+//!   lock on the folder), scope-log.md §5.7;
 //! * [`HttpSink`]: `POST $BRAIN_URL/marker` with the idempotency key in the
 //!   `Idempotency-Key` header, falling back to the outbox on any failure;
 //! * [`drain`]: replay the outbox (the `-backlog` sibling first, each sorted by name),

@@ -4,6 +4,7 @@ use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde_json::{Map, Value};
 use transcope_core::{py, Instant};
@@ -101,7 +102,9 @@ impl Sink for OutboxSink {
         let kind = safe_kind(rec.kind());
         let tag: String = rec.idempotency_key.chars().take(8).collect();
         // One file per marker: a second Stop (or a concurrent one) that fails to send
-        // the same marker finds it already waiting.
+        // the same marker finds it already waiting. Concurrent Stops serialise the
+        // look-then-write on the outbox's lock (held until this function returns).
+        let _lock = lock_outbox(&self.dir);
         let suffix = format!("-{kind}-{tag}.json");
         if let Ok(entries) = fs::read_dir(&self.dir) {
             for e in entries.flatten() {
@@ -115,7 +118,7 @@ impl Sink for OutboxSink {
         let now = self.now.unwrap_or_else(Instant::now);
         let name = format!("{}{suffix}", now.to_compact_utc());
         let path = self.dir.join(&name);
-        let tmp = self.dir.join(format!(".{name}.tmp"));
+        let tmp = self.dir.join(format!(".{name}.{}.tmp", std::process::id()));
         let mut text = String::new();
         py::write_value(
             &mut text,
@@ -131,15 +134,52 @@ impl Sink for OutboxSink {
                 .create(true)
                 .truncate(true)
                 .mode(0o600)
-                .custom_flags(libc::O_NOFOLLOW)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
                 .open(&tmp)
                 .map_err(io("writing an outbox file"))?;
-            f.write_all(text.as_bytes())
-                .and_then(|()| f.sync_all())
-                .map_err(io("writing an outbox file"))?;
+            if let Err(e) = f.write_all(text.as_bytes()).and_then(|()| f.sync_all()) {
+                // A full disk: leave no partial temporary behind.
+                let _ = fs::remove_file(&tmp);
+                return Err(io("writing an outbox file")(e));
+            }
         }
         fs::rename(&tmp, &path).map_err(io("renaming an outbox file"))?;
         Ok(Delivery::Outboxed(path))
+    }
+}
+
+/// How long a Stop waits for another Stop's hold on the outbox before writing anyway.
+const OUTBOX_LOCK_WAIT: Duration = Duration::from_secs(2);
+
+/// An advisory lock on the outbox folder itself (`flock` on the directory: no extra
+/// file), waited for at most [`OUTBOX_LOCK_WAIT`]; `None` when it cannot be had (the
+/// write goes ahead: a duplicate file is better than a blocked agent).
+fn lock_outbox(dir: &Path) -> Option<LockedFile> {
+    let f = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC)
+        .open(dir)
+        .ok()?;
+    let start = std::time::Instant::now();
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match f.try_lock() {
+            Ok(()) => return Some(LockedFile(f)),
+            Err(fs::TryLockError::WouldBlock) if start.elapsed() < OUTBOX_LOCK_WAIT => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+            Err(_) => return None,
+        }
+    }
+}
+
+/// A locked file, unlocked on drop.
+struct LockedFile(fs::File);
+
+impl Drop for LockedFile {
+    fn drop(&mut self) {
+        let _ = self.0.unlock();
     }
 }
 

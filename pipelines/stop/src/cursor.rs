@@ -8,7 +8,7 @@
 //! from the start; the scope log's rules make that safe. Cursors are written tmp →
 //! fsync → rename, so a crash leaves the old cursor or the new one, never half.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, OpenOptions};
 use std::io::{self, Read, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -86,7 +86,12 @@ pub fn cursor_path(home: &Path, session: &str, transcript: &Path) -> PathBuf {
 
 /// SHA-256 (hex) of the first `len` bytes of `file`'s path.
 pub fn head_fingerprint(path: &Path, len: u64) -> io::Result<String> {
-    let mut f = File::open(path)?;
+    // Never blocks: the transcript may have been replaced by a FIFO since it was checked.
+    let mut f = match crate::scan::open_regular(path) {
+        Ok((f, _)) => f,
+        Err(crate::scan::ScanError::Io { source, .. }) => return Err(source),
+        Err(e) => return Err(io::Error::new(io::ErrorKind::InvalidInput, e.to_string())),
+    };
     let mut buf = Vec::with_capacity(len as usize);
     (&mut f).take(len).read_to_end(&mut buf)?;
     if (buf.len() as u64) < len {
@@ -101,7 +106,7 @@ fn hex(b: &[u8]) -> String {
 
 /// Load the cursor at `path`; a missing, unreadable or foreign-version file is `None`.
 pub fn load(path: &Path) -> Option<Cursor> {
-    let text = fs::read(path).ok()?;
+    let text = transcope_scopelog::read_private(path).ok()?;
     let c: Cursor = serde_json::from_slice(&text).ok()?;
     (c.version == CURSOR_VERSION).then_some(c)
 }
@@ -134,10 +139,17 @@ pub fn save(path: &Path, c: &Cursor) -> io::Result<()> {
             .create(true)
             .truncate(true)
             .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
             .open(&tmp)?;
-        f.write_all(&serde_json::to_vec(c).map_err(io::Error::other)?)?;
-        f.sync_all()?;
+        let written = serde_json::to_vec(c)
+            .map_err(io::Error::other)
+            .and_then(|bytes| f.write_all(&bytes))
+            .and_then(|()| f.sync_all());
+        if let Err(e) = written {
+            // A full disk: leave no partial temporary behind.
+            let _ = fs::remove_file(&tmp);
+            return Err(e);
+        }
     }
     fs::rename(&tmp, path)
 }

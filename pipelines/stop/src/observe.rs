@@ -69,7 +69,8 @@ pub fn observe<R: ProjectResolver>(
 
 /// Observe `transcript` for `log` (scope-log.md §3.2). `home` holds the cursors;
 /// `also` is an extra per-entry stage fed the same entries in the same pass (markers).
-/// `policy` applies to whole-file reads.
+/// `policy` applies to whole-file reads. An incremental read saves its cursor before
+/// returning.
 #[allow(clippy::too_many_arguments)]
 pub fn observe_with<R: ProjectResolver>(
     home: &Path,
@@ -82,12 +83,55 @@ pub fn observe_with<R: ProjectResolver>(
     mode: ReadMode,
     policy: ReadPolicy,
     buffers: &mut Buffers,
-    mut also: Option<&mut dyn EntrySink>,
+    also: Option<&mut dyn EntrySink>,
 ) -> Result<ObserveReport, ScanError> {
+    let (report, pending) = observe_deferred(
+        home, log, transcript, env, resolver, registry, framer, mode, policy, buffers, also,
+    )?;
+    if let Some(p) = pending {
+        // A cursor that cannot be saved only costs a full read next time.
+        let _ = p.save();
+    }
+    Ok(report)
+}
+
+/// A cursor not yet saved: the caller saves it once everything taken from the lines it
+/// covers (the markers fed to `also`) has been delivered, so a crash or a failed
+/// delivery before that reads those lines again at the next Stop.
+#[derive(Clone, Debug)]
+pub struct PendingCursor {
+    path: std::path::PathBuf,
+    cursor: Cursor,
+}
+
+impl PendingCursor {
+    /// Write the cursor (atomically, see [`cursor::save`]).
+    pub fn save(self) -> std::io::Result<()> {
+        cursor::save(&self.path, &self.cursor)
+    }
+}
+
+/// [`observe_with`], handing back the incremental read's new cursor instead of saving
+/// it. `None` for a whole read, or when the log could not be written (the old cursor
+/// stays, so the next Stop reads those lines again and records them then).
+#[allow(clippy::too_many_arguments)]
+pub fn observe_deferred<R: ProjectResolver>(
+    home: &Path,
+    log: &ScopeLog,
+    transcript: &Path,
+    env: &Env,
+    resolver: R,
+    registry: &AdapterRegistry,
+    framer: &Framer,
+    mode: ReadMode,
+    policy: ReadPolicy,
+    buffers: &mut Buffers,
+    mut also: Option<&mut dyn EntrySink>,
+) -> Result<(ObserveReport, Option<PendingCursor>), ScanError> {
     let mut report = ObserveReport::default();
     if !scope_enabled(env) {
         report.disabled = true;
-        return Ok(report);
+        return Ok((report, None));
     }
     let (_, size) = open_regular(transcript)?;
     let cursor_file = cursor::cursor_path(home, log.session(), transcript);
@@ -109,7 +153,7 @@ pub fn observe_with<R: ProjectResolver>(
     };
     if saved.is_some() && from.offset == size {
         report.up_to_date = true;
-        return Ok(report);
+        return Ok((report, None));
     }
     report.resumed = saved.is_some();
     let mut stage = ChangeDetect::resume(log, env, resolver, seen);
@@ -129,7 +173,11 @@ pub fn observe_with<R: ProjectResolver>(
         )?;
     }
     report.outcome = stage.finish();
-    if mode == ReadMode::Incremental && !report.scan.adapter.is_empty() {
+    // A run that could not write the log (its lock held too long, a full disk) keeps
+    // the old cursor: the next Stop reads those lines again and records them then.
+    let wrote_all = report.outcome.io_errors == 0;
+    let mut pending = None;
+    if mode == ReadMode::Incremental && !report.scan.adapter.is_empty() && wrote_all {
         let head_len = size.min(FINGERPRINT_BYTES);
         if let Ok(head) = cursor::head_fingerprint(transcript, head_len) {
             let c = Cursor {
@@ -153,11 +201,13 @@ pub fn observe_with<R: ProjectResolver>(
                 seen: report.outcome.seen.clone().map(|s| (s.cwd, s.branch)),
                 log_last_transition_id: last_transition_id(log),
             };
-            // A cursor that cannot be saved only costs a full read next time.
-            let _ = cursor::save(&cursor_file, &c);
+            pending = Some(PendingCursor {
+                path: cursor_file,
+                cursor: c,
+            });
         }
     }
-    Ok(report)
+    Ok((report, pending))
 }
 
 fn last_transition_id(log: &ScopeLog) -> Option<String> {

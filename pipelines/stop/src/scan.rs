@@ -267,7 +267,8 @@ pub fn scan_file(
 ///
 /// Lines are streamed through the reusable buffer in `buffers` (memory stays bounded
 /// by the buffer and the longest line) unless `policy` maps the file; a file in the
-/// reference's JSON-array form is read whole.
+/// reference's JSON-array form is read whole, and skipped (counted as oversized) when
+/// it is larger than the framer's line cap.
 #[allow(clippy::too_many_arguments)]
 pub fn scan_file_with(
     path: &Path,
@@ -311,6 +312,14 @@ pub fn scan_file_with(
         );
     }
     let array = from.offset == 0 && trim(&head).first() == Some(&b'[');
+    if array && size > framer.max_line() as u64 {
+        // The JSON-array form is one value that can only be read whole: it is held to
+        // the line cap like any one record, so a hostile file cannot take memory
+        // without bound. Skipped and counted as oversized.
+        report.array = true;
+        report.oversized += 1;
+        return Ok(report);
+    }
     let mapped = match policy {
         ReadPolicy::Read | ReadPolicy::Auto { growing: true } => false,
         ReadPolicy::Mmap => true,
@@ -377,25 +386,30 @@ pub fn scan_file_with(
 }
 
 /// The file's first bytes, up to and including its first non-empty line (bounded).
+/// Linear in the bytes read: each byte is looked at once, however long the line.
 fn read_head(file: &File, size: u64, max_line: usize) -> std::io::Result<Vec<u8>> {
     use std::os::unix::fs::FileExt;
     let mut head = Vec::new();
     let limit = size.min(max_line as u64 + 2);
     let mut chunk = vec![0u8; 64 * 1024];
+    // Every line before `line_start` is blank; `searched` is how far `\n` was sought.
+    let mut line_start = 0usize;
     while (head.len() as u64) < limit {
         let want = chunk.len().min((limit - head.len() as u64) as usize);
         let n = file.read_at(&mut chunk[..want], head.len() as u64)?;
         if n == 0 {
             break;
         }
+        let mut searched = head.len();
         head.extend_from_slice(&chunk[..n]);
-        if !first_line(&head).is_empty() && head[..].contains(&b'\n') {
-            // A complete non-empty line is in hand once a newline follows it.
-            let fl = first_line(&head);
-            let end = fl.as_ptr() as usize - head.as_ptr() as usize + fl.len();
-            if head[end..].contains(&b'\n') {
-                break;
+        // A complete non-empty line is in hand once a newline follows it.
+        while let Some(i) = head[searched..].iter().position(|b| *b == b'\n') {
+            let end = searched + i;
+            if !trim(&head[line_start..end]).is_empty() {
+                return Ok(head);
             }
+            line_start = end + 1;
+            searched = line_start;
         }
     }
     Ok(head)

@@ -12,6 +12,9 @@ use transcope_core::{py, scope::normalise, Instant, Scope, ScopeField};
 use transcope_identity::ProjectIdentity;
 use transcope_scopelog::{rows_from_bytes, RecordError, ScopeLog};
 
+/// How long session start waits for the session index's lock before giving up.
+pub const INDEX_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// `<home>/brain/project-sessions.jsonl`.
 pub fn index_path(home: &Path) -> PathBuf {
     home.join("brain").join("project-sessions.jsonl")
@@ -109,13 +112,37 @@ fn update_index(
         .create(true)
         .truncate(false)
         .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
         .open(&lock_path)
         .ok();
+    // Never block the agent: wait for another writer at most INDEX_LOCK_WAIT.
     if let Some(l) = &lock {
-        let _ = l.lock();
+        let start = std::time::Instant::now();
+        let mut pause = std::time::Duration::from_millis(1);
+        loop {
+            match l.try_lock() {
+                Ok(()) => break,
+                Err(fs::TryLockError::WouldBlock) => {
+                    if start.elapsed() >= INDEX_LOCK_WAIT {
+                        return Err(io::Error::new(
+                            io::ErrorKind::WouldBlock,
+                            format!(
+                                "the session index is locked by another process (gave up after {INDEX_LOCK_WAIT:?})"
+                            ),
+                        ));
+                    }
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(std::time::Duration::from_millis(50));
+                }
+                Err(fs::TryLockError::Error(_)) => break,
+            }
+        }
     }
-    let bytes = fs::read(&path).unwrap_or_default();
+    let bytes = match transcope_scopelog::read_private(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(e),
+    };
     let mut candidate = Map::new();
     candidate.insert("session_id".into(), Value::String(session.into()));
     for key in ["project", "repo", "worktree", "cwd", "remote", "project_id"] {
@@ -150,7 +177,7 @@ fn update_index(
         .append(true)
         .create(true)
         .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
         .open(&path)?;
     f.write_all(line.as_bytes())?;
     Ok(true)
@@ -161,7 +188,7 @@ fn update_index(
 /// search of Claude's projects folder is not ported; the caller falls back to the
 /// folder's own identity.
 pub fn lookup(home: &Path, session: &str) -> Option<[(&'static str, String); 6]> {
-    let bytes = fs::read(index_path(home)).ok()?;
+    let bytes = transcope_scopelog::read_private(&index_path(home)).ok()?;
     let row = rows_from_bytes(&bytes)
         .into_iter()
         .rev()

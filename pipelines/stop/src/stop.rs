@@ -17,7 +17,7 @@ use transcope_sinks::{
     DEFAULT_TIMEOUT,
 };
 
-use crate::observe::{observe, ObserveReport, ReadMode};
+use crate::observe::{observe_deferred, ObserveReport, PendingCursor, ReadMode};
 use crate::scan::{scan_file, Buffers, Resume, Tail};
 use crate::session_start::lookup;
 
@@ -169,12 +169,16 @@ pub fn run_stop<R: ProjectResolver>(
     // 2. Change detection (and marker extraction in the same pass).
     let mut stage = brain.enabled.then(MarkerStage::default);
     let mut buffers = Buffers::default();
+    // Saved only once the markers read with it are delivered (at-least-once: a Stop
+    // killed or failing before that reads the same lines again; the outbox and the
+    // idempotency key make the repeat harmless).
+    let mut pending: Option<PendingCursor> = None;
     if let (Some(t), Some(log)) = (input.transcript, &log) {
         if scope_on {
             let also = stage
                 .as_mut()
                 .map(|s| s as &mut dyn transcope_core::adapter::EntrySink);
-            match observe(
+            match observe_deferred(
                 home,
                 log,
                 t,
@@ -183,14 +187,16 @@ pub fn run_stop<R: ProjectResolver>(
                 registry,
                 framer,
                 ReadMode::Incremental,
+                transcope_jsonl::ReadPolicy::Read,
                 &mut buffers,
                 also,
             ) {
-                Ok(r) => {
+                Ok((r, p)) => {
                     if let Some(e) = &r.outcome.first_error {
                         sum.errors.push(e.clone());
                     }
                     sum.observe = Some(r);
+                    pending = p;
                 }
                 Err(e) => sum.errors.push(e.to_string()),
             }
@@ -225,6 +231,10 @@ pub fn run_stop<R: ProjectResolver>(
         }
     }
     let Some(stage) = stage else {
+        if let Some(p) = pending {
+            // A cursor that cannot be saved only costs a full read next time.
+            let _ = p.save();
+        }
         return sum;
     };
     // 3. Markers, with the payload's last message as the fallback.
@@ -261,16 +271,23 @@ pub fn run_stop<R: ProjectResolver>(
         &mut resolver,
     );
     sum.unattributed = unattributed;
+    let mut delivered_all = true;
     for rec in records {
         match sink.deliver(&rec) {
             Ok(Delivery::Sent) => sum.http += 1,
             Ok(Delivery::Outboxed(_)) => sum.outbox += 1,
             Ok(Delivery::Printed) => sum.printed += 1,
-            Err(e) => sum.errors.push(e.to_string()),
+            Err(e) => {
+                delivered_all = false;
+                sum.errors.push(e.to_string());
+            }
         }
         sum.records.push(rec);
     }
     sum.markers = markers;
+    if let Some(p) = pending.filter(|_| delivered_all) {
+        let _ = p.save();
+    }
     sum
 }
 

@@ -1,0 +1,537 @@
+//! Shared helpers: locating (and building) the real binary, sandboxed homes, running
+//! children with a clean environment, measuring them, and checking scope logs.
+#![allow(dead_code, unsafe_code)]
+
+use std::collections::HashSet;
+use std::io::{Read, Write};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value};
+
+/// The workspace root.
+pub fn workspace() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// `testdata/`.
+pub fn testdata() -> PathBuf {
+    workspace().join("testdata")
+}
+
+/// The `transcope` binary of the same profile and target folder as this test, built
+/// once per test process (a no-op when it is fresh), the way assert_cmd finds it.
+pub fn bin() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        if let Some(p) = std::env::var_os("TRANSCOPE_BIN").filter(|p| !p.is_empty()) {
+            return PathBuf::from(p);
+        }
+        let exe = std::env::current_exe().expect("current_exe");
+        let mut dir = exe.parent().expect("test executable folder").to_path_buf();
+        if dir.ends_with("deps") {
+            dir.pop();
+        }
+        let profile = dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("debug")
+            .to_owned();
+        let target = dir.parent().expect("target folder").to_path_buf();
+        let cargo = std::env::var_os("CARGO")
+            .or_else(|| option_env!("CARGO").map(Into::into))
+            .unwrap_or_else(|| "cargo".into());
+        let mut c = Command::new(cargo);
+        c.args(["build", "-q", "-p", "transcope", "--bin", "transcope"])
+            .arg("--target-dir")
+            .arg(&target)
+            .current_dir(workspace());
+        match profile.as_str() {
+            "debug" => {}
+            "release" => {
+                c.arg("--release");
+            }
+            p => {
+                c.args(["--profile", p]);
+            }
+        }
+        let status = c.status().expect("running cargo build -p transcope");
+        assert!(status.success(), "cargo build -p transcope failed");
+        let path = dir.join("transcope");
+        assert!(path.is_file(), "no binary at {}", path.display());
+        path
+    })
+}
+
+/// Environment variables that would let the developer's setup leak into a test.
+const SCRUBBED: &[&str] = &[
+    "AGENTIHOOKS_HOME",
+    "AGENTIHOOKS_SESSION_SCOPE",
+    "AGENTIHOOKS_SWARM",
+    "AGENTIHOOKS_SWARM_TASK",
+    "AGENTIHOOKS_SWARM_LANE",
+    "AGENTIHOOKS_PROJECT_ID",
+    "BRAIN_URL",
+    "BRAIN_WRITER_ENABLED",
+    "BRAIN_WRITER_OUTBOX",
+    "BRAIN_WRITER_MAX_MARKERS",
+    "AGENTICORE_AGENT_NAME",
+    "CLAUDE_CONFIG_DIR",
+    "CLAUDE_PROJECT_DIR",
+    "CODEX_HOME",
+];
+
+/// A sandbox: `root/home` is the agentihooks home, `root/user` is `$HOME`, and
+/// `root/outside` is a folder nothing may ever write to.
+pub struct Sandbox {
+    pub dir: tempfile::TempDir,
+    pub root: PathBuf,
+    pub home: PathBuf,
+    pub user: PathBuf,
+    pub outside: PathBuf,
+}
+
+impl Sandbox {
+    pub fn new() -> Sandbox {
+        let dir = tempfile::Builder::new()
+            .prefix("transcope-rel-")
+            .tempdir()
+            .unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let home = root.join("home");
+        let user = root.join("user");
+        let outside = root.join("outside");
+        for d in [&user, &outside] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        Sandbox {
+            dir,
+            root,
+            home,
+            user,
+            outside,
+        }
+    }
+
+    /// `transcope --home <home> args…` with a scrubbed environment and `HOME=<user>`.
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        cmd_in(&self.home, &self.user, args)
+    }
+
+    /// The scope log of `session`.
+    pub fn log(&self, session: &str) -> PathBuf {
+        log_path(&self.home, session)
+    }
+
+    /// Every path under the sandbox except the home, for "nothing outside the home".
+    pub fn outside_home(&self) -> Vec<String> {
+        tree(&self.root)
+            .into_iter()
+            .filter(|p| {
+                !matches!(p.as_str(), "home" | "user" | "outside") && !p.starts_with("home/")
+            })
+            .collect()
+    }
+}
+
+/// `transcope --home HOME args…` with a scrubbed environment and `HOME=user`.
+pub fn cmd_in(home: &Path, user: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(bin());
+    c.arg("--home").arg(home).args(args);
+    for k in SCRUBBED {
+        c.env_remove(k);
+    }
+    c.env("HOME", user)
+        .env("USER", "tester")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .current_dir(user);
+    c
+}
+
+/// `<home>/brain/session-scopes/<session>.jsonl`.
+pub fn log_path(home: &Path, session: &str) -> PathBuf {
+    home.join("brain/session-scopes")
+        .join(format!("{session}.jsonl"))
+}
+
+/// Run `c` with `stdin`, collecting its output.
+pub fn run(mut c: Command, stdin: &[u8]) -> Output {
+    let mut child = c
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawning transcope");
+    let mut input = child.stdin.take().unwrap();
+    let data = stdin.to_vec();
+    let feeder = std::thread::spawn(move || {
+        // The child may stop reading early (a capped payload): a broken pipe is fine.
+        let _ = input.write_all(&data);
+    });
+    let out = child.wait_with_output().unwrap();
+    let _ = feeder.join();
+    out
+}
+
+/// A hook payload for a root session.
+pub fn payload(session: &str, transcript: &Path) -> Vec<u8> {
+    serde_json::json!({
+        "session_id": session,
+        "transcript_path": transcript,
+        "hook_event_name": "Stop",
+    })
+    .to_string()
+    .into_bytes()
+}
+
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// A Claude Code transcript record in folder `cwd` at `2026-10-08T10:00:00Z + secs`.
+pub fn claude_line(secs: u64, cwd: &str, branch: &str) -> String {
+    serde_json::json!({
+        "type": "user",
+        "timestamp": iso(secs, "Z"),
+        "cwd": cwd,
+        "gitBranch": branch,
+        "sessionId": "ignored-by-the-key",
+        "message": {"role": "user", "content": "hello"},
+    })
+    .to_string()
+}
+
+/// A Claude Code assistant record holding a brain marker.
+pub fn claude_marker_line(secs: u64, cwd: &str, lesson: &str) -> String {
+    serde_json::json!({
+        "type": "assistant",
+        "timestamp": iso(secs, "Z"),
+        "cwd": cwd,
+        "gitBranch": "main",
+        "message": {"role": "assistant", "content": [
+            {"type": "text", "text": format!("<!-- @lesson -->{lesson}<!-- @/lesson -->")}
+        ]},
+    })
+    .to_string()
+}
+
+/// `2026-10-08T10:00:00<suffix>` plus `secs` seconds (fixed width, so the strings
+/// sort as the instants do within one suffix).
+pub fn iso(secs: u64, suffix: &str) -> String {
+    let h = 10 + secs / 3600;
+    let m = (secs / 60) % 60;
+    let s = secs % 60;
+    format!("2026-10-08T{h:02}:{m:02}:{s:02}{suffix}")
+}
+
+/// The readable rows of a log's bytes (what a reader sees): every `\n`-separated line
+/// that parses as a JSON object.
+pub fn readable_rows(bytes: &[u8]) -> Vec<Map<String, Value>> {
+    bytes
+        .split(|b| *b == b'\n')
+        .filter_map(|l| match serde_json::from_slice::<Value>(l) {
+            Ok(Value::Object(m)) => Some(m),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The invariants every scope log must keep, whatever happened to its writers:
+/// readable rows have `sequence` equal to their index among readable rows, unique
+/// `transition_id`s and non-decreasing `at` (all `at`s here share one format, so string
+/// order is time order); every line but possibly the last is newline-terminated, and an
+/// unreadable line is only ever a torn fragment (it is followed by a fresh line).
+/// Returns the rows.
+pub fn check_log(bytes: &[u8]) -> Vec<Map<String, Value>> {
+    let rows = readable_rows(bytes);
+    let mut ids = HashSet::new();
+    let mut last: Option<(i128, String)> = None;
+    for (i, r) in rows.iter().enumerate() {
+        assert_eq!(
+            r["sequence"].as_u64(),
+            Some(i as u64),
+            "sequence of row {i}: {r:?}"
+        );
+        let id = r["transition_id"].as_str().expect("transition_id");
+        assert!(ids.insert(id.to_owned()), "duplicate transition_id {id}");
+        let at = r["at"].as_str().expect("at").to_owned();
+        let t = instant(&at).unwrap_or_else(|| panic!("unparsed time {at:?}"));
+        if let Some((prev, prev_at)) = &last {
+            assert!(t >= *prev, "time went back: {at} after {prev_at}");
+        }
+        last = Some((t, at));
+    }
+    // Every unreadable line is a fragment of a row that was being written: a prefix of
+    // a row (starts with the row's opening), never a mix of two rows.
+    for l in bytes.split(|b| *b == b'\n') {
+        if l.is_empty() {
+            continue;
+        }
+        if serde_json::from_slice::<Value>(l).is_err() {
+            const OPENING: &[u8] = b"{\"session_id\": ";
+            assert!(
+                l.starts_with(OPENING) || OPENING.starts_with(l),
+                "an unreadable line that is not a torn row: {:?}",
+                text(&l[..l.len().min(200)])
+            );
+            assert_eq!(
+                memchr_count(l, b'{'),
+                1,
+                "two rows on one line: {:?}",
+                text(l)
+            );
+        }
+    }
+    rows
+}
+
+/// Nanoseconds since 1970 of the ISO 8601 forms transcope writes and these tests use:
+/// `YYYY-MM-DD[T ]HH:MM[:SS[.f…]]` then `Z`, `±HH:MM` or nothing (read as UTC).
+pub fn instant(s: &str) -> Option<i128> {
+    let b = s.as_bytes();
+    let num = |r: std::ops::Range<usize>| -> Option<i128> {
+        let t = s.get(r)?;
+        (!t.is_empty() && t.bytes().all(|c| c.is_ascii_digit())).then(|| t.parse().ok())?
+    };
+    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    if b.get(4) != Some(&b'-') || b.get(7) != Some(&b'-') || !matches!(b.get(10), Some(b'T' | b' '))
+    {
+        return None;
+    }
+    let (h, mi) = (num(11..13)?, num(14..16)?);
+    let mut i = 16;
+    let mut sec = 0;
+    let mut nanos = 0i128;
+    if b.get(i) == Some(&b':') {
+        sec = num(17..19)?;
+        i = 19;
+        if b.get(i) == Some(&b'.') {
+            let start = i + 1;
+            i = start;
+            while b.get(i).is_some_and(u8::is_ascii_digit) {
+                i += 1;
+            }
+            let frac = &s[start..i];
+            let digits: String = frac.chars().chain(std::iter::repeat('0')).take(9).collect();
+            nanos = digits.parse().ok()?;
+        }
+    }
+    let offset = match &s[i..] {
+        "" | "Z" | "z" => 0,
+        o if o.len() == 6 && matches!(o.as_bytes()[0], b'+' | b'-') => {
+            let v = num(i + 1..i + 3)? * 3600 + num(i + 4..i + 6)? * 60;
+            if o.starts_with('-') {
+                -v
+            } else {
+                v
+            }
+        }
+        _ => return None,
+    };
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let y = if mo <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * (if mo > 2 { mo - 3 } else { mo + 9 }) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let secs = days * 86_400 + h * 3600 + mi * 60 + sec - offset;
+    Some(secs * 1_000_000_000 + nanos)
+}
+
+fn memchr_count(hay: &[u8], b: u8) -> usize {
+    hay.iter().filter(|x| **x == b).count()
+}
+
+/// Every path under `dir`, relative, sorted (symbolic links not followed).
+pub fn tree(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            out.push(p.strip_prefix(dir).unwrap().display().to_string());
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                stack.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The permission bits of `p` (not following a final symlink).
+pub fn mode(p: &Path) -> u32 {
+    std::fs::symlink_metadata(p).unwrap().permissions().mode() & 0o7777
+}
+
+/// Inode identity (dev, ino) of `p`.
+pub fn inode(p: &Path) -> (u64, u64) {
+    let m = std::fs::symlink_metadata(p).unwrap();
+    (m.dev(), m.ino())
+}
+
+/// A child's result with its resource use.
+pub struct Measured {
+    pub status: ExitStatus,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    /// Peak resident set size of the child, in KiB (`ru_maxrss` from `wait4`).
+    pub max_rss_kib: u64,
+    pub elapsed: Duration,
+}
+
+/// Spawn `c` (stdin from `stdin`), let `feed` write to its stdin on another thread,
+/// and reap it with `wait4` to get its own peak RSS.
+pub fn run_measured(
+    mut c: Command,
+    feed: Option<Box<dyn FnOnce(std::process::ChildStdin) + Send>>,
+) -> Measured {
+    let started = Instant::now();
+    let mut child = c
+        .stdin(if feed.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawning transcope");
+    let feeder = feed.map(|f| {
+        let input = child.stdin.take().unwrap();
+        std::thread::spawn(move || f(input))
+    });
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let o = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = out.read_to_end(&mut v);
+        v
+    });
+    let e = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = err.read_to_end(&mut v);
+        v
+    });
+    let (status, ru) = wait4(child.id() as libc::pid_t);
+    let elapsed = started.elapsed();
+    // The child is reaped: `Child` must not wait again.
+    std::mem::forget(child);
+    if let Some(f) = feeder {
+        let _ = f.join();
+    }
+    Measured {
+        status,
+        stdout: o.join().unwrap(),
+        stderr: e.join().unwrap(),
+        max_rss_kib: ru.ru_maxrss as u64,
+        elapsed,
+    }
+}
+
+/// `wait4(pid)`: the exit status and the child's own resource usage.
+pub fn wait4(pid: libc::pid_t) -> (ExitStatus, libc::rusage) {
+    let mut status = 0;
+    // SAFETY: rusage is plain data; wait4 fills it.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: valid pointers to live locals.
+        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+        if r == pid {
+            break;
+        }
+        let e = std::io::Error::last_os_error();
+        assert_eq!(e.kind(), std::io::ErrorKind::Interrupted, "wait4: {e}");
+    }
+    (ExitStatus::from_raw(status), ru)
+}
+
+/// Make the child's writes fail past `bytes` (a full disk): `RLIMIT_FSIZE`, with
+/// `SIGXFSZ` ignored so `write` returns `EFBIG` instead of killing the process.
+pub fn limit_file_size(c: &mut Command, bytes: u64) {
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        c.pre_exec(move || {
+            let lim = libc::rlimit {
+                rlim_cur: bytes as libc::rlim_t,
+                rlim_max: bytes as libc::rlim_t,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+}
+
+/// Run the child with this umask.
+pub fn with_umask(c: &mut Command, mask: libc::mode_t) {
+    // SAFETY: umask is async-signal-safe.
+    unsafe {
+        c.pre_exec(move || {
+            libc::umask(mask);
+            Ok(())
+        });
+    }
+}
+
+/// Make a FIFO at `p`.
+pub fn mkfifo(p: &Path) {
+    let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    let r = unsafe { libc::mkfifo(c.as_ptr(), 0o600) };
+    assert_eq!(r, 0, "mkfifo: {}", std::io::Error::last_os_error());
+}
+
+/// A small deterministic PRNG (SplitMix64) for random kill points.
+pub struct Rng(u64);
+
+impl Rng {
+    /// Seeded from `TRANSCOPE_REL_SEED` when set, else `default`; the seed is printed.
+    pub fn from_env(default: u64) -> Rng {
+        let seed = std::env::var("TRANSCOPE_REL_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(default);
+        eprintln!("random seed {seed} (set TRANSCOPE_REL_SEED to change)");
+        Rng(seed)
+    }
+
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+/// Spawn `c` with stdin from `stdin` bytes, output discarded, and SIGKILL it after
+/// `after`. Returns how it ended (`None`: it was killed by our signal).
+pub fn kill_after(mut c: Command, stdin: &[u8], after: Duration) -> Option<ExitStatus> {
+    let mut child: Child = c
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawning transcope");
+    if let Some(mut i) = child.stdin.take() {
+        let _ = i.write_all(stdin);
+    }
+    std::thread::sleep(after);
+    let _ = child.kill();
+    let st = child.wait().unwrap();
+    (st.signal() != Some(libc::SIGKILL)).then_some(st)
+}

@@ -1,0 +1,363 @@
+//! Crash safety: writers SIGKILLed at random points (hundreds of trials in all).
+//!
+//! After every kill: nothing written before is lost (the old log is a byte prefix of the
+//! new one), every complete row is readable, an unreadable line is only a torn row, the
+//! next write starts on a fresh line, cursors and outbox files are whole. At the end, a
+//! run to completion gives exactly what an uninterrupted run gives.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::Value;
+
+/// Every `*.json` under `dir` that is not a temporary (`.`-prefixed) file parses.
+fn json_files_whole(dir: &Path) {
+    for f in tree(dir) {
+        let name = Path::new(&f)
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        if name.starts_with('.') || !name.ends_with(".json") {
+            continue;
+        }
+        let bytes = std::fs::read(dir.join(&f)).unwrap();
+        serde_json::from_slice::<Value>(&bytes)
+            .unwrap_or_else(|e| panic!("{f} is not whole JSON ({e}): {:?}", text(&bytes)));
+    }
+}
+
+/// Outbox files by marker (`-<type>-<8 hex>.json`), temporaries excluded.
+fn outbox_markers(dir: &Path) -> BTreeMap<String, usize> {
+    let mut m = BTreeMap::new();
+    for f in tree(dir) {
+        if f.starts_with('.') || !f.ends_with(".json") {
+            continue;
+        }
+        *m.entry(f.split_once('-').unwrap().1.to_owned())
+            .or_insert(0) += 1;
+    }
+    m
+}
+
+#[test]
+fn scope_record_killed_at_random_points() {
+    let sb = Sandbox::new();
+    let session = "killed";
+    let mut rng = Rng::from_env(0x5eed_0001);
+    let (mut killed, mut finished, mut torn) = (0, 0, 0);
+    for i in 0..200u64 {
+        let before = std::fs::read(sb.log(session)).unwrap_or_default();
+        if i % 25 == 24 {
+            // What a kill in the middle of the one append leaves: part of a row.
+            let row = format!(
+                "{{\"session_id\": \"{session}\", \"sequence\": 999, \"at\": \"{}\", \"transition_id\": \"{:064x}\"",
+                iso(i * 10, "+00:00"),
+                i
+            );
+            let cut = 1 + rng.below(row.len() as u64 - 1) as usize;
+            let mut f = std::fs::OpenOptions::new()
+                .append(true)
+                .open(sb.log(session))
+                .unwrap();
+            f.write_all(&row.as_bytes()[..cut]).unwrap();
+            torn += 1;
+            continue;
+        }
+        let c = sb.cmd(&[
+            "scope",
+            "record",
+            "--session",
+            session,
+            "--at",
+            &iso(i * 10, "+00:00"),
+            "--cwd",
+            &format!("/w/{i}"),
+        ]);
+        match kill_after(c, b"", Duration::from_micros(rng.below(5000))) {
+            None => killed += 1,
+            Some(st) => {
+                assert_eq!(st.code(), Some(0));
+                finished += 1;
+            }
+        }
+        let after = std::fs::read(sb.log(session)).unwrap_or_default();
+        assert!(
+            after.starts_with(&before),
+            "trial {i}: something written before was lost"
+        );
+        if before.last().is_some_and(|b| *b != b'\n') && after.len() > before.len() {
+            assert_eq!(
+                after[before.len()],
+                b'\n',
+                "trial {i}: no fresh line after a torn row"
+            );
+        }
+        check_log(&after);
+    }
+    // A final record: after a torn tail it starts on a fresh line, and it is readable.
+    let out = run(
+        sb.cmd(&[
+            "scope",
+            "record",
+            "--session",
+            session,
+            "--at",
+            &iso(9999, "+00:00"),
+            "--cwd",
+            "/w/last",
+        ]),
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let rows = check_log(&std::fs::read(sb.log(session)).unwrap());
+    assert_eq!(rows.last().unwrap()["cwd"], "/w/last");
+    // `scope log` shows exactly the readable rows.
+    let out = run(sb.cmd(&["scope", "log", "--session", session]), b"");
+    assert_eq!(text(&out.stdout).lines().count(), rows.len());
+    eprintln!(
+        "scope record: {killed} killed, {finished} finished, {torn} torn rows injected, {} rows",
+        rows.len()
+    );
+}
+
+#[test]
+fn hook_stop_killed_at_random_points() {
+    let sb = Sandbox::new();
+    let session = "stopkill";
+    let t = sb.user.join("t.jsonl");
+    let outbox = sb.home.join("outbox");
+    let mut rng = Rng::from_env(0x5eed_0002);
+    let mut cwds = Vec::new();
+    let mut lessons = BTreeSet::new();
+    let mut transcript = std::fs::File::create(&t).unwrap();
+    let (mut killed, mut finished) = (0, 0);
+    let stop = |sb: &Sandbox| {
+        let mut c = sb.cmd(&["hook", "stop", "--json"]);
+        c.env("BRAIN_WRITER_ENABLED", "1")
+            .env("BRAIN_WRITER_OUTBOX", sb.home.join("outbox"))
+            .env("BRAIN_WRITER_MAX_MARKERS", "1000");
+        c
+    };
+    // Kill anywhere from before `main` to after the end: the window is 2.5 times what
+    // a warm, uninterrupted Stop over a short transcript takes here.
+    let window = {
+        let probe = Sandbox::new();
+        let pt = probe.user.join("t.jsonl");
+        std::fs::write(&pt, claude_line(0, "/w/p", "main") + "\n").unwrap();
+        run(stop(&probe), &payload(session, &pt));
+        let started = Instant::now();
+        run(stop(&probe), &payload(session, &pt));
+        (started.elapsed().as_micros() as u64 * 5 / 2).min(500_000)
+    };
+    for i in 0..150u64 {
+        // The agent writes on: a new folder each time, a marker every third time.
+        let cwd = format!("/w/{i}");
+        writeln!(transcript, "{}", claude_line(i * 60, &cwd, "main")).unwrap();
+        cwds.push(cwd.clone());
+        if i % 3 == 0 {
+            let lesson = format!("lesson {i}");
+            writeln!(
+                transcript,
+                "{}",
+                claude_marker_line(i * 60 + 1, &cwd, &lesson)
+            )
+            .unwrap();
+            lessons.insert(lesson);
+        }
+        let before = std::fs::read(sb.log(session)).unwrap_or_default();
+        match kill_after(
+            stop(&sb),
+            &payload(session, &t),
+            Duration::from_micros(rng.below(window)),
+        ) {
+            None => killed += 1,
+            Some(st) => {
+                assert_eq!(st.code(), Some(0));
+                finished += 1;
+            }
+        }
+        let after = std::fs::read(sb.log(session)).unwrap_or_default();
+        assert!(
+            after.starts_with(&before),
+            "trial {i}: something written before was lost"
+        );
+        check_log(&after);
+        json_files_whole(&sb.home.join("transcope/cursors"));
+        json_files_whole(&outbox);
+    }
+    // Run to completion: every transition exactly once, in order, as one uninterrupted
+    // Stop over the same transcript records them.
+    for _ in 0..2 {
+        let out = run(stop(&sb), &payload(session, &t));
+        assert_eq!(out.status.code(), Some(0));
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(v["error"].is_null(), "{v}");
+    }
+    let bytes = std::fs::read(sb.log(session)).unwrap();
+    let rows = check_log(&bytes);
+    let got: Vec<&str> = rows.iter().map(|r| r["cwd"].as_str().unwrap()).collect();
+    assert_eq!(got, cwds);
+    let clean = Sandbox::new();
+    let out = run(stop(&clean), &payload(session, &t));
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        readable_rows(&bytes),
+        readable_rows(&std::fs::read(clean.log(session)).unwrap()),
+        "the killed-and-resumed log reads as the uninterrupted one"
+    );
+    // Markers: never a duplicate file.
+    let files = outbox_markers(&outbox);
+    assert!(
+        files.values().all(|n| *n == 1),
+        "duplicate outbox files: {files:?}"
+    );
+    let clean_files = outbox_markers(&clean.home.join("outbox"));
+    assert_eq!(clean_files.len(), lessons.len());
+    let lost: Vec<&String> = clean_files
+        .keys()
+        .filter(|k| !files.contains_key(*k))
+        .collect();
+    eprintln!(
+        "hook stop: kill window {window} µs; {killed} killed, {finished} finished; {} transitions; {} of {} markers lost to kills",
+        rows.len(),
+        lost.len(),
+        lessons.len()
+    );
+    assert!(lost.is_empty(), "markers lost to a kill: {lost:?}");
+}
+
+/// The readable rows of every scope log under `home`, by file name.
+fn all_logs(home: &Path) -> BTreeMap<String, Vec<serde_json::Map<String, Value>>> {
+    let dir = home.join("brain/session-scopes");
+    tree(&dir)
+        .into_iter()
+        .filter(|f| f.ends_with(".jsonl"))
+        .map(|f| {
+            let rows = check_log(&std::fs::read(dir.join(&f)).unwrap());
+            (f, rows)
+        })
+        .collect()
+}
+
+fn raw_logs(home: &Path) -> BTreeMap<String, Vec<u8>> {
+    let dir = home.join("brain/session-scopes");
+    tree(&dir)
+        .into_iter()
+        .filter(|f| f.ends_with(".jsonl"))
+        .map(|f| {
+            let b = std::fs::read(dir.join(&f)).unwrap();
+            (f, b)
+        })
+        .collect()
+}
+
+#[test]
+fn backfill_killed_and_rerun_equals_an_uninterrupted_run() {
+    let corpus = tempfile::tempdir().unwrap();
+    transcope_testkit::generate(
+        &transcope_testkit::CorpusSpec::new(7, 3_000_000),
+        corpus.path(),
+    )
+    .expect("generating the corpus");
+    let paths: Vec<PathBuf> = vec![
+        testdata().join("sample-archive/claude/projects"),
+        testdata().join("sample-archive/codex/sessions"),
+        corpus.path().join("claude/projects"),
+        corpus.path().join("codex/sessions"),
+    ];
+    let mut args: Vec<String> = vec!["backfill".into(), "--json".into()];
+    args.extend(paths.iter().map(|p| p.display().to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+
+    let clean = Sandbox::new();
+    let started = Instant::now();
+    let out = run(clean.cmd(&args), b"");
+    let took = started.elapsed();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let want = all_logs(&clean.home);
+    let want_markers = outbox_markers(&clean.home.join("brain-outbox"));
+    assert!(want.len() > 10 && !want_markers.is_empty());
+
+    let sb = Sandbox::new();
+    let mut rng = Rng::from_env(0x5eed_0003);
+    let (mut killed, mut finished) = (0, 0);
+    // Kill anywhere in a run (capped, in case a slow disk stretched the clean run).
+    let window = (took.as_micros() as u64).min(1_000_000) + 20_000;
+    for trial in 0..40 {
+        let before = raw_logs(&sb.home);
+        match kill_after(sb.cmd(&args), b"", Duration::from_micros(rng.below(window))) {
+            None => killed += 1,
+            Some(_) => finished += 1,
+        }
+        let after = raw_logs(&sb.home);
+        for (f, b) in &before {
+            assert!(after[f].starts_with(b), "trial {trial}: {f} lost bytes");
+        }
+        all_logs(&sb.home);
+        json_files_whole(&sb.home.join("brain-outbox"));
+        let m = outbox_markers(&sb.home.join("brain-outbox"));
+        assert!(
+            m.values().all(|n| *n == 1),
+            "trial {trial}: duplicate outbox files"
+        );
+    }
+    let out = run(sb.cmd(&args), b"");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        all_logs(&sb.home),
+        want,
+        "logs differ from an uninterrupted run"
+    );
+    assert_eq!(outbox_markers(&sb.home.join("brain-outbox")), want_markers);
+    // Byte for byte, but for torn rows a kill left behind.
+    let mut torn = 0;
+    for (f, b) in raw_logs(&sb.home) {
+        let kept: Vec<&[u8]> = b
+            .split(|c| *c == b'\n')
+            .filter(|l| !l.is_empty())
+            .filter(|l| {
+                let ok = serde_json::from_slice::<Value>(l).is_ok();
+                torn += usize::from(!ok);
+                ok
+            })
+            .collect();
+        let mut joined = kept.join(&b"\n"[..]);
+        joined.push(b'\n');
+        assert_eq!(
+            joined,
+            std::fs::read(clean.home.join("brain/session-scopes").join(&f)).unwrap(),
+            "{f}"
+        );
+    }
+    eprintln!(
+        "backfill: uninterrupted run {took:?}; {killed} killed, {finished} finished; {} logs; {torn} torn rows left by kills",
+        want.len()
+    );
+}
+
+/// The checker's own time parser (used for "times never decrease"), against Python's
+/// `datetime.fromisoformat(...).timestamp()` values.
+#[test]
+fn the_checkers_time_parser() {
+    assert_eq!(instant("1970-01-01T00:00:00Z"), Some(0));
+    assert_eq!(
+        instant("2026-10-08T10:00:00Z"),
+        Some(1_791_453_600_000_000_000)
+    );
+    assert_eq!(
+        instant("2026-10-08T10:00:00.5+02:00"),
+        Some(1_791_446_400_500_000_000)
+    );
+    assert_eq!(
+        instant("2026-10-08T10:00:00+00:00"),
+        instant("2026-10-08 10:00:00")
+    );
+    assert!(instant("2026-10-08T10:00:00Z") < instant("2026-10-08T10:00:00.5Z"));
+    assert_eq!(instant("not a time"), None);
+}
