@@ -87,7 +87,34 @@ fn who(p: &HookInput, env: &Env) -> Who {
     }
 }
 
+/// The default bound on a whole hook run (`TRANSCOPE_HOOK_DEADLINE_SECS` overrides it).
+pub const DEFAULT_HOOK_DEADLINE: Duration = Duration::from_secs(30);
+
+/// Never block the agent, whatever stalls (a FIFO planted where git metadata should
+/// be, a hung file system): past the deadline the hook says so and exits. Every write
+/// transcope makes survives being cut at any point (one `write_all` per log,
+/// tmp → rename for cursors and outbox files), and a Stop that did not finish saved no
+/// cursor, so the next Stop catches up.
+fn arm_deadline(strict: bool) {
+    let deadline = std::env::var("TRANSCOPE_HOOK_DEADLINE_SECS")
+        .ok()
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map_or(DEFAULT_HOOK_DEADLINE, Duration::from_secs_f64);
+    std::thread::spawn(move || {
+        std::thread::sleep(deadline);
+        eprintln!(
+            "transcope: {}",
+            json!({"error": format!("hook gave up after {deadline:?}; the next Stop catches up")})
+        );
+        std::process::exit(if strict { i32::from(exit::RUNTIME) } else { 0 });
+    });
+}
+
 pub fn run_hook(home: &Path, cmd: HookCommand) -> anyhow::Result<u8> {
+    match &cmd {
+        HookCommand::SessionStart(a) | HookCommand::Stop(a) => arm_deadline(a.strict),
+    }
     let (args, summary) = match cmd {
         HookCommand::SessionStart(args) => {
             let s = session_start(home);
