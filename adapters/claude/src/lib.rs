@@ -59,6 +59,7 @@
 #![warn(missing_docs)]
 
 pub mod detect;
+pub mod probe;
 pub mod record;
 pub mod text;
 
@@ -94,6 +95,15 @@ pub fn decode_claude(line: &[u8], pos: LinePos, sink: &mut dyn EntrySink) -> Res
 
 impl Adapter for ClaudeAdapter {
     fn decode(&mut self, line: &[u8], pos: LinePos, sink: &mut dyn EntrySink) -> Result<(), Skip> {
+        // A line no sink wants is not decoded (the first line may carry a BOM, which
+        // only the full decode strips).
+        if pos.offset > 0 {
+            if let Some(p) = probe::probe(line) {
+                if !sink.wants(&p) {
+                    return Ok(());
+                }
+            }
+        }
         decode_claude(line, pos, sink)
     }
 }

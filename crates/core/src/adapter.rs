@@ -33,6 +33,26 @@ use crate::entry::{Entry, LinePos};
 pub trait EntrySink {
     /// One entry; it may borrow from the line being decoded.
     fn entry(&mut self, entry: &Entry<'_>);
+
+    /// Whether an entry that looks like `probe` could matter to this sink. An adapter
+    /// that can tell a line's kind, folder and branch cheaply — and is certain of them —
+    /// may skip decoding a line no sink wants. The default wants everything.
+    fn wants(&self, probe: &Probe<'_>) -> bool {
+        let _ = probe;
+        true
+    }
+}
+
+/// What an adapter can tell about a line before decoding it (see
+/// [`EntrySink::wants`]): exactly the kind, folder and branch the full decode gives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Probe<'a> {
+    /// The entry kind.
+    pub kind: Option<crate::entry::EntryKind>,
+    /// The folder (`None` when missing or empty).
+    pub cwd: Option<&'a str>,
+    /// The branch (`None` when missing or falsy).
+    pub branch: Option<&'a str>,
 }
 
 impl<F: FnMut(&Entry<'_>)> EntrySink for F {

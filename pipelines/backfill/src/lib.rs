@@ -202,8 +202,14 @@ impl ProjectResolver for Resolver {
     }
 }
 
+thread_local! {
+    /// The read buffer of each worker thread. rayon's `map_init` builds its state once
+    /// per job split, not once per thread, so the buffer (grown to the longest line
+    /// seen) lives here instead: a fresh `Vec` per split meant zeroing and regrowing it.
+    static BUFFERS: std::cell::RefCell<Buffers> = std::cell::RefCell::new(Buffers::default());
+}
+
 struct Worker {
-    buffers: Buffers,
     registry: AdapterRegistry,
     framer: Framer,
     resolver: Resolver,
@@ -279,7 +285,6 @@ pub fn backfill(jobs: Vec<Job>, opts: &Options, progress: &(dyn Fn(u64, u64) + S
             .par_iter()
             .map_init(
                 || Worker {
-                    buffers: Buffers::default(),
                     registry: transcope_stop::default_registry(),
                     framer: Framer::default(),
                     resolver: resolver.clone(),
@@ -343,19 +348,21 @@ fn process_file(
     let mut o = FileOutcome::default();
     let log = ScopeLog::open(&opts.home, key);
     let mut stage = (opts.markers != MarkersOut::Skip).then(MarkerStage::default);
-    let report = observe_with(
-        &opts.home,
-        &log,
-        &job.path,
-        &opts.env,
-        &mut w.resolver,
-        &w.registry,
-        &w.framer,
-        ReadMode::Whole,
-        policy,
-        &mut w.buffers,
-        stage.as_mut().map(|s| s as &mut dyn EntrySink),
-    );
+    let report = BUFFERS.with(|b| {
+        observe_with(
+            &opts.home,
+            &log,
+            &job.path,
+            &opts.env,
+            &mut w.resolver,
+            &w.registry,
+            &w.framer,
+            ReadMode::Whole,
+            policy,
+            &mut b.borrow_mut(),
+            stage.as_mut().map(|s| s as &mut dyn EntrySink),
+        )
+    });
     match report {
         Ok(r) => {
             o.bytes = r.scan.bytes;

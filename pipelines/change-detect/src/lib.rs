@@ -211,6 +211,28 @@ impl<'a, R: ProjectResolver> ChangeDetect<'a, R> {
     }
 }
 
+impl<R: ProjectResolver> transcope_core::adapter::EntrySink for ChangeDetect<'_, R> {
+    fn entry(&mut self, e: &Entry<'_>) {
+        ChangeDetect::entry(self, e);
+    }
+
+    /// An entry without a folder, or in the folder and branch already in force (a
+    /// branchless entry in the same folder keeps its branch), records nothing whatever
+    /// its time.
+    fn wants(&self, p: &transcope_core::adapter::Probe<'_>) -> bool {
+        let Some(folder) = p.cwd.filter(|f| !f.is_empty()) else {
+            return false;
+        };
+        match &self.seen {
+            Some(seen) if seen.cwd.as_str() == Some(folder) => match p.branch {
+                Some(b) => seen.branch.as_str() != Some(b),
+                None => false,
+            },
+            _ => true,
+        }
+    }
+}
+
 /// Whether the event-time scope path is enabled in `env`: anything but exactly `"0"`
 /// (scope-log.md §6).
 pub fn scope_enabled(env: &Env) -> bool {

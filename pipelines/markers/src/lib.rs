@@ -123,6 +123,15 @@ pub struct MarkerStage {
 }
 
 impl EntrySink for MarkerStage {
+    /// User, system and summary records hold no marker text.
+    fn wants(&self, p: &transcope_core::adapter::Probe<'_>) -> bool {
+        use transcope_core::EntryKind;
+        !matches!(
+            p.kind,
+            Some(EntryKind::User | EntryKind::System | EntryKind::Summary)
+        )
+    }
+
     fn entry(&mut self, e: &Entry<'_>) {
         for t in &e.texts {
             if !self.records.is_empty() {

@@ -37,6 +37,26 @@ pub struct ObserveReport {
     pub outcome: Outcome,
 }
 
+/// Change detection and an optional second stage fed the same entries; a line is
+/// decoded only when one of them may want it.
+struct Both<'s, 'a, 't, R: ProjectResolver> {
+    stage: &'s mut ChangeDetect<'a, R>,
+    also: Option<&'s mut (dyn EntrySink + 't)>,
+}
+
+impl<R: ProjectResolver> EntrySink for Both<'_, '_, '_, R> {
+    fn entry(&mut self, e: &Entry<'_>) {
+        self.stage.entry(e);
+        if let Some(a) = self.also.as_mut() {
+            a.entry(e);
+        }
+    }
+
+    fn wants(&self, p: &transcope_core::adapter::Probe<'_>) -> bool {
+        EntrySink::wants(&*self.stage, p) || self.also.as_ref().is_some_and(|a| a.wants(p))
+    }
+}
+
 /// [`observe_with`] reading whole files with plain reads (a hook: the transcript may be
 /// growing).
 #[allow(clippy::too_many_arguments)]
@@ -162,11 +182,12 @@ pub fn observe_deferred<R: ProjectResolver>(
         ReadMode::Incremental => Tail::DecodeIfComplete,
     };
     {
-        let mut sink = |e: &Entry<'_>| {
-            stage.entry(e);
-            if let Some(a) = also.as_mut() {
-                a.entry(e);
-            }
+        let mut sink = Both {
+            stage: &mut stage,
+            also: match also {
+                Some(ref mut a) => Some(&mut **a),
+                None => None,
+            },
         };
         report.scan = scan_file_with(
             transcript, from, registry, adapter, framer, tail, policy, buffers, &mut sink,

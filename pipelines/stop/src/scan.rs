@@ -74,6 +74,24 @@ pub enum Tail {
     Hold,
 }
 
+/// Counts the entries passed on, and forwards [`EntrySink::wants`] so an adapter can
+/// skip decoding lines no stage wants.
+struct Counting<'s, 't> {
+    sink: &'s mut (dyn EntrySink + 't),
+    n: u64,
+}
+
+impl EntrySink for Counting<'_, '_> {
+    fn entry(&mut self, e: &transcope_core::Entry<'_>) {
+        self.n += 1;
+        self.sink.entry(e);
+    }
+
+    fn wants(&self, p: &transcope_core::adapter::Probe<'_>) -> bool {
+        self.sink.wants(p)
+    }
+}
+
 /// The first non-empty line of `buf` (for format detection).
 pub fn first_line(buf: &[u8]) -> &[u8] {
     for line in buf.split(|b| *b == b'\n') {
@@ -158,11 +176,7 @@ fn decode_one(
     report: &mut ScanReport,
 ) {
     report.lines += 1;
-    let mut n = 0u64;
-    let mut counting = |e: &transcope_core::Entry<'_>| {
-        n += 1;
-        sink.entry(e);
-    };
+    let mut counting = Counting { sink, n: 0 };
     if let Err(s) = adapter.decode(
         bytes,
         LinePos {
@@ -173,7 +187,7 @@ fn decode_one(
     ) {
         report.skip(s);
     }
-    report.entries += n;
+    report.entries += counting.n;
 }
 
 fn scan_array(

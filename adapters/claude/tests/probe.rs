@@ -1,0 +1,163 @@
+//! The probe is never wrong: whenever it answers for a line, the full decode either
+//! skips the line (invalid) or gives exactly one entry with that kind, folder and
+//! branch — on the public corpus, a generated corpus, and mutated lines.
+
+use std::path::{Path, PathBuf};
+
+use transcope_adapter_claude::{decode_claude, owned_entry, probe::probe};
+use transcope_core::entry::{Entry, LinePos};
+
+fn files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "jsonl") {
+            out.push(p);
+        }
+    }
+}
+
+fn check(line: &[u8]) -> bool {
+    let Some(p) = probe(line) else { return false };
+    let mut out = Vec::new();
+    let pos = LinePos { offset: 1, line: 2 };
+    match decode_claude(line, pos, &mut |e: &Entry<'_>| out.push(owned_entry(e))) {
+        Err(_) => {}
+        // No entry at all is a no-op for every sink, like a skipped line.
+        Ok(()) if out.is_empty() => {}
+        Ok(()) => {
+            assert_eq!(out.len(), 1, "{}", String::from_utf8_lossy(line));
+            let e = &out[0];
+            assert_eq!(e.kind, p.kind, "{}", String::from_utf8_lossy(line));
+            assert_eq!(e.cwd.as_deref(), p.cwd, "{}", String::from_utf8_lossy(line));
+            assert_eq!(
+                e.branch.as_deref(),
+                p.branch,
+                "{}",
+                String::from_utf8_lossy(line)
+            );
+        }
+    }
+    true
+}
+
+#[test]
+fn probe_agrees_with_the_full_decode_on_real_and_generated_lines() {
+    let mut paths = Vec::new();
+    files(
+        &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/public/claude"),
+        &mut paths,
+    );
+    let dir = tempfile::tempdir().unwrap();
+    transcope_testkit::generate(
+        &transcope_testkit::CorpusSpec::new(3, 3_000_000),
+        dir.path(),
+    )
+    .unwrap();
+    files(&dir.path().join("claude"), &mut paths);
+    let (mut n, mut answered) = (0, 0);
+    for p in paths {
+        for line in std::fs::read(&p).unwrap().split(|b| *b == b'\n') {
+            n += 1;
+            answered += usize::from(check(line));
+        }
+    }
+    assert!(
+        answered * 2 > n,
+        "the probe answers for most lines ({answered} of {n})"
+    );
+}
+
+#[test]
+fn probe_agrees_on_mutated_lines() {
+    let base = r#"{"parentUuid":"p","isSidechain":false,"cwd":"/w","sessionId":"s","gitBranch":"main","type":"user","message":{"role":"user","content":[{"type":"tool_result","content":"a \"q\" \\ {[}] x"}]},"uuid":"u","timestamp":"2026-10-08T10:00:00Z","toolUseResult":{"stdout":"BIG","n":[1,-2.5e3,true,null,{}]}}"#;
+    let big = "line\\n\\\"quoted\\\" {\\\"k\\\": [1]} \\\\\" "
+        .repeat(40)
+        .replace("\\\\\" ", "\\\\ ");
+    let line = base.replace("BIG", &big);
+    let mut variants: Vec<String> = vec![line.clone()];
+    for cut in (1..line.len()).step_by(41) {
+        variants.push(String::from_utf8_lossy(&line.as_bytes()[..cut]).into_owned());
+    }
+    for at in (0..line.len()).step_by(29) {
+        for c in ['"', '\\', '{', '}', '[', ']', ',', 'x'] {
+            let mut v = line.clone().into_bytes();
+            v[at] = c as u8;
+            variants.push(String::from_utf8_lossy(&v).into_owned());
+        }
+    }
+    let swaps = [
+        ("\"cwd\":\"/w\"", "\"cwd\":\"/w\",\"cwd\":\"/v\""),
+        ("\"cwd\":\"/w\"", "\"cwd\":5"),
+        ("\"cwd\":\"/w\"", "\"cwd\":\"\""),
+        ("\"cwd\":\"/w\"", "\"cwd\":null"),
+        ("\"cwd\":\"/w\"", "\"cwd\":\"/\\u0077\""),
+        ("\"gitBranch\":\"main\"", "\"gitBranch\":\"\""),
+        ("\"gitBranch\":\"main\"", "\"gitBranch\":false"),
+        ("\"gitBranch\":\"main\"", "\"gitBranch\":null"),
+        ("\"type\":\"user\"", "\"type\":\"assistant\""),
+        ("\"type\":\"user\"", "\"type\":\"turn_context\""),
+        ("\"type\":\"user\"", "\"type\":\"weird\""),
+        ("\"type\":\"user\"", "\"type\":7"),
+        ("\"type\":\"user\"", ""),
+        ("\"uuid\":\"u\"", "\"uuid\":\"u\",\"type\":\"system\""),
+        ("{\"parentUuid\"", " \t{\"parentUuid\""),
+    ];
+    for (a, b) in swaps {
+        variants.push(line.replacen(a, b, 1));
+    }
+    let mut answered = 0;
+    for v in &variants {
+        answered += usize::from(check(v.as_bytes()));
+    }
+    assert!(answered > 10);
+}
+
+#[test]
+fn escaped_bits_equal_the_scalar_rule_across_blocks() {
+    use transcope_adapter_claude::probe::escaped_bits;
+    let mut seed = 99u64;
+    let mut next = || {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        seed >> 33
+    };
+    for _ in 0..2000 {
+        let n = 64 * (1 + (next() % 4) as usize);
+        let text: Vec<u8> = (0..n)
+            .map(|_| match next() % 4 {
+                0 | 1 => b'\\',
+                2 => b'"',
+                _ => b'a',
+            })
+            .collect();
+        // Scalar: a character is escaped when an odd run of backslashes precedes it.
+        let mut want = vec![false; n];
+        let mut run = 0;
+        for (i, &c) in text.iter().enumerate() {
+            want[i] = run % 2 == 1;
+            // A backslash that is not itself escaped extends the run; anything else
+            // (an escaped backslash included) ends it.
+            run = if c == b'\\' && !want[i] { run + 1 } else { 0 };
+        }
+        let mut carry = 0u64;
+        for (k, block) in text.chunks(64).enumerate() {
+            let bs = block
+                .iter()
+                .enumerate()
+                .fold(0u64, |m, (j, &c)| m | (u64::from(c == b'\\') << j));
+            let got = escaped_bits(bs, &mut carry);
+            for j in 0..64 {
+                assert_eq!(
+                    got >> j & 1 == 1,
+                    want[64 * k + j],
+                    "{:?} at {}",
+                    String::from_utf8_lossy(&text),
+                    64 * k + j
+                );
+            }
+        }
+    }
+}
