@@ -203,17 +203,31 @@ fn text(v: Option<Val<'_>>) -> Option<Option<&str>> {
     }
 }
 
-/// The kind, folder and branch of a Claude line, when certain (see the module doc).
-pub fn probe(line: &[u8]) -> Option<Probe<'_>> {
-    let b = line;
-    let i0 = skip_ws(b, 0);
-    if b.get(i0) != Some(&b'{') {
-        return None;
-    }
-    let (mut ty, mut cwd, mut branch) = (None::<Val<'_>>, None::<Val<'_>>, None::<Val<'_>>);
-    let mut i = skip_ws(b, i0 + 1);
+/// The top-level `type`, `cwd`, `gitBranch` of a line, and the `type` and `role` of
+/// its `payload` object when it has one. `None` when the line is not framed as an
+/// object or one of those keys repeats (the full decode decides then).
+#[derive(Clone, Copy, Default)]
+pub struct Fields<'a> {
+    ty: Option<Val<'a>>,
+    cwd: Option<Val<'a>>,
+    branch: Option<Val<'a>>,
+    payload_ty: Option<Val<'a>>,
+    payload_role: Option<Val<'a>>,
+}
+
+/// Scan the object opening at `open`; `keys` maps wanted keys to slots. The object of
+/// key `payload` is scanned one level down into `nested` when given. Returns the end.
+fn scan_object<'a>(
+    b: &'a [u8],
+    open: usize,
+    keys: &[(&[u8], usize)],
+    slots: &mut [Option<Val<'a>>],
+    nested: Option<&mut [Option<Val<'a>>]>,
+) -> Option<usize> {
+    let mut nested = nested;
+    let mut i = skip_ws(b, open + 1);
     if b.get(i) == Some(&b'}') {
-        return None;
+        return Some(i + 1);
     }
     loop {
         if b.get(i) != Some(&b'"') {
@@ -226,17 +240,22 @@ pub fn probe(line: &[u8]) -> Option<Probe<'_>> {
             return None;
         }
         let v = skip_ws(b, c + 1);
-        let wanted = matches!(key, b"type" | b"cwd" | b"gitBranch");
+        let slot = keys.iter().find(|(k, _)| *k == key).map(|(_, s)| *s);
         let (val, e) = match *b.get(v)? {
             b'"' => {
                 let e = string_end(b, v)?;
                 let raw = &b[v + 1..e - 1];
-                let val = if !wanted || raw.contains(&b'\\') {
+                let val = if slot.is_none() || raw.contains(&b'\\') {
                     Val::Other
                 } else {
                     std::str::from_utf8(raw).map_or(Val::Other, Val::Str)
                 };
                 (val, e)
+            }
+            b'{' if key == b"payload" && nested.is_some() => {
+                let inner = nested.take()?;
+                let e = scan_object(b, v, &[(b"type", 0), (b"role", 1)], inner, None)?;
+                (Val::Other, e)
             }
             b'{' | b'[' => (Val::Other, container_end(b, v)?),
             _ => {
@@ -252,38 +271,94 @@ pub fn probe(line: &[u8]) -> Option<Probe<'_>> {
                 (val, e)
             }
         };
-        let slot = match key {
-            b"type" => Some(&mut ty),
-            b"cwd" => Some(&mut cwd),
-            b"gitBranch" => Some(&mut branch),
-            _ => None,
-        };
-        if let Some(slot) = slot {
-            if slot.is_some() {
+        if let Some(s) = slot {
+            if slots[s].is_some() {
                 return None; // a duplicate: the full decode decides
             }
-            *slot = Some(val);
+            slots[s] = Some(val);
         }
         i = skip_ws(b, e);
         match b.get(i)? {
             b',' => i = skip_ws(b, i + 1),
-            b'}' => break,
+            b'}' => return Some(i + 1),
             _ => return None,
         }
     }
-    if skip_ws(b, i + 1) != b.len() {
+}
+
+/// The [`Fields`] of a line framed as one JSON object.
+pub fn fields(line: &[u8]) -> Option<Fields<'_>> {
+    let i0 = skip_ws(line, 0);
+    if line.get(i0) != Some(&b'{') {
         return None;
     }
-    let kind = match ty? {
+    let mut top = [None; 3];
+    let mut inner = [None; 2];
+    let end = scan_object(
+        line,
+        i0,
+        &[(b"type", 0), (b"cwd", 1), (b"gitBranch", 2)],
+        &mut top,
+        Some(&mut inner),
+    )?;
+    if skip_ws(line, end) != line.len() {
+        return None;
+    }
+    Some(Fields {
+        ty: top[0],
+        cwd: top[1],
+        branch: top[2],
+        payload_ty: inner[0],
+        payload_role: inner[1],
+    })
+}
+
+impl<'a> Fields<'a> {
+    /// The top-level `type` when it is a plain string.
+    pub fn ty(&self) -> Option<&'a str> {
+        match self.ty {
+            Some(Val::Str(t)) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// The `payload`'s `type` when it is a plain string.
+    pub fn payload_ty(&self) -> Option<&'a str> {
+        match self.payload_ty {
+            Some(Val::Str(t)) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// The `payload`'s `role`: `Some(None)` when absent or null, `None` when uncertain.
+    pub fn payload_role(&self) -> Option<Option<&'a str>> {
+        match self.payload_role {
+            None | Some(Val::Null) => Some(None),
+            Some(Val::Str(t)) => Some(Some(t)),
+            Some(Val::Other) => None,
+        }
+    }
+
+    /// The folder and branch by the reference's top-level rule (not for turn_context).
+    pub fn folder_and_branch(&self) -> Option<(Option<&'a str>, Option<&'a str>)> {
+        Some((text(self.cwd)?, text(self.branch)?))
+    }
+}
+
+/// The kind, folder and branch of a Claude line, when certain (see the module doc).
+pub fn probe(line: &[u8]) -> Option<Probe<'_>> {
+    let f = fields(line)?;
+    let kind = match f.ty()? {
         // A turn_context record takes its folder from `payload.cwd`: decode it.
-        Val::Str("turn_context") => return None,
+        "turn_context" => return None,
         // An unknown type is decoded as `Other` (or nothing, which no sink wants either).
-        Val::Str(t) => Some(base_kind(t).unwrap_or(transcope_core::EntryKind::Other)),
-        _ => return None,
+        t => base_kind(t).unwrap_or(transcope_core::EntryKind::Other),
     };
+    let (cwd, branch) = f.folder_and_branch()?;
     Some(Probe {
-        kind,
-        cwd: text(cwd)?,
-        branch: text(branch)?,
+        kind: Some(kind),
+        cwd,
+        branch,
+        text: kind == transcope_core::EntryKind::Assistant,
     })
 }

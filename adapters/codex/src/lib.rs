@@ -135,6 +135,15 @@ fn is_legacy_header(rec: &Record<'_>) -> bool {
 
 impl Adapter for CodexAdapter {
     fn decode(&mut self, line: &[u8], pos: LinePos, sink: &mut dyn EntrySink) -> Result<(), Skip> {
+        // An envelope line no sink wants is not decoded (most bytes of a rollout are
+        // tool output in response items that change no scope and hold no marker text).
+        if matches!(self.mode, Mode::Envelope) {
+            if let Some(p) = probe(line) {
+                if !sink.wants(&p) {
+                    return Ok(());
+                }
+            }
+        }
         let mut rec = record::parse(line, pos)?;
         let first = matches!(self.mode, Mode::Unknown);
         if first {
@@ -163,6 +172,34 @@ impl Adapter for CodexAdapter {
     fn reset(&mut self) {
         self.mode = Mode::Unknown;
     }
+}
+
+/// The kind, folder, branch and text-bearing of an envelope line, when certain (see
+/// `transcope_adapter_claude::probe`): response items and events other than
+/// `task_complete`. Anything else is left to the full decode.
+pub fn probe(line: &[u8]) -> Option<transcope_core::adapter::Probe<'_>> {
+    let f = transcope_adapter_claude::probe::fields(line)?;
+    let (kind, text) = match f.ty()? {
+        "response_item" => match f.payload_ty()? {
+            "message" => {
+                let kind = message_kind(f.payload_role()?);
+                (kind, kind == EntryKind::Assistant)
+            }
+            _ => (EntryKind::ResponseItem, false),
+        },
+        "event_msg" => match f.payload_ty()? {
+            "task_complete" => return None,
+            _ => (EntryKind::EventMsg, false),
+        },
+        _ => return None,
+    };
+    let (cwd, branch) = f.folder_and_branch()?;
+    Some(transcope_core::adapter::Probe {
+        kind: Some(kind),
+        cwd,
+        branch,
+        text,
+    })
 }
 
 fn message_kind(role: Option<&str>) -> EntryKind {

@@ -53,6 +53,8 @@ pub struct Probe<'a> {
     pub cwd: Option<&'a str>,
     /// The branch (`None` when missing or falsy).
     pub branch: Option<&'a str>,
+    /// The entry may carry marker-eligible text ([`Entry::texts`]).
+    pub text: bool,
 }
 
 impl<F: FnMut(&Entry<'_>)> EntrySink for F {
