@@ -19,18 +19,16 @@ fn files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// (kind, folder, branch, number of marker texts) of one decoded entry.
+type Decoded = (
+    Option<transcope_core::EntryKind>,
+    Option<String>,
+    Option<String>,
+    usize,
+);
+
 /// Decode `line` as a line of an envelope file (after its first line).
-fn full(
-    line: &[u8],
-) -> Result<
-    Vec<(
-        Option<transcope_core::EntryKind>,
-        Option<String>,
-        Option<String>,
-        usize,
-    )>,
-    (),
-> {
+fn full(line: &[u8]) -> Result<Vec<Decoded>, ()> {
     let mut a = CodexAdapter::new();
     let first =
         br#"{"timestamp":"2026-10-08T10:00:00Z","type":"session_meta","payload":{"id":"x"}}"#;
