@@ -1,0 +1,93 @@
+//! The transcript adapters on arbitrary bytes: never panic.
+//!
+//! The input is framed into lines (`\n`, final line yielded). The first non-blank line
+//! picks the adapter through `transcope_stop::default_registry()` (as the Stop pipeline
+//! does) and every line is decoded with it; independently every line is also decoded
+//! by the Claude adapter, the Codex adapter (reference options) and the Codex adapter
+//! with `legacy_env_cwd`, each keeping its per-file state across the lines.
+#![no_main]
+
+use std::convert::Infallible;
+
+use libfuzzer_sys::fuzz_target;
+use transcope_adapter_claude::{classify, owned_entry, ClaudeAdapter};
+use transcope_adapter_codex::{CodexAdapter, CodexOptions};
+use transcope_core::adapter::Adapter;
+use transcope_core::entry::{Entry, LinePos};
+use transcope_jsonl::{FinalLine, FnSink, Framer, Line};
+
+fn touch(e: &Entry<'_>) -> usize {
+    let owned = owned_entry(e);
+    assert_eq!(owned.offset, e.offset);
+    let mut n = e.texts.iter().map(|t| t.len()).sum::<usize>();
+    for s in [
+        &e.cwd,
+        &e.branch,
+        &e.session_id,
+        &e.agent_id,
+        &e.uuid,
+        &e.parent_uuid,
+        &e.logical_parent_uuid,
+    ]
+    .into_iter()
+    .flatten()
+    {
+        n += s.len();
+    }
+    n += e.time.as_str().map_or(0, str::len);
+    n + usize::from(e.time.is_truthy()) + usize::from(e.is_sidechain)
+}
+
+fn run(adapter: &mut dyn Adapter, lines: &[(Vec<u8>, LinePos)]) -> usize {
+    let mut total = 0usize;
+    for (line, pos) in lines {
+        let mut sink = |e: &Entry<'_>| total += touch(e) + 1;
+        let _ = adapter.decode(line, *pos, &mut sink);
+    }
+    adapter.reset();
+    total
+}
+
+fuzz_target!(|data: &[u8]| {
+    let framer = Framer::builder().final_line(FinalLine::Yield).build();
+    let mut lines: Vec<(Vec<u8>, LinePos)> = Vec::new();
+    let _ = framer.frame_slice(
+        data,
+        0,
+        1,
+        FnSink(|l: Line<'_>| {
+            lines.push((
+                l.bytes.to_vec(),
+                LinePos {
+                    offset: l.offset,
+                    line: l.number,
+                },
+            ));
+            Ok::<_, Infallible>(true)
+        }),
+    );
+
+    let registry = transcope_stop::default_registry();
+    let first = lines
+        .iter()
+        .map(|(l, _)| l.as_slice())
+        .find(|l| !l.iter().all(u8::is_ascii_whitespace))
+        .unwrap_or_default();
+    let _ = classify(first);
+    let factory = registry
+        .detect(first)
+        .expect("claude is the fallback: detection never fails");
+    let mut detected = factory.build();
+    run(&mut *detected, &lines);
+    // After reset the same adapter must decode the file again without panicking.
+    run(&mut *detected, &lines);
+
+    run(&mut ClaudeAdapter::new(), &lines);
+    run(&mut CodexAdapter::new(), &lines);
+    run(
+        &mut CodexAdapter::with_options(CodexOptions {
+            legacy_env_cwd: true,
+        }),
+        &lines,
+    );
+});
