@@ -11,7 +11,7 @@ use std::path::Path;
 use serde_json::value::RawValue;
 use transcope_core::adapter::{Adapter, AdapterRegistry, EntrySink, Skip};
 use transcope_core::LinePos;
-use transcope_jsonl::{with_whole_file, FinalLine, FnSink, Framer, Line, ReadPolicy};
+use transcope_jsonl::{with_whole_file, FinalLine, Framer, Line, LineSink, ReadPolicy};
 
 /// Where to resume reading: a byte offset at a line start and its 1-based line number.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -92,6 +92,48 @@ impl EntrySink for Counting<'_, '_> {
     }
 }
 
+impl Tail {
+    /// The framer with the matching final-line policy.
+    fn framer(self, framer: &Framer) -> Framer {
+        framer.with_final_line(match self {
+            Tail::Hold => FinalLine::Hold,
+            _ => FinalLine::Yield,
+        })
+    }
+}
+
+/// Decodes each framed line with the adapter into the sink; an unterminated last line
+/// that is not yet complete JSON is held back when the tail policy says so.
+struct Decoder<'x, 't> {
+    adapter: &'x mut dyn Adapter,
+    sink: &'x mut (dyn EntrySink + 't),
+    report: &'x mut ScanReport,
+    tail: Tail,
+}
+
+impl LineSink for Decoder<'_, '_> {
+    type Error = std::convert::Infallible;
+
+    fn line(&mut self, line: Line<'_>) -> Result<bool, Self::Error> {
+        let unterminated = line.end == line.offset + line.bytes.len() as u64;
+        if unterminated
+            && self.tail == Tail::DecodeIfComplete
+            && serde_json::from_slice::<&RawValue>(line.bytes).is_err()
+        {
+            return Ok(true);
+        }
+        decode_one(
+            line.bytes,
+            line.offset,
+            line.number,
+            self.adapter,
+            self.sink,
+            self.report,
+        );
+        Ok(true)
+    }
+}
+
 /// The first non-empty line of `buf` (for format detection).
 pub fn first_line(buf: &[u8]) -> &[u8] {
     for line in buf.split(|b| *b == b'\n') {
@@ -139,27 +181,17 @@ pub fn scan_slice(
         report.resume = from;
         return;
     }
-    let framer = framer.with_final_line(match tail {
-        Tail::Hold => FinalLine::Hold,
-        _ => FinalLine::Yield,
-    });
-    let summary = framer.frame_slice(
+    let Ok(summary) = tail.framer(framer).frame_slice(
         buf,
         from.offset,
         from.line,
-        FnSink(|line: Line<'_>| {
-            let unterminated = line.end == line.offset + line.bytes.len() as u64;
-            if unterminated
-                && tail == Tail::DecodeIfComplete
-                && serde_json::from_slice::<&RawValue>(line.bytes).is_err()
-            {
-                return Ok::<bool, std::convert::Infallible>(true);
-            }
-            decode_one(line.bytes, line.offset, line.number, adapter, sink, report);
-            Ok(true)
-        }),
+        Decoder {
+            adapter,
+            sink,
+            report: &mut *report,
+            tail,
+        },
     );
-    let Ok(summary) = summary;
     report.oversized += summary.oversized;
     report.resume = Resume {
         offset: from.offset + summary.bytes_consumed,
@@ -359,29 +391,19 @@ pub fn scan_file_with(
         file.seek(SeekFrom::Start(from.offset)).map_err(io)?;
         let len = size.saturating_sub(from.offset);
         report.bytes += len;
-        let framer = framer.with_final_line(match tail {
-            Tail::Hold => FinalLine::Hold,
-            _ => FinalLine::Yield,
-        });
-        let rep = &mut report;
-        let adapter = adapter.as_mut();
-        let summary = framer
+        let summary = tail
+            .framer(framer)
             .frame_reader(
                 (&mut file).take(len),
                 data,
                 from.offset,
                 from.line,
-                FnSink(|line: Line<'_>| {
-                    let unterminated = line.end == line.offset + line.bytes.len() as u64;
-                    if unterminated
-                        && tail == Tail::DecodeIfComplete
-                        && serde_json::from_slice::<&RawValue>(line.bytes).is_err()
-                    {
-                        return Ok::<bool, std::convert::Infallible>(true);
-                    }
-                    decode_one(line.bytes, line.offset, line.number, adapter, sink, rep);
-                    Ok(true)
-                }),
+                Decoder {
+                    adapter: adapter.as_mut(),
+                    sink,
+                    report: &mut report,
+                    tail,
+                },
             )
             .map_err(|e| match e {
                 transcope_jsonl::Error::Io { source, .. } => io(source),
