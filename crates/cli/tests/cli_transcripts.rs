@@ -340,3 +340,40 @@ fn session_start_records_the_launch_scope_once() {
         r#"{"session_id": "live", "project": "alpha", "repo": "alpha", "worktree": "", "cwd": ""#
     ));
 }
+
+#[test]
+fn the_readme_main_command_works_on_a_fresh_home() {
+    // README: backfill testdata/sample-archive --markers-out <home>/markers.ndjson --json
+    let root = tempfile::tempdir().unwrap();
+    let home = root.path().join("demo-home");
+    let out = run(
+        &home,
+        &[
+            "backfill",
+            testdata().join("sample-archive").to_str().unwrap(),
+            "--markers-out",
+            home.join("markers.ndjson").to_str().unwrap(),
+            "--json",
+        ],
+        "",
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["files"], 12);
+    assert_eq!(v["errors"], 0);
+    assert_eq!(v["markers"], 6);
+    assert!(v["transitions_written"].as_u64().unwrap() > 10);
+    let log = run(
+        &home,
+        &[
+            "scope",
+            "log",
+            "--session",
+            "0f0e0d0c-0000-4000-8000-000000000001",
+        ],
+        "",
+        &[],
+    );
+    assert_eq!(text(&log.stdout).lines().count(), 4);
+}

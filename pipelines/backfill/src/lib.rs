@@ -257,7 +257,12 @@ pub fn backfill(jobs: Vec<Job>, opts: &Options, progress: &(dyn Fn(u64, u64) + S
         }
     }
     let ndjson = match &opts.markers {
-        MarkersOut::Ndjson(p) => match OpenOptions::new().create(true).append(true).open(p) {
+        MarkersOut::Ndjson(p) => match p
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| OpenOptions::new().create(true).append(true).open(p))
+        {
             Ok(f) => Some(Mutex::new(f)),
             Err(e) => {
                 summary.errors.push(Problem {
