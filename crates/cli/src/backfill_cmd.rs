@@ -65,7 +65,10 @@ pub fn run_backfill(home: &Path, args: BackfillArgs) -> Result<u8> {
     } else if let Some(f) = &args.markers_out {
         MarkersOut::Ndjson(f.clone())
     } else {
-        MarkersOut::Outbox(transcope_sinks_outbox(home, &full))
+        MarkersOut::Outbox(transcope_sinks::outbox_dir_from_env(
+            home,
+            full.get("BRAIN_WRITER_OUTBOX").map(String::as_str),
+        ))
     };
     let total_bytes: u64 = jobs.iter().map(|j| j.size).sum();
     let total_files = jobs.len() as u64;
@@ -118,12 +121,4 @@ pub fn run_backfill(home: &Path, args: BackfillArgs) -> Result<u8> {
     } else {
         exit::RUNTIME
     })
-}
-
-fn transcope_sinks_outbox(home: &Path, env: &transcope_change_detect::Env) -> PathBuf {
-    let v = env.get("BRAIN_WRITER_OUTBOX").map(String::as_str);
-    match v.filter(|v| !v.is_empty()) {
-        Some(v) => PathBuf::from(v),
-        None => home.join("brain-outbox"),
-    }
 }

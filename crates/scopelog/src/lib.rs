@@ -39,6 +39,7 @@
 #![warn(missing_docs)]
 
 mod attribute;
+pub mod lockfile;
 mod read;
 mod record;
 

@@ -1,14 +1,15 @@
 //! `record_scope` (scope-log.md §2), step by step in the reference's order.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::Path;
-use std::time::{Duration, Instant as StdInstant};
+use std::time::Duration;
 
 use serde_json::Value;
 use transcope_core::{py, timestamp, Grant, Scope, ScopeField};
 
+use crate::lockfile::{open_sidecar, Locked, NotLocked};
 use crate::{rows_from_bytes, LockWait, RecordError, Refusal, Row, ScopeLog};
 
 /// A row [`ScopeLog::record`] appended.
@@ -69,7 +70,7 @@ pub struct Transaction<'l> {
     rows: Vec<Row>,
     /// The file's bytes are non-empty and do not end with `\n` (fresh-line rule).
     torn_tail: bool,
-    locked: Option<Lock>,
+    locked: Option<Option<Locked>>,
     /// The lock wait already ran out once: later records fail at once instead of
     /// waiting again (a hook's whole batch is bounded by one wait).
     gave_up: Option<Duration>,
@@ -284,53 +285,16 @@ fn revision_is_older(latest: &Row, scope: &Scope) -> bool {
     }
 }
 
-/// The sidecar lock, released on drop.
-struct Lock(Option<File>);
-
-impl Drop for Lock {
-    fn drop(&mut self) {
-        if let Some(f) = &self.0 {
-            let _ = f.unlock();
-        }
-    }
-}
-
-fn lock(path: &Path, wait: LockWait) -> Result<Lock, RecordError> {
-    let mut lock_path = path.as_os_str().to_owned();
-    lock_path.push(".lock");
-    let file = match OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(&lock_path)
-    {
-        Ok(f) => f,
-        Err(_) => return Ok(Lock(None)),
+/// The log's sidecar lock (best effort: a sidecar that cannot be opened or locked
+/// means no lock, as in the reference; only a bounded wait running out is an error).
+fn lock(path: &Path, wait: LockWait) -> Result<Option<Locked>, RecordError> {
+    let Ok(file) = open_sidecar(path) else {
+        return Ok(None);
     };
-    match wait {
-        LockWait::Forever => match file.lock() {
-            Ok(()) => Ok(Lock(Some(file))),
-            Err(_) => Ok(Lock(None)),
-        },
-        LockWait::AtMost(limit) => {
-            let start = StdInstant::now();
-            let mut pause = Duration::from_millis(1);
-            loop {
-                match file.try_lock() {
-                    Ok(()) => return Ok(Lock(Some(file))),
-                    Err(std::fs::TryLockError::WouldBlock) => {
-                        if start.elapsed() >= limit {
-                            return Err(RecordError::LockTimeout(limit));
-                        }
-                        std::thread::sleep(pause);
-                        pause = (pause * 2).min(Duration::from_millis(50));
-                    }
-                    Err(std::fs::TryLockError::Error(_)) => return Ok(Lock(None)),
-                }
-            }
-        }
+    match crate::lockfile::lock(file, wait) {
+        Ok(l) => Ok(Some(l)),
+        Err(NotLocked::TimedOut(limit)) => Err(RecordError::LockTimeout(limit)),
+        Err(NotLocked::Unavailable) => Ok(None),
     }
 }
 

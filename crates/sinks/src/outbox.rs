@@ -12,6 +12,8 @@ use transcope_markers::body::{
     build_body, idempotency_key, is_recorded_key, BodyContext, Identity,
 };
 use transcope_markers::Marker;
+use transcope_scopelog::lockfile::{self, Locked};
+use transcope_scopelog::LockWait;
 
 use crate::{BrainClient, Delivery, MarkerRecord, PostResult, Sink, SinkError};
 
@@ -154,33 +156,13 @@ const OUTBOX_LOCK_WAIT: Duration = Duration::from_secs(2);
 /// An advisory lock on the outbox folder itself (`flock` on the directory: no extra
 /// file), waited for at most [`OUTBOX_LOCK_WAIT`]; `None` when it cannot be had (the
 /// write goes ahead: a duplicate file is better than a blocked agent).
-fn lock_outbox(dir: &Path) -> Option<LockedFile> {
+fn lock_outbox(dir: &Path) -> Option<Locked> {
     let f = OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC)
         .open(dir)
         .ok()?;
-    let start = std::time::Instant::now();
-    let mut pause = Duration::from_millis(1);
-    loop {
-        match f.try_lock() {
-            Ok(()) => return Some(LockedFile(f)),
-            Err(fs::TryLockError::WouldBlock) if start.elapsed() < OUTBOX_LOCK_WAIT => {
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(Duration::from_millis(50));
-            }
-            Err(_) => return None,
-        }
-    }
-}
-
-/// A locked file, unlocked on drop.
-struct LockedFile(fs::File);
-
-impl Drop for LockedFile {
-    fn drop(&mut self) {
-        let _ = self.0.unlock();
-    }
+    lockfile::lock(f, LockWait::AtMost(OUTBOX_LOCK_WAIT)).ok()
 }
 
 /// What a drain did.

@@ -161,32 +161,16 @@ impl<'a, R: ProjectResolver> ChangeDetect<'a, R> {
         }
         let branch = normalise(&pair.branch);
         self.seen = Some(pair);
-        let mut scope = Scope::default();
-        match self.resolver.resolve(folder, self.env) {
-            Ok(Some(identity)) => {
-                for (key, value) in identity.attributes() {
-                    if let Some(f) = ScopeField::from_key(key) {
-                        scope.set(f, value);
-                    }
-                }
-            }
-            Ok(None) => scope.set(ScopeField::Cwd, folder),
+        let identity = match self.resolver.resolve(folder, self.env) {
+            Ok(identity) => identity,
             Err(err) => {
                 // The reference lets this escape Stop (§8 item 11); a hook must not.
                 self.out.resolve_errors += 1;
                 self.out.first_error.get_or_insert_with(|| err.to_string());
                 return;
             }
-        }
-        scope.set(ScopeField::Branch, branch);
-        for (f, var) in [
-            (ScopeField::Swarm, "AGENTIHOOKS_SWARM"),
-            (ScopeField::Task, "AGENTIHOOKS_SWARM_TASK"),
-            (ScopeField::Lane, "AGENTIHOOKS_SWARM_LANE"),
-        ] {
-            let v = self.env.get(var).map(|s| s.as_str()).unwrap_or("");
-            scope.set(f, normalise(&Value::String(v.to_owned())));
-        }
+        };
+        let scope = scope_of(identity.as_ref(), folder, &branch, self.env);
         match self.txn.record(&scope, at, None) {
             Ok(Some(_)) => self.out.recorded += 1,
             Ok(None) => {}
@@ -231,6 +215,38 @@ impl<R: ProjectResolver> transcope_core::adapter::EntrySink for ChangeDetect<'_,
             _ => true,
         }
     }
+}
+
+/// The scope a live source records (scope-log.md §3.1, §3.2): the identity's six
+/// attributes — or, without an identity, only `cwd` = `raw_cwd` — then `branch`, then
+/// `swarm`, `task` and `lane` from `env`. `task_revision` is never set by live code.
+pub fn scope_of(
+    identity: Option<&ProjectIdentity>,
+    raw_cwd: &str,
+    branch: &str,
+    env: &Env,
+) -> Scope {
+    let mut scope = Scope::default();
+    match identity {
+        Some(id) => {
+            for (key, value) in id.attributes() {
+                if let Some(f) = ScopeField::from_key(key) {
+                    scope.set(f, value);
+                }
+            }
+        }
+        None => scope.set(ScopeField::Cwd, raw_cwd),
+    }
+    scope.set(ScopeField::Branch, branch);
+    for (f, var) in [
+        (ScopeField::Swarm, "AGENTIHOOKS_SWARM"),
+        (ScopeField::Task, "AGENTIHOOKS_SWARM_TASK"),
+        (ScopeField::Lane, "AGENTIHOOKS_SWARM_LANE"),
+    ] {
+        let v = env.get(var).map_or("", String::as_str);
+        scope.set(f, normalise(&Value::String(v.to_owned())));
+    }
+    scope
 }
 
 /// Whether the event-time scope path is enabled in `env`: anything but exactly `"0"`

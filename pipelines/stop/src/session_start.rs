@@ -8,9 +8,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 use transcope_change_detect::{scope_enabled, Env};
-use transcope_core::{py, scope::normalise, Instant, Scope, ScopeField};
+use transcope_core::{py, Instant, Scope};
 use transcope_identity::ProjectIdentity;
-use transcope_scopelog::{rows_from_bytes, RecordError, ScopeLog};
+use transcope_scopelog::lockfile::{self, open_sidecar, NotLocked};
+use transcope_scopelog::{rows_from_bytes, LockWait, RecordError, ScopeLog};
 
 /// How long session start waits for the session index's lock before giving up.
 pub const INDEX_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
@@ -34,24 +35,8 @@ pub struct SessionStartReport {
 /// The launch scope: identity attributes (or a lone empty `cwd`), then branch, swarm,
 /// task and lane from `env`. `task_revision` is never set by live code.
 pub fn launch_scope(identity: Option<&ProjectIdentity>, branch: &str, env: &Env) -> Scope {
-    let mut scope = Scope::default();
-    if let Some(id) = identity {
-        for (k, v) in id.attributes() {
-            if let Some(f) = ScopeField::from_key(k) {
-                scope.set(f, v);
-            }
-        }
-    }
-    scope.set(ScopeField::Branch, branch);
-    for (f, var) in [
-        (ScopeField::Swarm, "AGENTIHOOKS_SWARM"),
-        (ScopeField::Task, "AGENTIHOOKS_SWARM_TASK"),
-        (ScopeField::Lane, "AGENTIHOOKS_SWARM_LANE"),
-    ] {
-        let v = env.get(var).cloned().unwrap_or_default();
-        scope.set(f, normalise(&Value::String(v)));
-    }
-    scope
+    // Without an identity the reference's mapping has `cwd: None`, which normalises to "".
+    transcope_change_detect::scope_of(identity, "", branch, env)
 }
 
 /// `record_session(session_id, identity)`. `live_branch` answers
@@ -105,39 +90,20 @@ fn update_index(
             .mode(0o700)
             .create(dir)?;
     }
-    let mut lock_path = path.as_os_str().to_owned();
-    lock_path.push(".lock");
-    let lock = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(&lock_path)
-        .ok();
     // Never block the agent: wait for another writer at most INDEX_LOCK_WAIT.
-    if let Some(l) = &lock {
-        let start = std::time::Instant::now();
-        let mut pause = std::time::Duration::from_millis(1);
-        loop {
-            match l.try_lock() {
-                Ok(()) => break,
-                Err(fs::TryLockError::WouldBlock) => {
-                    if start.elapsed() >= INDEX_LOCK_WAIT {
-                        return Err(io::Error::new(
-                            io::ErrorKind::WouldBlock,
-                            format!(
-                                "the session index is locked by another process (gave up after {INDEX_LOCK_WAIT:?})"
-                            ),
-                        ));
-                    }
-                    std::thread::sleep(pause);
-                    pause = (pause * 2).min(std::time::Duration::from_millis(50));
-                }
-                Err(fs::TryLockError::Error(_)) => break,
-            }
+    let _lock = match open_sidecar(&path)
+        .map(|f| lockfile::lock(f, LockWait::AtMost(INDEX_LOCK_WAIT)))
+    {
+        Ok(Err(NotLocked::TimedOut(limit))) => {
+            return Err(io::Error::new(
+                io::ErrorKind::WouldBlock,
+                format!("the session index is locked by another process (gave up after {limit:?})"),
+            ));
         }
-    }
+        Ok(Ok(held)) => Some(held),
+        // Best effort, as for the scope log: no sidecar or no flock means no lock.
+        Ok(Err(NotLocked::Unavailable)) | Err(_) => None,
+    };
     let bytes = match transcope_scopelog::read_private(&path) {
         Ok(b) => b,
         Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
