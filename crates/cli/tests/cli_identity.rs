@@ -1,42 +1,11 @@
 //! Caller identity through the binary: `transcope identity`, and a sub-agent's Stop
 //! writing its own scope log (`<session>.<agent>`) and naming itself in its markers.
 
-use std::io::Write;
-use std::path::Path;
-use std::process::{Command, Output, Stdio};
-
 use serde_json::{json, Value};
 
-fn run(home: &Path, args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_transcope"));
-    cmd.arg("--home").arg(home).args(args);
-    for k in [
-        "AGENTIHOOKS_HOME",
-        "AGENTIHOOKS_SWARM",
-        "AGENTIHOOKS_SESSION_SCOPE",
-        "BRAIN_URL",
-        "BRAIN_WRITER_OUTBOX",
-        "CLAUDE_PROJECT_DIR",
-    ] {
-        cmd.env_remove(k);
-    }
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
-}
+mod common;
+
+use common::run;
 
 const SID: &str = "6f1c2b3a-0000-4000-8000-00000000abcd";
 const AID: &str = "a4ca7529859c158c2";

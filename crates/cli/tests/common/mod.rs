@@ -1,0 +1,50 @@
+//! Shared helpers of the CLI tests: run the real binary in a clean environment.
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+pub fn testdata() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata")
+}
+
+/// Run `transcope --home HOME ARGS` with `stdin`, the agentihooks variables of the
+/// test process removed and `env` set.
+pub fn run(home: &Path, args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_transcope"));
+    cmd.arg("--home").arg(home).args(args);
+    for k in [
+        "AGENTIHOOKS_HOME",
+        "AGENTIHOOKS_SWARM",
+        "AGENTIHOOKS_SWARM_TASK",
+        "AGENTIHOOKS_SWARM_LANE",
+        "AGENTIHOOKS_SESSION_SCOPE",
+        "BRAIN_WRITER_ENABLED",
+        "BRAIN_URL",
+        "BRAIN_WRITER_OUTBOX",
+        "CLAUDE_PROJECT_DIR",
+    ] {
+        cmd.env_remove(k);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
