@@ -160,6 +160,12 @@ pub fn observe_deferred<R: ProjectResolver>(
             .filter(|c| c.session == log.session() && cursor::still_valid(c, transcript, size)),
         ReadMode::Whole => None,
     };
+    // Nothing appended since the cursor: done, without reading the log (the common
+    // Stop).
+    if saved.as_ref().is_some_and(|c| c.offset == size) {
+        report.up_to_date = true;
+        return Ok((report, None));
+    }
     let (from, adapter, seen) = match &saved {
         Some(c) => {
             let log_moved = last_transition_id(log) != c.log_last_transition_id;
@@ -171,10 +177,6 @@ pub fn observe_deferred<R: ProjectResolver>(
         }
         None => (Resume::START, None, None),
     };
-    if saved.is_some() && from.offset == size {
-        report.up_to_date = true;
-        return Ok((report, None));
-    }
     report.resumed = saved.is_some();
     let mut stage = ChangeDetect::resume(log, env, resolver, seen);
     let tail = match mode {
