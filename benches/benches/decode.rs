@@ -432,6 +432,15 @@ fn bench_set(c: &mut Criterion, name: &str, lines: &[Vec<u8>], codex: bool) {
     g.bench_function(BenchmarkId::from_parameter("key_scan"), |b| {
         b.iter(|| run_scan(black_box(lines)))
     });
+    // The structural probe the adapters run before deciding to decode a line.
+    g.bench_function(BenchmarkId::from_parameter("probe_fields"), |b| {
+        b.iter(|| {
+            black_box(lines)
+                .iter()
+                .filter(|l| transcope_adapter_claude::probe::fields(l).is_some())
+                .count()
+        })
+    });
     g.finish();
 }
 

@@ -9,7 +9,7 @@
 //! | Codex legacy file | its header `id`, else the UUID in the file name |
 
 use std::fs;
-use std::io::Read;
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -99,35 +99,46 @@ fn job(path: PathBuf, m: &fs::Metadata) -> Job {
     }
 }
 
-/// The first non-empty line of the file (at most 1 MiB of it), parsed.
+/// The first line within the file's first 1 MiB that is a JSON object, parsed.
 fn first_object(path: &Path) -> Option<serde_json::Map<String, Value>> {
-    let mut buf = Vec::new();
-    fs::File::open(path)
-        .ok()?
-        .take(1024 * 1024)
-        .read_to_end(&mut buf)
-        .ok()?;
-    buf.split(|b| *b == b'\n')
-        .map(|l| l.trim_ascii())
-        .filter(|l| !l.is_empty())
-        .find_map(|l| match serde_json::from_slice::<Value>(l) {
+    find_line(path, 1024 * 1024, |l| {
+        let l = l.trim_ascii();
+        if l.is_empty() {
+            return None;
+        }
+        match serde_json::from_slice::<Value>(l) {
             Ok(Value::Object(m)) => Some(m),
             _ => None,
-        })
+        }
+    })
 }
 
-/// The first string value of `key` on any of the first lines that have one.
+/// The first string value of `key` on any line within the file's first 4 MiB.
 fn first_field(path: &Path, key: &str) -> Option<String> {
-    let mut buf = Vec::new();
-    fs::File::open(path)
-        .ok()?
-        .take(4 * 1024 * 1024)
-        .read_to_end(&mut buf)
-        .ok()?;
-    buf.split(|b| *b == b'\n').find_map(|l| {
+    find_line(path, 4 * 1024 * 1024, |l| {
         let v: Value = serde_json::from_slice(l.trim_ascii()).ok()?;
         v.get(key)?.as_str().map(str::to_owned)
     })
+}
+
+/// The first `Some` that `f` gives for the lines (without their `\n`; the last may be
+/// cut short) of the file's first `limit` bytes. The file is read only as far as the
+/// line that answers: the key of a transcript is on its first line, and reading the
+/// whole head of every file was a second pass over most of a corpus.
+fn find_line<T>(path: &Path, limit: u64, mut f: impl FnMut(&[u8]) -> Option<T>) -> Option<T> {
+    let file = fs::File::open(path).ok()?;
+    let mut reader = BufReader::with_capacity(16 * 1024, file.take(limit));
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        if reader.read_until(b'\n', &mut line).ok()? == 0 {
+            return None;
+        }
+        let l = line.strip_suffix(b"\n").unwrap_or(&line);
+        if let Some(found) = f(l) {
+            return Some(found);
+        }
+    }
 }
 
 /// A UUID (8-4-4-4-12 hex) at the end of a file stem.

@@ -241,3 +241,49 @@ fn markers_go_to_ndjson_in_one_piece_per_file() {
     // The process's swarm variables never reach archived sessions.
     assert!(lines.iter().all(|l| l["attrs"].get("swarm").is_none()));
 }
+
+/// The key comes from the first line that answers, wherever it starts: after blank and
+/// invalid lines, past the first read of the file, on a line that is cut off by the end
+/// of the file. Lines after it are never needed.
+#[test]
+fn the_key_comes_from_the_first_line_that_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = "x".repeat(200_000);
+    // A Codex rollout whose session_meta follows junk and a long non-object line.
+    let rollout = dir
+        .path()
+        .join("rollout-2025-08-20T09-15-00-00000000-0000-4000-8000-000000000000.jsonl");
+    std::fs::write(
+        &rollout,
+        format!(
+            "\n  \nnot json\n[\"{long}\"]\n{{\"type\":\"session_meta\",\"payload\":{{\"id\":\"0199aaaa-bbbb-4ccc-8ddd-eeeeffff0000\"}}}}\n{{\"type\":\"session_meta\",\"payload\":{{\"id\":\"ignored\"}}}}\n"
+        ),
+    )
+    .unwrap();
+    assert_eq!(
+        scope_key(&rollout).unwrap(),
+        "0199aaaa-bbbb-4ccc-8ddd-eeeeffff0000"
+    );
+    // A flat sub-agent whose sessionId first appears on a line far into the file, and
+    // on a last line with no newline.
+    let flat = dir.path().join("agent-5eed.jsonl");
+    std::fs::write(
+        &flat,
+        format!(
+            "{{\"type\":\"user\",\"pad\":\"{long}\"}}\n{{\"type\":\"user\",\"sessionId\":\"7864f562-717b-4d70-a1cb-b588f7826a1a\"}}"
+        ),
+    )
+    .unwrap();
+    assert_eq!(
+        scope_key(&flat).unwrap(),
+        "7864f562-717b-4d70-a1cb-b588f7826a1a.5eed"
+    );
+    // No line names one: an error, not a guess.
+    let orphan = dir.path().join("agent-0rphan.jsonl");
+    std::fs::write(
+        &orphan,
+        format!("{{\"type\":\"user\",\"pad\":\"{long}\"}}\n"),
+    )
+    .unwrap();
+    assert!(scope_key(&orphan).unwrap_err().contains("sessionId"));
+}

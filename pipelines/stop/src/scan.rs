@@ -427,17 +427,23 @@ fn read_head(file: &File, size: u64, max_line: usize) -> std::io::Result<Vec<u8>
     use std::os::unix::fs::FileExt;
     let mut head = Vec::new();
     let limit = size.min(max_line as u64 + 2);
-    let mut chunk = vec![0u8; 64 * 1024];
+    // A first line is usually a few KiB: start small and double, so the head of every
+    // file in a backfill is not read (and zeroed) 64 KiB at a time before the file
+    // itself is read.
+    let mut chunk = 8 * 1024;
     // Every line before `line_start` is blank; `searched` is how far `\n` was sought.
     let mut line_start = 0usize;
     while (head.len() as u64) < limit {
-        let want = chunk.len().min((limit - head.len() as u64) as usize);
-        let n = file.read_at(&mut chunk[..want], head.len() as u64)?;
+        let want = chunk.min((limit - head.len() as u64) as usize);
+        let searched_from = head.len();
+        head.resize(searched_from + want, 0);
+        let n = file.read_at(&mut head[searched_from..], searched_from as u64)?;
+        head.truncate(searched_from + n);
         if n == 0 {
             break;
         }
-        let mut searched = head.len();
-        head.extend_from_slice(&chunk[..n]);
+        chunk = (chunk * 2).min(1024 * 1024);
+        let mut searched = searched_from;
         // A complete non-empty line is in hand once a newline follows it.
         while let Some(i) = head[searched..].iter().position(|b| *b == b'\n') {
             let end = searched + i;
