@@ -118,21 +118,6 @@ pub fn python311() -> Option<&'static str> {
     Some("python3")
 }
 
-/// A small deterministic generator (no dependency needed for a test's randomness).
-struct Lcg(u64);
-impl Lcg {
-    fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        self.0 >> 33
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
 fn generated_timestamps() -> Vec<String> {
     let seeds = [
         "2026-10-08T10:00:00Z",
@@ -157,15 +142,15 @@ fn generated_timestamps() -> Vec<String> {
         "2026-10-08T10:00:00:5",
     ];
     let pool: Vec<char> = "0123456789-:TZz+ .,Wé\u{2028}x\0".chars().collect();
-    let mut rng = Lcg(0x5eed);
+    let mut rng = transcope_testkit::Rng::new(0x5eed);
     let mut out: Vec<String> = seeds.iter().map(|s| s.to_string()).collect();
     for _ in 0..6000 {
-        let seed = seeds[rng.below(seeds.len())];
+        let seed = seeds[rng.index(seeds.len())];
         let mut chars: Vec<char> = seed.chars().collect();
-        for _ in 0..1 + rng.below(3) {
-            let op = rng.below(4);
-            let pos = rng.below(chars.len() + 1);
-            let c = pool[rng.below(pool.len())];
+        for _ in 0..1 + rng.index(3) {
+            let op = rng.index(4);
+            let pos = rng.index(chars.len() + 1);
+            let c = pool[rng.index(pool.len())];
             match op {
                 0 if pos < chars.len() => chars[pos] = c,
                 1 => chars.insert(pos, c),

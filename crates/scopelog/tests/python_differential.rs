@@ -22,20 +22,6 @@ fn python311() -> bool {
     ok
 }
 
-struct Lcg(u64);
-impl Lcg {
-    fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        self.0 >> 33
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
 const POOL: &[&str] = &[
     "a",
     "Z",
@@ -88,17 +74,17 @@ fn rows_and_transition_ids_equal_pythons() {
     if !python311() {
         return;
     }
-    let mut rng = Lcg(42);
+    let mut rng = transcope_testkit::Rng::new(42);
     let home = tempfile::tempdir().unwrap();
     let mut cases = Vec::new();
     for i in 0..400 {
         let mut scope = Scope::default();
         for f in ScopeField::ALL {
-            if rng.below(3) == 0 {
+            if rng.index(3) == 0 {
                 continue;
             }
-            let n = rng.below(8);
-            let v: String = (0..n).map(|_| POOL[rng.below(POOL.len())]).collect();
+            let n = rng.index(8);
+            let v: String = (0..n).map(|_| POOL[rng.index(POOL.len())]).collect();
             scope.set(f, v);
         }
         let at = [
@@ -106,8 +92,8 @@ fn rows_and_transition_ids_equal_pythons() {
             "2026-10-08T10:00:00.123456+00:00",
             "2026-10-08 10:00",
             "20261008T100000+0530",
-        ][rng.below(4)];
-        cases.push((format!("s{i}.x-{}", rng.below(1000)), at.to_owned(), scope));
+        ][rng.index(4)];
+        cases.push((format!("s{i}.x-{}", rng.index(1000)), at.to_owned(), scope));
     }
     let mut child = Command::new("python3")
         .args(["-c", PY])

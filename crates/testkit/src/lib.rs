@@ -46,6 +46,7 @@ mod codex;
 mod git;
 mod json;
 mod rng;
+pub use rng::Rng;
 mod sink;
 mod text;
 mod world;
@@ -58,7 +59,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::claude::{Env, Era, Force, SessionResult};
-use crate::rng::{derive, Rng};
+use crate::rng::derive;
 use crate::text::TextPool;
 use crate::world::World;
 

@@ -4,7 +4,7 @@
 //! dependency version, so the generator does not depend on the `rand` crate's stream stability.
 
 /// Mixes a 64-bit value (the SplitMix64 finaliser).
-pub(crate) fn mix64(mut z: u64) -> u64 {
+pub fn mix64(mut z: u64) -> u64 {
     z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
@@ -12,19 +12,19 @@ pub(crate) fn mix64(mut z: u64) -> u64 {
 }
 
 /// Derives an independent stream seed from a parent seed and a label.
-pub(crate) fn derive(seed: u64, stream: u64, index: u64) -> u64 {
+pub fn derive(seed: u64, stream: u64, index: u64) -> u64 {
     mix64(mix64(seed ^ mix64(stream)).wrapping_add(index.wrapping_mul(0xD1B5_4A32_D192_ED03)))
 }
 
 /// Deterministic PRNG (xoshiro256**).
 #[derive(Clone, Debug)]
-pub(crate) struct Rng {
+pub struct Rng {
     s: [u64; 4],
 }
 
 impl Rng {
     /// A generator seeded from one 64-bit value.
-    pub(crate) fn new(seed: u64) -> Self {
+    pub fn new(seed: u64) -> Self {
         let mut z = seed;
         let mut s = [0u64; 4];
         for slot in &mut s {
@@ -38,7 +38,7 @@ impl Rng {
     }
 
     /// The next 64 random bits.
-    pub(crate) fn next_u64(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         let result = self.s[1].wrapping_mul(5).rotate_left(7).wrapping_mul(9);
         let t = self.s[1] << 17;
         self.s[2] ^= self.s[0];
@@ -51,7 +51,7 @@ impl Rng {
     }
 
     /// Uniform in `[0, n)`; `n == 0` gives 0.
-    pub(crate) fn below(&mut self, n: u64) -> u64 {
+    pub fn below(&mut self, n: u64) -> u64 {
         if n == 0 {
             return 0;
         }
@@ -59,51 +59,51 @@ impl Rng {
     }
 
     /// Uniform index into a collection of length `n`.
-    pub(crate) fn index(&mut self, n: usize) -> usize {
+    pub fn index(&mut self, n: usize) -> usize {
         self.below(n as u64) as usize
     }
 
     /// Uniform in `[lo, hi]` (inclusive).
-    pub(crate) fn range(&mut self, lo: u64, hi: u64) -> u64 {
+    pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
         lo + self.below(hi - lo + 1)
     }
 
     /// Uniform in `[0, 1)`.
-    pub(crate) fn f64(&mut self) -> f64 {
+    pub fn f64(&mut self) -> f64 {
         (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
     }
 
     /// True with probability `p`.
-    pub(crate) fn chance(&mut self, p: f64) -> bool {
+    pub fn chance(&mut self, p: f64) -> bool {
         self.f64() < p
     }
 
     /// Standard normal deviate (Box–Muller).
-    pub(crate) fn normal(&mut self) -> f64 {
+    pub fn normal(&mut self) -> f64 {
         let u1 = 1.0 - self.f64();
         let u2 = self.f64();
         (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
     }
 
     /// Log-normal deviate with the given median and shape `sigma`.
-    pub(crate) fn lognormal(&mut self, median: f64, sigma: f64) -> f64 {
+    pub fn lognormal(&mut self, median: f64, sigma: f64) -> f64 {
         median * (sigma * self.normal()).exp()
     }
 
     /// Log-uniform integer in `[lo, hi]`.
-    pub(crate) fn log_uniform(&mut self, lo: u64, hi: u64) -> u64 {
+    pub fn log_uniform(&mut self, lo: u64, hi: u64) -> u64 {
         let (l, h) = ((lo.max(1)) as f64, (hi.max(1)) as f64);
         let v = (l.ln() + self.f64() * (h.ln() - l.ln())).exp();
         (v as u64).clamp(lo, hi)
     }
 
     /// A uniformly chosen element.
-    pub(crate) fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
         &items[self.index(items.len())]
     }
 
     /// A weighted choice; returns the index.
-    pub(crate) fn weighted(&mut self, weights: &[u32]) -> usize {
+    pub fn weighted(&mut self, weights: &[u32]) -> usize {
         let total: u64 = weights.iter().map(|&w| u64::from(w)).sum();
         let mut x = self.below(total);
         for (i, &w) in weights.iter().enumerate() {
@@ -116,7 +116,7 @@ impl Rng {
     }
 
     /// `n` lowercase hex digits.
-    pub(crate) fn hex(&mut self, n: usize) -> String {
+    pub fn hex(&mut self, n: usize) -> String {
         const HEX: &[u8; 16] = b"0123456789abcdef";
         let mut s = String::with_capacity(n);
         let mut bits = 0u64;
@@ -134,13 +134,13 @@ impl Rng {
     }
 
     /// `n` characters from a base62 alphabet.
-    pub(crate) fn alnum(&mut self, n: usize) -> String {
+    pub fn alnum(&mut self, n: usize) -> String {
         const A: &[u8; 62] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
         (0..n).map(|_| A[self.index(62)] as char).collect()
     }
 
     /// A random version-4 UUID.
-    pub(crate) fn uuid_v4(&mut self) -> String {
+    pub fn uuid_v4(&mut self) -> String {
         let h = self.hex(32);
         let variant = b"89ab"[self.index(4)] as char;
         format!(
@@ -155,7 +155,7 @@ impl Rng {
     }
 
     /// A version-7 UUID for the given unix time in milliseconds.
-    pub(crate) fn uuid_v7(&mut self, unix_ms: u64) -> String {
+    pub fn uuid_v7(&mut self, unix_ms: u64) -> String {
         let t = format!("{:012x}", unix_ms & 0xFFFF_FFFF_FFFF);
         let h = self.hex(20);
         let variant = b"89ab"[self.index(4)] as char;
