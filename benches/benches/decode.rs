@@ -432,15 +432,22 @@ fn bench_set(c: &mut Criterion, name: &str, lines: &[Vec<u8>], codex: bool) {
     g.bench_function(BenchmarkId::from_parameter("key_scan"), |b| {
         b.iter(|| run_scan(black_box(lines)))
     });
-    // The structural probe the adapters run before deciding to decode a line.
-    g.bench_function(BenchmarkId::from_parameter("probe_fields"), |b| {
-        b.iter(|| {
-            black_box(lines)
-                .iter()
-                .filter(|l| transcope_adapter_claude::probe::fields(l).is_some())
-                .count()
-        })
-    });
+    // The structural probe the adapters run before deciding to decode a line, with the
+    // instruction set chosen at run time and with the x86_64 baseline (SSE2).
+    use transcope_adapter_claude::probe::{fields_with, Isa};
+    for (name, isa) in [
+        ("probe_fields", Isa::detect()),
+        ("probe_fields_baseline", Isa::Baseline),
+    ] {
+        g.bench_function(BenchmarkId::from_parameter(name), |b| {
+            b.iter(|| {
+                black_box(lines)
+                    .iter()
+                    .filter(|l| fields_with(isa, l).is_some())
+                    .count()
+            })
+        });
+    }
     g.finish();
 }
 

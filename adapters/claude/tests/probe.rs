@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use transcope_adapter_claude::{decode_claude, owned_entry, probe::probe};
 use transcope_core::entry::{Entry, LinePos};
+use transcope_testkit::Rng;
 
 fn files(dir: &Path, out: &mut Vec<PathBuf>) {
     for e in std::fs::read_dir(dir).unwrap().flatten() {
@@ -159,5 +160,120 @@ fn escaped_bits_equal_the_scalar_rule_across_blocks() {
                 );
             }
         }
+    }
+}
+
+/// Text dense in what the block scan looks at: quotes, backslashes, brackets.
+fn text(g: &mut Rng) -> String {
+    const PARTS: [&str; 12] = [
+        "\"", "\\", "{", "}", "[", "]", "\\\"", "a", "é", "\n", " ", "ab:cd,",
+    ];
+    let n = match g.below(4) {
+        0 => g.below(4),
+        1 => g.below(70),
+        _ => g.below(300),
+    };
+    (0..n).map(|_| *g.pick(&PARTS)).collect()
+}
+
+/// A random JSON value, nested at most `depth` deep.
+fn value(g: &mut Rng, depth: u32) -> serde_json::Value {
+    use serde_json::Value;
+    match g.below(if depth == 0 { 4 } else { 7 }) {
+        0 => Value::Null,
+        1 => Value::from(g.next_u64() as i64),
+        2 | 3 => Value::String(text(g)),
+        4 | 5 => Value::Array((0..g.below(5)).map(|_| value(g, depth - 1)).collect()),
+        _ => {
+            let mut m = serde_json::Map::new();
+            for _ in 0..g.below(5) {
+                m.insert(text(g), value(g, depth - 1));
+            }
+            Value::Object(m)
+        }
+    }
+}
+
+/// On valid lines of random structure (strings dense in quotes, backslashes and
+/// brackets, crossing 64-byte blocks anywhere), both instruction sets find every
+/// wanted top-level field and the `payload`'s, exactly as a JSON parser reads them.
+#[test]
+fn both_instruction_sets_read_random_valid_lines_exactly() {
+    use serde_json::{json, Value};
+    use transcope_adapter_claude::probe::{fields_with, Isa};
+    let mut g = Rng::new(7);
+    let isas = [Isa::Baseline, Isa::Avx2];
+    for round in 0..4000 {
+        let mut m = serde_json::Map::new();
+        for k in 0..g.below(6) {
+            m.insert(format!("k{k}{}", text(&mut g)), value(&mut g, 3));
+        }
+        let plain = |g: &mut Rng| format!("/w/{}", g.below(1000));
+        m.insert(
+            "type".into(),
+            json!(["user", "assistant", "response_item"][round % 3]),
+        );
+        if g.below(2) == 0 {
+            m.insert("cwd".into(), Value::String(plain(&mut g)));
+        }
+        if g.below(2) == 0 {
+            m.insert("gitBranch".into(), Value::String(plain(&mut g)));
+        }
+        if g.below(2) == 0 {
+            let mut p = serde_json::Map::new();
+            p.insert(format!("x{}", text(&mut g)), value(&mut g, 2));
+            p.insert("type".into(), json!("message"));
+            p.insert("role".into(), json!(["user", "assistant"][round % 2]));
+            p.insert(format!("y{}", text(&mut g)), value(&mut g, 2));
+            m.insert("payload".into(), Value::Object(p));
+        }
+        for _ in 0..g.below(3) {
+            m.insert(format!("z{}", text(&mut g)), value(&mut g, 3));
+        }
+        let v = Value::Object(m);
+        let line = serde_json::to_string(&v).unwrap();
+        for isa in isas {
+            let f = fields_with(isa, line.as_bytes()).unwrap_or_else(|| panic!("{isa:?}: {line}"));
+            assert_eq!(f.ty(), v["type"].as_str(), "{line}");
+            assert_eq!(
+                f.folder_and_branch(),
+                Some((v["cwd"].as_str(), v["gitBranch"].as_str())),
+                "{line}"
+            );
+            assert_eq!(f.payload_ty(), v["payload"]["type"].as_str(), "{line}");
+            assert_eq!(
+                f.payload_role(),
+                Some(v["payload"]["role"].as_str()),
+                "{line}"
+            );
+        }
+    }
+}
+
+/// On any bytes at all (cut, mutated, invalid), both instruction sets give the same
+/// answer.
+#[test]
+fn both_instruction_sets_agree_on_arbitrary_bytes() {
+    use transcope_adapter_claude::probe::{fields_with, Isa};
+    let mut g = Rng::new(11);
+    for _ in 0..20_000 {
+        let mut line = format!(
+            "{{\"type\":\"user\",\"a\":{},\"cwd\":\"/w\",\"payload\":{},\"b\":\"{}\"}}",
+            serde_json::to_string(&value(&mut g, 3)).unwrap(),
+            serde_json::to_string(&value(&mut g, 2)).unwrap(),
+            text(&mut g).replace('"', "'"),
+        )
+        .into_bytes();
+        for _ in 0..g.below(3) {
+            let at = g.below(line.len() as u64) as usize;
+            line[at] = b"\"\\{}[],: x"[g.below(10) as usize];
+        }
+        line.truncate(line.len() - g.below(line.len() as u64 / 4 + 1) as usize);
+        assert_eq!(
+            fields_with(Isa::Baseline, &line),
+            fields_with(Isa::Avx2, &line),
+            "{}",
+            String::from_utf8_lossy(&line)
+        );
     }
 }
