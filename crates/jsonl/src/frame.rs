@@ -159,8 +159,9 @@ impl FramerBuilder {
         self
     }
 
-    /// Initial size of the streaming buffer (at least 1). The buffer grows
-    /// beyond it only to hold an accepted line, i.e. to at most `max_line + 2`.
+    /// Initial size of the streaming buffer (at least 1), and the most one read asks
+    /// for. The buffer grows beyond it only to hold an accepted line, i.e. to at most
+    /// `max_line + 2`.
     pub fn buffer_size(mut self, buffer_size: usize) -> Self {
         self.framer.buffer_size = buffer_size.max(1);
         self
@@ -376,6 +377,10 @@ impl Framer {
         let max_line = self.max_line;
         // A pending line of this many raw bytes without `\n` is certainly oversized.
         let hard_limit = max_line.saturating_add(2);
+        // One read asks for at most `buffer_size` bytes, even after the buffer grew for a
+        // long line: the bytes just copied are framed and probed while still in cache
+        // (reading up to a grown buffer's end measured 10-15% slower at 2 threads).
+        let read_size = self.buffer_size;
         if buf.len() < self.buffer_size {
             buf.reserve_exact(self.buffer_size - buf.len());
             buf.resize(self.buffer_size, 0);
@@ -387,7 +392,8 @@ impl Framer {
         let mut end = 0usize;
         loop {
             let n = loop {
-                match reader.read(&mut buf[end..]) {
+                let upto = buf.len().min(end + read_size);
+                match reader.read(&mut buf[end..upto]) {
                     Ok(n) => break n,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                     Err(source) => return Err(Error::Io { path: None, source }),
