@@ -279,8 +279,25 @@ impl Inner {
     }
 
     fn repo_facts(&self, resolved: &Path) -> Option<Arc<GitFacts>> {
-        if let Some(facts) = self.lock().repos.get(resolved) {
-            return facts.clone();
+        let enclosing = {
+            let cache = self.lock();
+            if let Some(facts) = cache.repos.get(resolved) {
+                return facts.clone();
+            }
+            enclosing_work_tree(&cache.repos, resolved)
+        };
+        // A folder inside a work tree already opened, with nothing on the way up that
+        // git would stop at, is in that same repository: opening it again (reading every
+        // config file) was most of the cost of a subfolder's first resolution.
+        if let Some(facts) = enclosing.filter(|f| {
+            f.toplevel
+                .as_deref()
+                .is_some_and(|top| plain_below(resolved, top))
+        }) {
+            self.lock()
+                .repos
+                .insert(resolved.to_path_buf(), Some(facts.clone()));
+            return Some(facts);
         }
         self.probes.fetch_add(1, Ordering::Relaxed);
         let facts = git::git_facts(resolved).map(Arc::new);
@@ -435,6 +452,42 @@ pub fn is_registered_id(id: &str) -> bool {
         && bytes
             .iter()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+/// The facts of the innermost known work tree that contains `dir`.
+fn enclosing_work_tree(
+    repos: &HashMap<PathBuf, Option<Arc<GitFacts>>>,
+    dir: &Path,
+) -> Option<Arc<GitFacts>> {
+    repos
+        .values()
+        .flatten()
+        .filter(|f| {
+            f.toplevel
+                .as_deref()
+                .is_some_and(|top| dir.starts_with(top))
+        })
+        .max_by_key(|f| f.toplevel.as_deref().map_or(0, |t| t.as_os_str().len()))
+        .cloned()
+}
+
+/// `true` when git, searching upwards from `dir` (a real path), would reach the work
+/// tree `top` without stopping earlier: no folder on the way (`dir` included, `top`
+/// excluded) is or holds a `.git`, or has a `HEAD` (could be a git directory itself).
+/// Anything unusual answers `false`, and the repository is opened as usual.
+fn plain_below(dir: &Path, top: &Path) -> bool {
+    for folder in dir.ancestors() {
+        if folder == top {
+            return true;
+        }
+        if folder.file_name().is_some_and(|n| n == ".git")
+            || folder.join(".git").symlink_metadata().is_ok()
+            || folder.join("HEAD").symlink_metadata().is_ok()
+        {
+            return false;
+        }
+    }
+    false
 }
 
 #[cfg(test)]

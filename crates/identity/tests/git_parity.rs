@@ -467,3 +467,78 @@ fn folders_git_rejects() {
     assert_parity(&broken);
     assert_eq!(live_branch(&broken), "");
 }
+
+/// A resolver that has already opened a work tree answers folders below it without
+/// opening the repository again, and must still answer exactly as git does wherever git
+/// would stop earlier: a nested repository, a submodule-style `.git` file, a bare
+/// repository, a folder inside `.git`, a linked worktree inside the work tree.
+#[test]
+fn a_warm_resolver_answers_nested_folders_as_git_does() {
+    let (_tmp, home) = tempdir();
+    let outer = home.join("outer");
+    init_repo(&outer, "main", true);
+    git(
+        &outer,
+        &["remote", "add", "origin", "https://github.com/o/outer"],
+    );
+    let plain = outer.join("src/deep/er");
+    std::fs::create_dir_all(&plain).unwrap();
+    let nested = outer.join("vendor/nested");
+    init_repo(&nested, "dev", true);
+    git(
+        &nested,
+        &["remote", "add", "origin", "https://github.com/o/nested"],
+    );
+    std::fs::create_dir_all(nested.join("lib")).unwrap();
+    // A `.git` file pointing at a separate git directory (what submodules use).
+    let linked = outer.join("mods/linked");
+    std::fs::create_dir_all(linked.join("inner")).unwrap();
+    let separate = home.join("separate.git");
+    git(
+        &home,
+        &["init", "-q", "--separate-git-dir", s(&separate), s(&linked)],
+    );
+    let bare = outer.join("store/bare.git");
+    std::fs::create_dir_all(&bare).unwrap();
+    git(&bare, &["init", "-q", "--bare"]);
+    let worktree = outer.join("trees/feature");
+    git(
+        &outer,
+        &["worktree", "add", "-q", "-b", "feature", s(&worktree)],
+    );
+    std::fs::create_dir_all(worktree.join("pkg")).unwrap();
+    let folders = [
+        outer.join("src"),
+        plain.clone(),
+        nested.clone(),
+        nested.join("lib"),
+        linked.clone(),
+        linked.join("inner"),
+        bare.clone(),
+        bare.join("refs"),
+        outer.join(".git"),
+        outer.join(".git/refs/heads"),
+        worktree.clone(),
+        worktree.join("pkg"),
+    ];
+    let r = resolver(&home);
+    r.resolve_shared(s(&outer), &Env::new()).unwrap();
+    for folder in &folders {
+        let warm = r.resolve_shared(s(folder), &Env::new()).unwrap();
+        let cold = resolver(&home)
+            .resolve_shared(s(folder), &Env::new())
+            .unwrap();
+        assert_eq!(warm, cold, "{}", folder.display());
+        assert_eq!(warm, reference_identity(folder), "{}", folder.display());
+    }
+    // The plain subfolders did not open the repository again.
+    let before = r.probes();
+    let other = outer.join("src/other");
+    std::fs::create_dir_all(&other).unwrap();
+    r.resolve_shared(s(&other), &Env::new()).unwrap();
+    assert_eq!(r.probes(), before);
+}
+
+fn s(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
