@@ -153,7 +153,11 @@ pub fn observe_deferred<R: ProjectResolver>(
         report.disabled = true;
         return Ok((report, None));
     }
-    let (_, size) = open_regular(transcript)?;
+    // The size matters only to a cursor; a whole read checks the file when it opens it.
+    let size = match mode {
+        ReadMode::Incremental => open_regular(transcript)?.1,
+        ReadMode::Whole => 0,
+    };
     let cursor_file = cursor::cursor_path(home, log.session(), transcript);
     let saved = match mode {
         ReadMode::Incremental => cursor::load(&cursor_file)
