@@ -167,12 +167,28 @@ fn end_to_end(c: &mut Criterion, path: &Path, size: u64) {
     g.finish();
 }
 
+/// The marker grammar on text built against it: every opening tag starts an attribute
+/// chain that runs to the end of the text (quadratic before failures were remembered
+/// across opening tags: 1.5 s at 64 KB, 6 s at 256 KB).
+fn hostile_markers(c: &mut Criterion) {
+    let mut g = c.benchmark_group("markers_hostile");
+    for kb in [64usize, 256] {
+        let text = "<!--@a x=".repeat(kb * 1024 / 9);
+        g.throughput(Throughput::Bytes(text.len() as u64));
+        g.bench_function(format!("chained_openings_{kb}k"), |b| {
+            b.iter(|| black_box(transcope_markers::parse::blocks(black_box(&text)).len()))
+        });
+    }
+    g.finish();
+}
+
 fn main() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bench.jsonl");
     transcope_testkit::single_transcript(&path, SIZE, 42).unwrap();
     let bytes = std::fs::read(&path).unwrap();
     let mut c = Criterion::default().configure_from_args();
+    hostile_markers(&mut c);
     stages(&mut c, &bytes);
     end_to_end(&mut c, &path, bytes.len() as u64);
     c.final_summary();

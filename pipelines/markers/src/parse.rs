@@ -8,12 +8,16 @@
 //!
 //! `\w` and `\s` are Python's Unicode classes. Blocks are found left to right like
 //! `re.finditer`: a failed match at one `<!--` moves on to the next; a match resumes
-//! after its closing tag, so a block of any type consumes what it encloses. Work is
-//! linear-ish in the text: failed attribute positions are memoised and closing-tag
-//! searches are cached per type, so hostile input cannot make it backtrack
-//! exponentially (Python's engine would).
+//! after its closing tag, so a block of any type consumes what it encloses.
+//!
+//! Work is linear in the text, whatever the text: the closing tags are indexed by TYPE
+//! in one pass, the attribute list is walked depth first on an explicit stack (no
+//! recursion, so no depth limit: any list Python matches is matched), and every
+//! attribute position that failed is remembered per TYPE across all opening tags, so
+//! hostile input can make it neither backtrack exponentially (Python's engine would)
+//! nor rescan the same positions from every `<!--`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use memchr::memmem;
 use serde_json::{Map, Value};
@@ -53,101 +57,139 @@ fn skip_while(t: &str, mut p: usize, f: impl Fn(char) -> bool) -> usize {
     p
 }
 
-/// Attribute lists deeper than this are not markers (a guard against stack exhaustion
-/// on hostile input; Python would match them).
-pub const MAX_ATTRIBUTES: usize = 1024;
+/// One attribute-list position on the matcher's explicit stack: the regex engine's
+/// backtracking state at `p`, with the value of its attribute starting at `v` (0 when
+/// no attribute starts at `p`) and the next alternative to try in `next`.
+#[derive(Clone, Copy)]
+struct Frame {
+    p: u32,
+    v: u32,
+    next: u32,
+}
 
-/// Per TYPE: (searched from, the first closing tag `(start, end)` at or after it).
-type CloseCache<'t> = HashMap<&'t str, (usize, Option<(usize, usize)>)>;
+/// `next` before the quoted-value alternative has been tried.
+const QUOTED_NEXT: u32 = u32::MAX;
 
 struct Matcher<'t> {
     t: &'t str,
-    /// Attribute-list positions from which no accepted `-->` end is reachable.
-    failed: std::collections::HashSet<usize>,
-    /// Per TYPE: (searched from, first closing tag at or after it).
-    closes: CloseCache<'t>,
+    /// Every closing tag `<!--\s*@/NAME\s*-->` by NAME: (start, end), in text order.
+    closes: HashMap<&'t str, Vec<(usize, usize)>>,
+    /// Per TYPE: attribute-list positions from which no accepted `-->` is reachable.
+    /// Whether an end is accepted depends only on TYPE (a closing tag of that TYPE
+    /// starts at or after it), so a failure holds for every opening tag of the TYPE.
+    failed: HashMap<&'t str, HashSet<u32>>,
+    stack: Vec<Frame>,
+    /// Frames pushed so far (the work done, for the linearity test).
+    frames: usize,
 }
 
 impl<'t> Matcher<'t> {
-    /// Walk `(?:\s+\w+=(?:"[^"]*"|[^\s>]+))*\s*-->` from `p` in the regex engine's
-    /// preference order, offering each possible end of `-->` to `accept`; stop at the
-    /// first end accepted and return it.
-    fn attrs_then_close(
-        &mut self,
-        p: usize,
-        depth: usize,
-        accept: &mut dyn FnMut(&mut Self, usize) -> bool,
-    ) -> Option<usize> {
-        if depth > MAX_ATTRIBUTES || self.failed.contains(&p) {
-            return None;
+    fn new(t: &'t str) -> Self {
+        let mut closes: HashMap<&'t str, Vec<(usize, usize)>> = HashMap::new();
+        for s in memmem::find_iter(t.as_bytes(), "<!--") {
+            let q = skip_while(t, s + 4, is_py_space);
+            if !t[q..].starts_with("@/") {
+                continue;
+            }
+            let name_end = skip_while(t, q + 2, is_py_word);
+            let w = skip_while(t, name_end, is_py_space);
+            if name_end > q + 2 && t[w..].starts_with("-->") {
+                closes
+                    .entry(&t[q + 2..name_end])
+                    .or_default()
+                    .push((s, w + 3));
+            }
         }
+        Matcher {
+            t,
+            closes,
+            failed: HashMap::new(),
+            stack: Vec::new(),
+            frames: 0,
+        }
+    }
+
+    /// The frame for position `p`: whether `\s+\w+=` starts an attribute there.
+    fn frame(&mut self, p: usize) -> Frame {
+        self.frames += 1;
         let t = self.t;
-        // One more attribute (the greedy `*` tries this first).
         let ws = skip_while(t, p, is_py_space);
-        if ws > p {
-            let name_end = skip_while(t, ws, is_py_word);
-            if name_end > ws && t[name_end..].starts_with('=') {
-                let v = name_end + 1;
-                // Alternative 1: "[^"]*"
-                if t[v..].starts_with('"') {
-                    if let Some(q) = memchr::memchr(b'"', &t.as_bytes()[v + 1..]) {
-                        if let Some(end) = self.attrs_then_close(v + 1 + q + 1, depth + 1, accept) {
-                            return Some(end);
-                        }
-                    }
-                }
-                // Alternative 2: [^\s>]+, longest first.
-                let max = skip_while(t, v, |c| !is_py_space(c) && c != '>');
-                let mut e = max;
-                while e > v {
-                    if let Some(end) = self.attrs_then_close(e, depth + 1, accept) {
-                        return Some(end);
-                    }
-                    e -= t[..e].chars().next_back().map_or(1, char::len_utf8);
+        let name_end = skip_while(t, ws, is_py_word);
+        let v = if ws > p && name_end > ws && t[name_end..].starts_with('=') {
+            name_end + 1
+        } else {
+            0
+        };
+        Frame {
+            p: p as u32,
+            v: v as u32,
+            next: if v == 0 { 0 } else { QUOTED_NEXT },
+        }
+    }
+
+    /// The next position to try after one more attribute from `f`, in the regex
+    /// engine's order: the quoted value, then `[^\s>]+` longest first; `None` when
+    /// every alternative has been tried.
+    fn next_child(&self, f: &mut Frame) -> Option<usize> {
+        let t = self.t;
+        let v = f.v as usize;
+        if f.next == QUOTED_NEXT {
+            f.next = skip_while(t, v, |c| !is_py_space(c) && c != '>') as u32;
+            if t[v..].starts_with('"') {
+                if let Some(q) = memchr::memchr(b'"', &t.as_bytes()[v + 1..]) {
+                    return Some(v + 1 + q + 1);
                 }
             }
         }
-        // No more attributes: \s*-->
-        if t[ws..].starts_with("-->") && accept(self, ws + 3) {
-            return Some(ws + 3);
+        let e = f.next as usize;
+        if e <= v {
+            return None;
         }
-        self.failed.insert(p);
-        None
+        f.next = (e - t[..e].chars().next_back().map_or(1, char::len_utf8)) as u32;
+        Some(e)
+    }
+
+    /// Walk `(?:\s+\w+=(?:"[^"]*"|[^\s>]+))*\s*-->` from `start` in the regex engine's
+    /// preference order (depth first, on an explicit stack: no recursion, no depth
+    /// limit) and return the first end of `-->` that a closing tag of `kind` follows.
+    fn attrs_then_close(&mut self, kind: &'t str, start: usize) -> Option<usize> {
+        let t = self.t;
+        // The last closing tag of this TYPE: an end is accepted when it is not after it.
+        let last = self.closes.get(kind)?.last()?.0;
+        let mut failed = self.failed.remove(kind).unwrap_or_default();
+        let mut found = None;
+        if !failed.contains(&(start as u32)) {
+            let mut stack = std::mem::take(&mut self.stack);
+            stack.clear();
+            stack.push(self.frame(start));
+            while let Some(top) = stack.last_mut() {
+                if let Some(child) = self.next_child(top) {
+                    if !failed.contains(&(child as u32)) {
+                        let f = self.frame(child);
+                        stack.push(f);
+                    }
+                    continue;
+                }
+                // No more attributes here: \s*-->
+                let p = top.p as usize;
+                let ws = skip_while(t, p, is_py_space);
+                if t[ws..].starts_with("-->") && ws + 3 <= last {
+                    found = Some(ws + 3);
+                    break;
+                }
+                failed.insert(top.p);
+                stack.pop();
+            }
+            self.stack = stack;
+        }
+        self.failed.insert(kind, failed);
+        found
     }
 
     /// The first `<!--\s*@/TYPE\s*-->` at or after `from`: (start, end).
-    fn closing(&mut self, kind: &'t str, from: usize) -> Option<(usize, usize)> {
-        if let Some(&(searched, found)) = self.closes.get(kind) {
-            if searched <= from {
-                match found {
-                    None => return None,
-                    Some((s, e)) if s >= from => return Some((s, e)),
-                    _ => {}
-                }
-            }
-        }
-        let t = self.t;
-        let finder = memmem::Finder::new("<!--");
-        let mut p = from;
-        let found = loop {
-            let Some(i) = finder.find(&t.as_bytes()[p..]) else {
-                break None;
-            };
-            let s = p + i;
-            let q = skip_while(t, s + 4, is_py_space);
-            if let Some(rest) = t[q..].strip_prefix("@/") {
-                if let Some(after) = rest.strip_prefix(kind) {
-                    let a = t.len() - after.len();
-                    let w = skip_while(t, a, is_py_space);
-                    if t[w..].starts_with("-->") {
-                        break Some((s, w + 3));
-                    }
-                }
-            }
-            p = s + 1;
-        };
-        self.closes.insert(kind, (from, found));
-        found
+    fn closing(&self, kind: &str, from: usize) -> Option<(usize, usize)> {
+        let list = self.closes.get(kind)?;
+        list.get(list.partition_point(|&(s, _)| s < from)).copied()
     }
 
     /// A whole block starting at the `<!--` at `start`.
@@ -160,14 +202,8 @@ impl<'t> Matcher<'t> {
             return None;
         }
         let kind = &t[p..kind_end];
-        // The failure memo depends on the acceptance test, which depends on TYPE.
-        self.failed.clear();
-        let mut close = None;
-        let open_end = self.attrs_then_close(kind_end, 0, &mut |m: &mut Self, end| {
-            close = m.closing(kind, end);
-            close.is_some()
-        })?;
-        let (cs, ce) = close?;
+        let open_end = self.attrs_then_close(kind, kind_end)?;
+        let (cs, ce) = self.closing(kind, open_end)?;
         // Group 2 is the attribute list: up to the whitespace before `-->`.
         let close_ws = t[..open_end - 3]
             .char_indices()
@@ -185,13 +221,19 @@ impl<'t> Matcher<'t> {
     }
 }
 
-/// Every block in `text`, left to right, as `re.finditer` would find them.
+/// Every block in `text`, left to right, as `re.finditer` would find them. A text of
+/// 4 GiB or more (far beyond any transcript line) has no blocks.
 pub fn blocks(text: &str) -> Vec<Block<'_>> {
-    let mut m = Matcher {
-        t: text,
-        failed: Default::default(),
-        closes: HashMap::new(),
-    };
+    blocks_counted(text).0
+}
+
+/// [`blocks`], with the number of backtracking states the matcher visited: at most a
+/// few per byte of text, whatever the text (the linearity tests check it).
+pub fn blocks_counted(text: &str) -> (Vec<Block<'_>>, usize) {
+    if u32::try_from(text.len()).is_err() {
+        return (Vec::new(), 0);
+    }
+    let mut m = Matcher::new(text);
     let finder = memmem::Finder::new("<!--");
     let mut out = Vec::new();
     let mut pos = 0;
@@ -205,7 +247,7 @@ pub fn blocks(text: &str) -> Vec<Block<'_>> {
             None => pos = start + 1,
         }
     }
-    out
+    (out, m.frames)
 }
 
 /// The attributes of a block: `(\w+)=(?:"([^"]*)"|([^\s>]+))` found left to right in
