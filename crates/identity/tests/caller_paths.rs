@@ -8,7 +8,7 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use caller_support::*;
-use common::{git, init_repo};
+use common::{env, git, init_repo};
 use serde_json::json;
 use transcope_identity::claudepath::{
     config_dir, encode_project_dir, project_dir, relocate_record, resolve_work_dir,
@@ -21,13 +21,6 @@ use transcope_identity::sessionpath::{
 };
 use transcope_identity::stable::stable_identity;
 use transcope_identity::{Env, TranscriptError};
-
-fn env(pairs: &[(&str, &str)]) -> Env {
-    pairs
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-        .collect()
-}
 
 /// `..` applied lexically.
 fn lexical(path: &Path) -> PathBuf {

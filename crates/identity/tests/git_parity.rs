@@ -5,10 +5,8 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{git, git_answer, git_says, init_repo, reference_identity, tempdir};
-use transcope_identity::{
-    git_facts, live_branch, Env, GitResolver, ProjectIdentity, ProjectResolver, ResolverConfig,
-};
+use common::{git, git_answer, git_says, init_repo, reference_identity, resolver, s, tempdir};
+use transcope_identity::{git_facts, live_branch, Env, ProjectIdentity, ProjectResolver};
 
 /// The library's facts, printed the way git prints them.
 fn library_says(dir: &Path) -> common::GitSays {
@@ -32,10 +30,6 @@ fn library_says(dir: &Path) -> common::GitSays {
 
 fn git_branch(dir: &Path) -> String {
     git_answer(dir, &["rev-parse", "--abbrev-ref", "HEAD"])
-}
-
-fn resolver(home: &Path) -> GitResolver {
-    GitResolver::new(ResolverConfig::new(home, home.join(".agentihooks")))
 }
 
 /// Asserts the library agrees with git on all four questions for `dir`, and that the
@@ -537,8 +531,4 @@ fn a_warm_resolver_answers_nested_folders_as_git_does() {
     std::fs::create_dir_all(&other).unwrap();
     r.resolve_shared(s(&other), &Env::new()).unwrap();
     assert_eq!(r.probes(), before);
-}
-
-fn s(path: &Path) -> &str {
-    path.to_str().unwrap()
 }

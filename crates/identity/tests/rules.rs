@@ -5,26 +5,11 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{git, init_repo, tempdir};
+use common::{env, git, init_repo, resolver, s, tempdir};
 use transcope_identity::{
     canonical_remote, AliasMap, Env, GitResolver, ProjectIdentity, ProjectResolver, ResolveError,
     ResolverConfig,
 };
-
-fn env(pairs: &[(&str, &str)]) -> Env {
-    pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-}
-
-fn resolver(home: &Path) -> GitResolver {
-    GitResolver::new(ResolverConfig::new(home, home.join(".agentihooks")))
-}
-
-fn s(path: &Path) -> &str {
-    path.to_str().unwrap()
-}
 
 #[test]
 fn canonical_remote_table() {

@@ -485,6 +485,21 @@ pub fn generate(spec: &CorpusSpec, out: &Path) -> io::Result<Manifest> {
     Ok(manifest)
 }
 
+/// A git repository at `root` (created), written without the git CLI the way the
+/// corpus's repositories are: one commit on `branch`, checked out, with `origin` as its
+/// origin remote. For tests that need a folder with a project identity.
+pub fn git_repo(root: &Path, origin: &str, branch: &str) -> io::Result<()> {
+    git::create_repo(&git::RepoSpec {
+        root,
+        origin,
+        head_branch: branch,
+        branches: &[],
+        readme: "# fixture\n",
+        commit_time: 1_700_000_000,
+    })
+    .map(|_| ())
+}
+
 /// Writes one large Claude Code transcript (2.1.x shape, no sub-agent files) of at least
 /// `target_bytes` to `path`, with four folder/branch switches spread evenly through it.
 ///

@@ -11,6 +11,7 @@ so this generator does the same.
 import glob
 import json
 import os
+import sys
 
 ROOT = os.getcwd()
 FILES = sorted(
@@ -22,26 +23,10 @@ FILES = sorted(
 CODEX_TYPES = ("session_meta", "response_item", "event_msg", "turn_context")
 
 
-def load(path):
-    text = open(path, encoding="utf-8").read().strip()
-    if not text:
-        return []
-    if text.startswith("["):
-        try:
-            doc = json.loads(text)
-        except ValueError:
-            return []
-        return doc if isinstance(doc, list) else []
-    out = []
-    for line in text.split("\n"):
-        line = line.strip()
-        if not line:
-            continue
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            pass
-    return out
+# The transcript loader of the reference model (JSON-array form, blank and invalid lines
+# skipped), shared rather than written twice.
+sys.path.insert(0, os.path.join(ROOT, "testdata", "reference"))
+from observe_model import entries as load  # noqa: E402
 
 
 def detect(path):

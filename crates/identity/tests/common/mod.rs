@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use transcope_identity::{canonical_remote, ProjectIdentity};
+use transcope_identity::{canonical_remote, Env, GitResolver, ProjectIdentity, ResolverConfig};
 
 /// `git -C dir args…` in an isolated, reproducible environment.
 pub fn git_raw(dir: &Path, args: &[&str]) -> Output {
@@ -116,4 +116,22 @@ pub fn reference_identity(path: &Path) -> Option<ProjectIdentity> {
         remote,
         project_id,
     })
+}
+
+/// An environment from `(name, value)` pairs.
+pub fn env(pairs: &[(&str, &str)]) -> Env {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
+/// A resolver with `home` as the user's home and `home/.agentihooks` as the tool's.
+pub fn resolver(home: &Path) -> GitResolver {
+    GitResolver::new(ResolverConfig::new(home, home.join(".agentihooks")))
+}
+
+/// A path as the `&str` folder the resolver takes.
+pub fn s(path: &Path) -> &str {
+    path.to_str().unwrap()
 }

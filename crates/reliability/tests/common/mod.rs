@@ -535,3 +535,10 @@ pub fn kill_after(mut c: Command, stdin: &[u8], after: Duration) -> Option<ExitS
     let st = child.wait().unwrap();
     (st.signal() != Some(libc::SIGKILL)).then_some(st)
 }
+
+/// A git repository at `dir` with an origin remote (written by testkit, no git CLI), so
+/// session start has a project identity and writes the session index.
+pub fn git_repo(dir: &Path) {
+    transcope_testkit::git_repo(dir, "https://github.com/fixture/alpha.git", "main")
+        .expect("a fixture repository");
+}
