@@ -3,8 +3,11 @@
 import json, os, platform, shutil, statistics, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.join(ROOT, "target", "release", "transcope")
-GEN = os.path.join(ROOT, "target", "release", "transcope-corpus")
+# The binaries bench.sh just built: under CARGO_TARGET_DIR when it is set (a stale
+# target/release would otherwise be measured).
+TARGET = os.environ.get("CARGO_TARGET_DIR") or os.path.join(ROOT, "target")
+BIN = os.path.join(TARGET, "release", "transcope")
+GEN = os.path.join(TARGET, "release", "transcope-corpus")
 SIZE = sys.argv[1] if len(sys.argv) > 1 else "150MB"
 RUNS = int(os.environ.get("RUNS", "7"))
 BENCH = os.path.join(ROOT, "target", "bench")
