@@ -463,10 +463,12 @@ pub fn probe(line: &[u8]) -> Option<Probe<'_>> {
         t => base_kind(t).unwrap_or(transcope_core::EntryKind::Other),
     };
     let (cwd, branch) = f.folder_and_branch()?;
+    let text = kind == transcope_core::EntryKind::Assistant;
     Some(Probe {
         kind: Some(kind),
         cwd,
         branch,
-        text: kind == transcope_core::EntryKind::Assistant,
+        text,
+        opens_marker: text && transcope_core::adapter::may_open_marker(line),
     })
 }

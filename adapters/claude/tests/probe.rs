@@ -38,6 +38,12 @@ fn check(line: &[u8]) -> bool {
                 "{}",
                 String::from_utf8_lossy(line)
             );
+            // A line the probe calls text-free gives no marker text.
+            assert!(
+                p.text || e.texts.is_empty(),
+                "{}",
+                String::from_utf8_lossy(line)
+            );
         }
     }
     true

@@ -55,6 +55,31 @@ pub struct Probe<'a> {
     pub branch: Option<&'a str>,
     /// The entry may carry marker-eligible text ([`Entry::texts`]).
     pub text: bool,
+    /// The line may hold a marker's `<!--` (see [`may_open_marker`]); `false` only when
+    /// no decoded string of it can contain one.
+    pub opens_marker: bool,
+}
+
+/// Whether a raw JSON line may decode to text containing `<!--`: it has `<!--`
+/// literally, or a `\u` escape of `<`, `!` or `-` (JSON may escape any of them). A cheap
+/// over-approximation (one or two substring searches), exact in the direction that
+/// matters: `false` means no string in the line contains `<!--`.
+pub fn may_open_marker(line: &[u8]) -> bool {
+    use std::sync::LazyLock;
+    // Built once: a searcher per call cost as much as the search on short lines.
+    static OPEN: LazyLock<memchr::memmem::Finder<'static>> =
+        LazyLock::new(|| memchr::memmem::Finder::new(b"<!--"));
+    static ESCAPE: LazyLock<memchr::memmem::Finder<'static>> =
+        LazyLock::new(|| memchr::memmem::Finder::new(b"\\u00"));
+    if OPEN.find(line).is_some() {
+        return true;
+    }
+    ESCAPE.find_iter(line).any(|i| {
+        matches!(
+            line.get(i + 4..i + 6),
+            Some(b"3c" | b"3C" | b"21" | b"2d" | b"2D")
+        )
+    })
 }
 
 impl<F: FnMut(&Entry<'_>)> EntrySink for F {

@@ -120,20 +120,29 @@ pub struct MarkerStage {
     text: String,
     /// (offset of the record's text in `text`, the record's time).
     records: Vec<(usize, TimeValue<'static>)>,
+    /// Some record's text holds `<!--`: every text-bearing line is wanted from now on.
+    armed: bool,
 }
 
 impl EntrySink for MarkerStage {
-    /// User, system and summary records hold no marker text.
+    /// Only entries that may carry marker text ([`Probe::text`]): tool calls and their
+    /// output, user, system and summary records are never decoded for markers.
+    ///
+    /// [`Probe::text`]: transcope_core::adapter::Probe::text
+    ///
+    /// Until a record's text holds `<!--`, a line that cannot hold one
+    /// ([`Probe::opens_marker`]) is not wanted either: no block can start in it, and no
+    /// block has started that it could be the content of (records are joined with
+    /// `\n`, so `<!--` never spans two).
+    ///
+    /// [`Probe::opens_marker`]: transcope_core::adapter::Probe::opens_marker
     fn wants(&self, p: &transcope_core::adapter::Probe<'_>) -> bool {
-        use transcope_core::EntryKind;
-        !matches!(
-            p.kind,
-            Some(EntryKind::User | EntryKind::System | EntryKind::Summary)
-        )
+        p.text && (self.armed || p.opens_marker)
     }
 
     fn entry(&mut self, e: &Entry<'_>) {
         for t in &e.texts {
+            self.armed = self.armed || t.contains("<!--");
             if !self.records.is_empty() {
                 self.text.push('\n');
             }

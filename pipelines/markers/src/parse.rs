@@ -57,6 +57,10 @@ fn skip_while(t: &str, mut p: usize, f: impl Fn(char) -> bool) -> usize {
     p
 }
 
+/// `<!--`, searched for once per text and per block: built once.
+static OPENER: std::sync::LazyLock<memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memmem::Finder::new("<!--"));
+
 /// One attribute-list position on the matcher's explicit stack: the regex engine's
 /// backtracking state at `p`, with the value of its attribute starting at `v` (0 when
 /// no attribute starts at `p`) and the next alternative to try in `next`.
@@ -86,7 +90,7 @@ struct Matcher<'t> {
 impl<'t> Matcher<'t> {
     fn new(t: &'t str) -> Self {
         let mut closes: HashMap<&'t str, Vec<(usize, usize)>> = HashMap::new();
-        for s in memmem::find_iter(t.as_bytes(), "<!--") {
+        for s in OPENER.find_iter(t.as_bytes()) {
             let q = skip_while(t, s + 4, is_py_space);
             if !t[q..].starts_with("@/") {
                 continue;
@@ -234,7 +238,7 @@ pub fn blocks_counted(text: &str) -> (Vec<Block<'_>>, usize) {
         return (Vec::new(), 0);
     }
     let mut m = Matcher::new(text);
-    let finder = memmem::Finder::new("<!--");
+    let finder = &*OPENER;
     let mut out = Vec::new();
     let mut pos = 0;
     while let Some(i) = finder.find(&text.as_bytes()[pos..]) {

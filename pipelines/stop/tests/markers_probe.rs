@@ -1,0 +1,143 @@
+//! The marker stage is asked, line by line, whether it wants an entry decoded (the
+//! probe: text-bearing lines only, and before any `<!--` only lines that may hold one).
+//! Skipping what it does not want never changes the markers: on the public transcripts,
+//! the marker fixtures, a generated corpus and lines built against the rule.
+
+use std::path::{Path, PathBuf};
+
+use transcope_core::adapter::{may_open_marker, EntrySink, Probe};
+use transcope_core::Entry;
+use transcope_markers::{Marker, MarkerStage};
+use transcope_stop::scan::{scan_file, Buffers, Resume, Tail};
+
+/// The stage fed every entry: nothing is skipped.
+struct Everything(MarkerStage);
+
+impl EntrySink for Everything {
+    fn wants(&self, _: &Probe<'_>) -> bool {
+        true
+    }
+    fn entry(&mut self, e: &Entry<'_>) {
+        self.0.entry(e);
+    }
+}
+
+fn markers(path: &Path, everything: bool) -> Vec<Marker> {
+    let registry = transcope_stop::default_registry();
+    let mut buffers = Buffers::default();
+    let scan = |sink: &mut dyn EntrySink, buffers: &mut Buffers| {
+        scan_file(
+            path,
+            Resume::START,
+            &registry,
+            None,
+            &Default::default(),
+            Tail::Decode,
+            buffers,
+            sink,
+        )
+        .unwrap();
+    };
+    if everything {
+        let mut all = Everything(MarkerStage::default());
+        scan(&mut all, &mut buffers);
+        all.0.finish(None)
+    } else {
+        let mut stage = MarkerStage::default();
+        scan(&mut stage, &mut buffers);
+        stage.finish(None)
+    }
+}
+
+fn jsonl_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            jsonl_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "jsonl") {
+            out.push(p);
+        }
+    }
+}
+
+fn claude(text: &str, n: u32) -> String {
+    serde_json::json!({
+        "type": "assistant", "cwd": "/w", "gitBranch": "main", "sessionId": "s",
+        "timestamp": format!("2026-10-08T10:{n:02}:00Z"),
+        "message": {"role": "assistant", "content": [{"type": "text", "text": text}]},
+    })
+    .to_string()
+}
+
+#[test]
+fn skipping_unwanted_lines_never_changes_the_markers() {
+    let testdata = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata");
+    let mut paths = Vec::new();
+    jsonl_files(&testdata.join("public"), &mut paths);
+    jsonl_files(&testdata.join("markers"), &mut paths);
+    let dir = tempfile::tempdir().unwrap();
+    transcope_testkit::generate(
+        &transcope_testkit::CorpusSpec::new(9, 4_000_000),
+        &dir.path().join("corpus"),
+    )
+    .unwrap();
+    jsonl_files(&dir.path().join("corpus/claude"), &mut paths);
+    jsonl_files(&dir.path().join("corpus/codex"), &mut paths);
+    // A block whose content runs through records that hold no tag; an opening tag
+    // written with JSON escapes only; text before any tag.
+    let crafted = dir.path().join("crafted.jsonl");
+    let lines = [
+        claude("intro, no tags", 0),
+        claude("<!-- @lesson topic=a -->start", 1),
+        claude("a middle record with no tag", 2),
+        claude("end<!-- @/lesson -->", 3),
+        claude("more text", 4),
+        claude("<!-- @signal -->escaped<!-- @/signal -->", 5)
+            .replace("<!--", "\\u003c\\u0021\\u002d\\u002d"),
+        claude("then <!-- @decision -->", 6),
+        claude("spans", 7),
+        claude("<!-- @/decision -->", 8),
+    ];
+    std::fs::write(&crafted, lines.join("\n") + "\n").unwrap();
+    paths.push(crafted.clone());
+    let mut found = 0;
+    for p in &paths {
+        let all = markers(p, true);
+        assert_eq!(markers(p, false), all, "{}", p.display());
+        found += all.len();
+    }
+    let crafted_markers = markers(&crafted, false);
+    let contents: Vec<&str> = crafted_markers.iter().map(|m| m.content.as_str()).collect();
+    assert_eq!(
+        contents,
+        [
+            "start\na middle record with no tag\nend",
+            "escaped",
+            "spans"
+        ]
+    );
+    assert!(found > 10, "the inputs hold markers ({found})");
+}
+
+#[test]
+fn a_line_may_open_a_marker_exactly_when_its_text_could_hold_one() {
+    for (line, want) in [
+        (r#"{"t":"<!-- @lesson -->"}"#, true),
+        (r#"{"t":"\u003c!--"}"#, true),
+        (r#"{"t":"\u003C!--"}"#, true),
+        (r#"{"t":"<\u0021--"}"#, true),
+        (r#"{"t":"<!\u002d-"}"#, true),
+        (r#"{"t":"<!-\u002D"}"#, true),
+        (r#"{"t":"a <b> -- !"}"#, false),
+        (r#"{"t":"\u001b[0m <!- -"}"#, false),
+        (r#"{"t":"\u0041"}"#, false),
+        ("", false),
+    ] {
+        assert_eq!(may_open_marker(line.as_bytes()), want, "{line}");
+        // The rule agrees with decoding: a line said not to hold one decodes to no `<!--`.
+        if !want && !line.is_empty() {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            assert!(!v["t"].as_str().unwrap().contains("<!--"), "{line}");
+        }
+    }
+}
