@@ -2,22 +2,11 @@
 //! skips the line (invalid) or gives exactly one entry with that kind, folder and
 //! branch — on the public corpus, a generated corpus, and mutated lines.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use transcope_adapter_claude::{decode_claude, owned_entry, probe::probe};
 use transcope_core::entry::{Entry, LinePos};
 use transcope_testkit::Rng;
-
-fn files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "jsonl") {
-            out.push(p);
-        }
-    }
-}
 
 fn check(line: &[u8]) -> bool {
     let Some(p) = probe(line) else { return false };
@@ -52,7 +41,7 @@ fn check(line: &[u8]) -> bool {
 #[test]
 fn probe_agrees_with_the_full_decode_on_real_and_generated_lines() {
     let mut paths = Vec::new();
-    files(
+    transcope_testkit::jsonl_files(
         &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/public/claude"),
         &mut paths,
     );
@@ -62,7 +51,7 @@ fn probe_agrees_with_the_full_decode_on_real_and_generated_lines() {
         dir.path(),
     )
     .unwrap();
-    files(&dir.path().join("claude"), &mut paths);
+    transcope_testkit::jsonl_files(&dir.path().join("claude"), &mut paths);
     let (mut n, mut answered) = (0, 0);
     for p in paths {
         for line in std::fs::read(&p).unwrap().split(|b| *b == b'\n') {

@@ -2,22 +2,11 @@
 //! line or gives one entry with that kind, folder and branch, and no marker text
 //! unless the probe said it might carry some.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use transcope_adapter_codex::{probe, CodexAdapter};
 use transcope_core::adapter::Adapter;
 use transcope_core::entry::{Entry, LinePos};
-
-fn files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "jsonl") {
-            out.push(p);
-        }
-    }
-}
 
 /// (kind, folder, branch, number of marker texts) of one decoded entry.
 type Decoded = (
@@ -75,7 +64,7 @@ fn check(line: &[u8]) -> bool {
 #[test]
 fn envelope_probe_agrees_with_the_full_decode() {
     let mut paths = Vec::new();
-    files(
+    transcope_testkit::jsonl_files(
         &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/public/codex"),
         &mut paths,
     );
@@ -83,7 +72,7 @@ fn envelope_probe_agrees_with_the_full_decode() {
     let mut spec = transcope_testkit::CorpusSpec::new(5, 2_000_000);
     spec.codex_share = 1.0;
     transcope_testkit::generate(&spec, dir.path()).unwrap();
-    files(&dir.path().join("codex"), &mut paths);
+    transcope_testkit::jsonl_files(&dir.path().join("codex"), &mut paths);
     let (mut n, mut answered) = (0, 0);
     for p in paths {
         for line in std::fs::read(&p).unwrap().split(|b| *b == b'\n') {

@@ -485,6 +485,18 @@ pub fn generate(spec: &CorpusSpec, out: &Path) -> io::Result<Manifest> {
     Ok(manifest)
 }
 
+/// Every `.jsonl` file below `dir`, appended to `out` (for tests walking corpora).
+pub fn jsonl_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            jsonl_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "jsonl") {
+            out.push(p);
+        }
+    }
+}
+
 /// A git repository at `root` (created), written without the git CLI the way the
 /// corpus's repositories are: one commit on `branch`, checked out, with `origin` as its
 /// origin remote. For tests that need a folder with a project identity.

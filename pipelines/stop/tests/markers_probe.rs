@@ -49,17 +49,6 @@ fn markers(path: &Path, everything: bool) -> Vec<Marker> {
     }
 }
 
-fn jsonl_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            jsonl_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "jsonl") {
-            out.push(p);
-        }
-    }
-}
-
 fn claude(text: &str, n: u32) -> String {
     serde_json::json!({
         "type": "assistant", "cwd": "/w", "gitBranch": "main", "sessionId": "s",
@@ -73,16 +62,16 @@ fn claude(text: &str, n: u32) -> String {
 fn skipping_unwanted_lines_never_changes_the_markers() {
     let testdata = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata");
     let mut paths = Vec::new();
-    jsonl_files(&testdata.join("public"), &mut paths);
-    jsonl_files(&testdata.join("markers"), &mut paths);
+    transcope_testkit::jsonl_files(&testdata.join("public"), &mut paths);
+    transcope_testkit::jsonl_files(&testdata.join("markers"), &mut paths);
     let dir = tempfile::tempdir().unwrap();
     transcope_testkit::generate(
         &transcope_testkit::CorpusSpec::new(9, 4_000_000),
         &dir.path().join("corpus"),
     )
     .unwrap();
-    jsonl_files(&dir.path().join("corpus/claude"), &mut paths);
-    jsonl_files(&dir.path().join("corpus/codex"), &mut paths);
+    transcope_testkit::jsonl_files(&dir.path().join("corpus/claude"), &mut paths);
+    transcope_testkit::jsonl_files(&dir.path().join("corpus/codex"), &mut paths);
     // A block whose content runs through records that hold no tag; an opening tag
     // written with JSON escapes only; text before any tag.
     let crafted = dir.path().join("crafted.jsonl");
