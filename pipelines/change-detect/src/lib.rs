@@ -139,6 +139,12 @@ impl<'a, R: ProjectResolver> ChangeDetect<'a, R> {
             return;
         };
         let Some(at) = e.time.as_str() else { return };
+        // The same folder and branch as the last transition: nothing to record, whatever
+        // the time says. Checked first, without allocating or parsing the time, because
+        // it is the answer for nearly every entry.
+        if self.same_as_seen(folder, e.branch.as_deref()) {
+            return;
+        }
         let Some(instant) = timestamp::parse(at) else {
             return;
         };
@@ -179,6 +185,18 @@ impl<'a, R: ProjectResolver> ChangeDetect<'a, R> {
                 self.out.io_errors += 1;
                 self.out.first_error.get_or_insert_with(|| err.to_string());
             }
+        }
+    }
+
+    /// Whether an entry in `folder` on `branch` gives the pair already seen (a falsy
+    /// branch in the seen folder inherits the seen branch).
+    fn same_as_seen(&self, folder: &str, branch: Option<&str>) -> bool {
+        match &self.seen {
+            Some(seen) if seen.cwd.as_str() == Some(folder) => match branch {
+                Some(b) if !b.is_empty() => seen.branch.as_str() == Some(b),
+                _ => true,
+            },
+            _ => false,
         }
     }
 
