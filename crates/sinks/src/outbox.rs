@@ -32,6 +32,46 @@ pub struct OutboxSink {
     agent_name: String,
     project: String,
     now: Option<Instant>,
+    /// The outbox's file names as last read, valid while the folder is unchanged.
+    listing: Option<Listing>,
+}
+
+/// What the outbox held when last listed: every `-…` tail of every file name (so "a
+/// file ends with this suffix" is one lookup), and the folder's modification stamp
+/// then. A sink delivering many records (a backfill) lists the folder again only when
+/// something else changed it, instead of once per record (quadratic in the outbox).
+#[derive(Clone, Debug)]
+struct Listing {
+    stamp: Option<(std::time::SystemTime, u64, u64)>,
+    tails: std::collections::HashSet<String>,
+}
+
+/// The folder's (mtime, size, inode): changes whenever an entry is added or removed.
+fn dir_stamp(dir: &Path) -> Option<(std::time::SystemTime, u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let m = fs::metadata(dir).ok()?;
+    Some((m.modified().ok()?, m.size(), m.ino()))
+}
+
+impl Listing {
+    fn read(dir: &Path) -> Listing {
+        let stamp = dir_stamp(dir);
+        let mut tails = std::collections::HashSet::new();
+        for e in fs::read_dir(dir).into_iter().flatten().flatten() {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            if !name.starts_with('.') {
+                add_tails(&mut tails, &name);
+            }
+        }
+        Listing { stamp, tails }
+    }
+}
+
+fn add_tails(tails: &mut std::collections::HashSet<String>, name: &str) {
+    for (i, _) in name.match_indices('-') {
+        tails.insert(name[i..].to_owned());
+    }
 }
 
 impl OutboxSink {
@@ -47,6 +87,7 @@ impl OutboxSink {
             agent_name: agent_name.into(),
             project: project.into(),
             now: None,
+            listing: None,
         }
     }
 
@@ -108,8 +149,17 @@ impl Sink for OutboxSink {
         // look-then-write on the outbox's lock (held until this function returns).
         let _lock = lock_outbox(&self.dir);
         let suffix = format!("-{kind}-{tag}.json");
-        if let Ok(entries) = fs::read_dir(&self.dir) {
-            for e in entries.flatten() {
+        let stamp = dir_stamp(&self.dir);
+        if stamp.is_none() || self.listing.as_ref().is_none_or(|l| l.stamp != stamp) {
+            self.listing = Some(Listing::read(&self.dir));
+        }
+        if self
+            .listing
+            .as_ref()
+            .is_some_and(|l| l.tails.contains(&suffix))
+        {
+            // Already waiting: find its name (rare: a marker delivered twice).
+            for e in fs::read_dir(&self.dir).into_iter().flatten().flatten() {
                 let name = e.file_name();
                 let name = name.to_string_lossy();
                 if name.ends_with(&suffix) && !name.starts_with('.') {
@@ -146,6 +196,11 @@ impl Sink for OutboxSink {
             }
         }
         fs::rename(&tmp, &path).map_err(io("renaming an outbox file"))?;
+        // Still under the lock: the folder changed by this file alone.
+        if let Some(l) = &mut self.listing {
+            add_tails(&mut l.tails, &name);
+            l.stamp = dir_stamp(&self.dir);
+        }
         Ok(Delivery::Outboxed(path))
     }
 }

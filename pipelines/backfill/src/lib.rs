@@ -275,6 +275,12 @@ pub fn backfill(jobs: Vec<Job>, opts: &Options, progress: &(dyn Fn(u64, u64) + S
         },
         _ => None,
     };
+    // One outbox writer for the whole run: it keeps the outbox's listing between
+    // markers instead of reading the folder again for each one.
+    let outbox = match &opts.markers {
+        MarkersOut::Outbox(dir) => Some(Mutex::new(OutboxSink::new(dir, "backfill", ""))),
+        _ => None,
+    };
     let files_done = AtomicU64::new(0);
     let bytes_done = AtomicU64::new(0);
     let resolver = match &opts.resolver {
@@ -309,7 +315,15 @@ pub fn backfill(jobs: Vec<Job>, opts: &Options, progress: &(dyn Fn(u64, u64) + S
                                 }
                             }
                         };
-                        let o = process_file(w, opts, key, job, policy, ndjson.as_ref());
+                        let o = process_file(
+                            w,
+                            opts,
+                            key,
+                            job,
+                            policy,
+                            ndjson.as_ref(),
+                            outbox.as_ref(),
+                        );
                         let f = files_done.fetch_add(1, Ordering::Relaxed) + 1;
                         let b = bytes_done.fetch_add(o.bytes, Ordering::Relaxed) + o.bytes;
                         progress(f, b);
@@ -349,6 +363,7 @@ fn process_file(
     job: &Job,
     policy: ReadPolicy,
     ndjson: Option<&Mutex<std::fs::File>>,
+    outbox: Option<&Mutex<OutboxSink>>,
 ) -> FileOutcome {
     let mut o = FileOutcome::default();
     let log = ScopeLog::open(&opts.home, key);
@@ -416,8 +431,9 @@ fn process_file(
                 }
             }
         }
-        MarkersOut::Outbox(dir) => {
-            let mut sink = OutboxSink::new(dir, "backfill", "");
+        MarkersOut::Outbox(_) => {
+            let Some(sink) = outbox else { return o };
+            let mut sink = sink.lock().unwrap_or_else(|e| e.into_inner());
             for r in &records {
                 if let Err(e) = sink.deliver(r) {
                     o.error = Some(e.to_string());

@@ -863,6 +863,50 @@ fn http_sink_accepts_refuses_and_times_out_into_the_outbox() {
     assert_eq!(std::fs::read_dir(&outbox).unwrap().count(), 2);
 }
 
+/// One sink delivering many markers keeps the outbox's listing between them, and still
+/// sees what others did to the folder meanwhile: a file another writer left for the
+/// same marker, and a file a drain took away.
+#[test]
+fn a_long_lived_outbox_sink_sees_what_others_change() {
+    let home = tempfile::tempdir().unwrap();
+    let outbox = home.path().join("outbox");
+    let mut ob = OutboxSink::new(&outbox, "a", "");
+    let count = || std::fs::read_dir(&outbox).unwrap().count();
+    for c in ["a", "b", "c"] {
+        ob.deliver(&record("lesson", c)).unwrap();
+    }
+    // Delivered again through the same sink: found, not written twice.
+    ob.deliver(&record("lesson", "b")).unwrap();
+    assert_eq!(count(), 3);
+    // Another writer leaves "d" (after a clock tick, as a separate process would).
+    std::thread::sleep(Duration::from_millis(20));
+    let d = record("lesson", "d");
+    let theirs = outbox.join(format!(
+        "20200101T000000-lesson-{}.json",
+        &d.idempotency_key[..8]
+    ));
+    std::fs::write(&theirs, b"{}").unwrap();
+    let Delivery::Outboxed(p) = ob.deliver(&d).unwrap() else {
+        panic!()
+    };
+    assert_eq!(p, theirs);
+    assert_eq!(count(), 4);
+    // A drain sends and removes "a": delivering it again writes it again.
+    std::thread::sleep(Duration::from_millis(20));
+    let a = record("lesson", "a");
+    for e in std::fs::read_dir(&outbox).unwrap().flatten() {
+        if e.file_name()
+            .to_string_lossy()
+            .contains(&a.idempotency_key[..8])
+        {
+            std::fs::remove_file(e.path()).unwrap();
+        }
+    }
+    assert_eq!(count(), 3);
+    ob.deliver(&a).unwrap();
+    assert_eq!(count(), 4);
+}
+
 #[test]
 fn outbox_files_are_indent_2_json_in_the_reference_key_order() {
     let home = tempfile::tempdir().unwrap();
