@@ -75,6 +75,20 @@ def main():
     rows.append(series("backfill --jobs 2 (markers to NDJSON)",
                        lambda h: [BIN, "--home", h, "backfill", "--jobs", "2", "--json", "--markers-out", os.path.join(h, "m.ndjson")] + srcs,
                        nbytes, fresh_home=True))
+    rows.append(series("backfill --jobs 2 (markers to the outbox, the default)",
+                       lambda h: [BIN, "--home", h, "backfill", "--jobs", "2", "--json"] + srcs,
+                       nbytes, fresh_home=True))
+    # An existing transcript reader over the same files, when given: CCUSAGE=path to
+    # the ccusage binary (npm ccusage with its native @ccusage/ccusage-linux-x64). It
+    # reads Claude and Codex usage (every line parsed) and prints a daily report.
+    ccusage = os.environ.get("CCUSAGE")
+    if ccusage:
+        empty = tempfile.mkdtemp(dir=HOMES)
+        rows.append(series("ccusage daily --offline --json (existing reader)",
+                           lambda h: ["env", f"HOME={empty}", f"CLAUDE_CONFIG_DIR={os.path.join(CORPUS, 'claude')}",
+                                      f"CODEX_HOME={os.path.join(CORPUS, 'codex')}", ccusage, "daily", "--offline", "--json"],
+                           nbytes))
+        shutil.rmtree(empty, ignore_errors=True)
     single = os.path.getsize(SINGLE)
     payload = json.dumps({"session_id": "bench", "transcript_path": SINGLE}).encode()
     rows.append(series("hook stop, first (100 MB)", lambda h: [BIN, "--home", h, "hook", "stop"],

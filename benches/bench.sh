@@ -6,6 +6,9 @@
 #   HOME_DIR=DIR    where the agentihooks homes go (default target/bench/homes;
 #                   /dev/shm takes file-creation cost out of the figures)
 #   RUNS=N          runs per case (default 7)
+#   CCUSAGE=BIN     also time an existing transcript reader, ccusage, over the same
+#                   files (npm install ccusage @ccusage/ccusage-linux-x64; BIN is
+#                   node_modules/@ccusage/ccusage-linux-x64/bin/ccusage)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release -q -p transcope -p transcope-testkit
