@@ -43,7 +43,7 @@ mod discover;
 use std::collections::BTreeMap;
 use std::fs::OpenOptions;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -291,7 +291,9 @@ pub fn backfill(jobs: Vec<Job>, opts: &Options, progress: &(dyn Fn(u64, u64) + S
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     let groups: Vec<(String, Vec<Job>)> = groups.into_iter().collect();
-    let outcomes: Vec<(PathBuf, FileOutcome)> = pool.install(|| {
+    // Each file's outcome is folded into counters as it ends (files with an error keep
+    // their path), so memory does not grow with the number of files processed.
+    let tally: Tally = pool.install(|| {
         groups
             .par_iter()
             .map_init(
@@ -301,7 +303,7 @@ pub fn backfill(jobs: Vec<Job>, opts: &Options, progress: &(dyn Fn(u64, u64) + S
                     resolver: resolver.clone(),
                 },
                 |w, (key, jobs)| {
-                    let mut out = Vec::with_capacity(jobs.len());
+                    let mut out = Tally::default();
                     for job in jobs {
                         let policy = match opts.io {
                             IoPolicy::Read => ReadPolicy::Read,
@@ -327,26 +329,22 @@ pub fn backfill(jobs: Vec<Job>, opts: &Options, progress: &(dyn Fn(u64, u64) + S
                         let f = files_done.fetch_add(1, Ordering::Relaxed) + 1;
                         let b = bytes_done.fetch_add(o.bytes, Ordering::Relaxed) + o.bytes;
                         progress(f, b);
-                        out.push((job.path.clone(), o));
+                        out.add(&job.path, o);
                     }
                     out
                 },
             )
-            .flatten()
-            .collect()
+            // In order: the errors stay in the order of the sessions' keys.
+            .reduce(Tally::default, Tally::merge)
     });
-    for (path, o) in outcomes {
-        summary.files += 1;
-        summary.bytes += o.bytes;
-        summary.entries += o.entries;
-        summary.skipped_lines += o.skipped;
-        summary.transitions += o.transitions;
-        summary.markers += o.markers;
-        summary.unattributed += o.unattributed;
-        if let Some(reason) = o.error {
-            summary.errors.push(Problem { path, reason });
-        }
-    }
+    summary.files += tally.files;
+    summary.bytes += tally.bytes;
+    summary.entries += tally.entries;
+    summary.skipped_lines += tally.skipped;
+    summary.transitions += tally.transitions;
+    summary.markers += tally.markers;
+    summary.unattributed += tally.unattributed;
+    summary.errors.extend(tally.errors);
     if let Some(f) = ndjson {
         if let Ok(f) = f.into_inner() {
             let _ = f.sync_all();
@@ -354,6 +352,49 @@ pub fn backfill(jobs: Vec<Job>, opts: &Options, progress: &(dyn Fn(u64, u64) + S
     }
     summary.seconds = start.elapsed().as_secs_f64();
     summary
+}
+
+/// The outcomes of some files, added up.
+#[derive(Default)]
+struct Tally {
+    files: u64,
+    bytes: u64,
+    entries: u64,
+    skipped: u64,
+    transitions: u64,
+    markers: u64,
+    unattributed: u64,
+    errors: Vec<Problem>,
+}
+
+impl Tally {
+    fn add(&mut self, path: &Path, o: FileOutcome) {
+        self.files += 1;
+        self.bytes += o.bytes;
+        self.entries += o.entries;
+        self.skipped += o.skipped;
+        self.transitions += o.transitions;
+        self.markers += o.markers;
+        self.unattributed += o.unattributed;
+        if let Some(reason) = o.error {
+            self.errors.push(Problem {
+                path: path.to_path_buf(),
+                reason,
+            });
+        }
+    }
+
+    fn merge(mut self, other: Tally) -> Tally {
+        self.files += other.files;
+        self.bytes += other.bytes;
+        self.entries += other.entries;
+        self.skipped += other.skipped;
+        self.transitions += other.transitions;
+        self.markers += other.markers;
+        self.unattributed += other.unattributed;
+        self.errors.extend(other.errors);
+        self
+    }
 }
 
 fn process_file(
