@@ -293,7 +293,7 @@ pub fn backfill(jobs: Vec<Job>, opts: &Options, progress: &(dyn Fn(u64, u64) + S
     let groups: Vec<(String, Vec<Job>)> = groups.into_iter().collect();
     // Each file's outcome is folded into counters as it ends (files with an error keep
     // their path), so memory does not grow with the number of files processed.
-    let tally: Tally = pool.install(|| {
+    let processed: Summary = pool.install(|| {
         groups
             .par_iter()
             .map_init(
@@ -303,7 +303,7 @@ pub fn backfill(jobs: Vec<Job>, opts: &Options, progress: &(dyn Fn(u64, u64) + S
                     resolver: resolver.clone(),
                 },
                 |w, (key, jobs)| {
-                    let mut out = Tally::default();
+                    let mut out = Summary::default();
                     for job in jobs {
                         let policy = match opts.io {
                             IoPolicy::Read => ReadPolicy::Read,
@@ -335,16 +335,9 @@ pub fn backfill(jobs: Vec<Job>, opts: &Options, progress: &(dyn Fn(u64, u64) + S
                 },
             )
             // In order: the errors stay in the order of the sessions' keys.
-            .reduce(Tally::default, Tally::merge)
+            .reduce(Summary::default, Summary::merge)
     });
-    summary.files += tally.files;
-    summary.bytes += tally.bytes;
-    summary.entries += tally.entries;
-    summary.skipped_lines += tally.skipped;
-    summary.transitions += tally.transitions;
-    summary.markers += tally.markers;
-    summary.unattributed += tally.unattributed;
-    summary.errors.extend(tally.errors);
+    let mut summary = summary.merge(processed);
     if let Some(f) = ndjson {
         if let Ok(f) = f.into_inner() {
             let _ = f.sync_all();
@@ -354,25 +347,13 @@ pub fn backfill(jobs: Vec<Job>, opts: &Options, progress: &(dyn Fn(u64, u64) + S
     summary
 }
 
-/// The outcomes of some files, added up.
-#[derive(Default)]
-struct Tally {
-    files: u64,
-    bytes: u64,
-    entries: u64,
-    skipped: u64,
-    transitions: u64,
-    markers: u64,
-    unattributed: u64,
-    errors: Vec<Problem>,
-}
-
-impl Tally {
+impl Summary {
+    /// Count one file's outcome (a failed file keeps its path and reason).
     fn add(&mut self, path: &Path, o: FileOutcome) {
         self.files += 1;
         self.bytes += o.bytes;
         self.entries += o.entries;
-        self.skipped += o.skipped;
+        self.skipped_lines += o.skipped;
         self.transitions += o.transitions;
         self.markers += o.markers;
         self.unattributed += o.unattributed;
@@ -384,11 +365,12 @@ impl Tally {
         }
     }
 
-    fn merge(mut self, other: Tally) -> Tally {
+    /// Both summaries' counts; `self`'s errors first.
+    fn merge(mut self, other: Summary) -> Summary {
         self.files += other.files;
         self.bytes += other.bytes;
         self.entries += other.entries;
-        self.skipped += other.skipped;
+        self.skipped_lines += other.skipped_lines;
         self.transitions += other.transitions;
         self.markers += other.markers;
         self.unattributed += other.unattributed;
