@@ -125,6 +125,16 @@ fn transcript(home: &Path) -> PathBuf {
         .unwrap()
 }
 
+/// [`stop`] with a transcript, no last message, no environment, calls not watched.
+fn stop_plain(
+    home: &Path,
+    session: Option<&str>,
+    transcript: &Path,
+) -> (StopSummary, Vec<MarkerRecord>) {
+    let calls = Arc::new(Mutex::new(Vec::new()));
+    stop(home, session, Some(transcript), None, &Env::new(), &calls)
+}
+
 fn attrs(rec: &MarkerRecord) -> &Map<String, Value> {
     rec.body["attrs"].as_object().unwrap()
 }
@@ -133,16 +143,8 @@ fn attrs(rec: &MarkerRecord) -> &Map<String, Value> {
 fn stop_over_the_fixture_writes_the_spec_bodies() {
     let home = tempfile::tempdir().unwrap();
     record_all(home.path(), "first", 4);
-    let calls = Arc::new(Mutex::new(Vec::new()));
     let t = transcript(home.path());
-    let (sum, recs) = stop(
-        home.path(),
-        Some("first"),
-        Some(&t),
-        None,
-        &Env::new(),
-        &calls,
-    );
+    let (sum, recs) = stop_plain(home.path(), Some("first"), &t);
     assert_eq!(sum.markers.len(), 6);
     assert_eq!(sum.unattributed, 1);
     // §5.4's example body, byte for byte.
@@ -314,15 +316,7 @@ fn case16_codex_task_completion_markers_carry_their_time() {
         ),
     )
     .unwrap();
-    let calls = Arc::new(Mutex::new(Vec::new()));
-    let (sum, _) = stop(
-        home.path(),
-        Some("codex"),
-        Some(&t),
-        None,
-        &Env::new(),
-        &calls,
-    );
+    let (sum, _) = stop_plain(home.path(), Some("codex"), &t);
     assert_eq!(sum.markers.len(), 1);
     assert_eq!(sum.markers[0].content, "Codex.");
     assert_eq!(sum.markers[0].at, Some(json!("2026-10-08T10:07:00Z")));
@@ -364,15 +358,7 @@ fn case17_marker_times_follow_their_own_record() {
         "<!-- @lesson -->User.<!-- @/lesson -->",
     ));
     std::fs::write(&t, text).unwrap();
-    let calls = Arc::new(Mutex::new(Vec::new()));
-    let (sum, _) = stop(
-        home.path(),
-        Some("times"),
-        Some(&t),
-        None,
-        &Env::new(),
-        &calls,
-    );
+    let (sum, _) = stop_plain(home.path(), Some("times"), &t);
     let got: Vec<(String, Option<Value>)> = sum
         .markers
         .iter()
@@ -508,16 +494,8 @@ fn case31_case33_case34_unknown_never_takes_the_latest_project() {
 fn case32_an_outbox_replay_keeps_the_attributes_computed_when_written() {
     let home = tempfile::tempdir().unwrap();
     record_all(home.path(), "first", 4);
-    let calls = Arc::new(Mutex::new(Vec::new()));
     let t = transcript(home.path());
-    let (_, recs) = stop(
-        home.path(),
-        Some("first"),
-        Some(&t),
-        None,
-        &Env::new(),
-        &calls,
-    );
+    let (_, recs) = stop_plain(home.path(), Some("first"), &t);
     let live = &recs[1].body;
     // Write it to the outbox and drain it to a real server: the body POSTed is the
     // live body plus the outbox's `ts`.
@@ -697,9 +675,8 @@ fn decision_164_no_identity_means_no_session_and_unknown() {
     let home = tempfile::tempdir().unwrap();
     record_all(home.path(), "first", 4);
     // Another session is the most recently active one; nothing may borrow from it.
-    let calls = Arc::new(Mutex::new(Vec::new()));
     let t = transcript(home.path());
-    let (sum, recs) = stop(home.path(), None, Some(&t), None, &Env::new(), &calls);
+    let (sum, recs) = stop_plain(home.path(), None, &t);
     assert_eq!(sum.markers.len(), 6);
     for (i, r) in recs.iter().enumerate() {
         let a = attrs(r);
