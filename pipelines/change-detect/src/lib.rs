@@ -139,32 +139,33 @@ impl<'a, R: ProjectResolver> ChangeDetect<'a, R> {
             return;
         };
         let Some(at) = e.time.as_str() else { return };
-        // The same folder and branch as the last transition: nothing to record, whatever
-        // the time says. Checked first, without allocating or parsing the time, because
-        // it is the answer for nearly every entry.
-        if self.same_as_seen(folder, e.branch.as_deref()) {
+        let own = e.branch.as_deref().filter(|b| !b.is_empty());
+        // A falsy branch in the folder already in force inherits its branch.
+        let in_seen_folder = self
+            .seen
+            .as_ref()
+            .filter(|seen| seen.cwd.as_str() == Some(folder));
+        // The pair already in force: nothing to record, whatever the time says. Checked
+        // first, without allocating or parsing the time: it is the answer for nearly
+        // every entry.
+        if in_seen_folder.is_some_and(|seen| own.is_none_or(|b| seen.branch.as_str() == Some(b))) {
             return;
         }
+        let branch = match (own, in_seen_folder) {
+            (Some(b), _) => Value::String(b.to_owned()),
+            (None, Some(seen)) => seen.branch.clone(),
+            (None, None) => Value::String(String::new()),
+        };
         let Some(instant) = timestamp::parse(at) else {
             return;
         };
         if self.after.is_some_and(|after| instant < after) {
             return;
         }
-        let branch = match e.branch.as_deref() {
-            Some(b) if !b.is_empty() => Value::String(b.to_owned()),
-            _ => match &self.seen {
-                Some(seen) if seen.cwd.as_str() == Some(folder) => seen.branch.clone(),
-                _ => Value::String(String::new()),
-            },
-        };
         let pair = Seen {
             cwd: Value::String(folder.to_owned()),
             branch,
         };
-        if self.seen.as_ref() == Some(&pair) {
-            return;
-        }
         let branch = normalise(&pair.branch);
         self.seen = Some(pair);
         let identity = match self.resolver.resolve(folder, self.env) {
@@ -185,18 +186,6 @@ impl<'a, R: ProjectResolver> ChangeDetect<'a, R> {
                 self.out.io_errors += 1;
                 self.out.first_error.get_or_insert_with(|| err.to_string());
             }
-        }
-    }
-
-    /// Whether an entry in `folder` on `branch` gives the pair already seen (a falsy
-    /// branch in the seen folder inherits the seen branch).
-    fn same_as_seen(&self, folder: &str, branch: Option<&str>) -> bool {
-        match &self.seen {
-            Some(seen) if seen.cwd.as_str() == Some(folder) => match branch {
-                Some(b) if !b.is_empty() => seen.branch.as_str() == Some(b),
-                _ => true,
-            },
-            _ => false,
         }
     }
 
