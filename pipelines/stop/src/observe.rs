@@ -153,20 +153,26 @@ pub fn observe_deferred<R: ProjectResolver>(
         report.disabled = true;
         return Ok((report, None));
     }
-    // The size matters only to a cursor; a whole read checks the file when it opens it.
-    let size = match mode {
-        ReadMode::Incremental => open_regular(transcript)?.1,
-        ReadMode::Whole => 0,
-    };
-    let cursor_file = cursor::cursor_path(home, log.session(), transcript);
-    let saved = match mode {
-        ReadMode::Incremental => cursor::load(&cursor_file)
-            .filter(|c| c.session == log.session() && cursor::still_valid(c, transcript, size)),
+    // Only an incremental read has a cursor (and needs the size now); a whole read
+    // checks the file when it opens it.
+    let cursor = match mode {
+        ReadMode::Incremental => Some((
+            open_regular(transcript)?.1,
+            cursor::cursor_path(home, log.session(), transcript),
+        )),
         ReadMode::Whole => None,
     };
+    let saved = cursor.as_ref().and_then(|(size, file)| {
+        cursor::load(file)
+            .filter(|c| c.session == log.session() && cursor::still_valid(c, transcript, *size))
+    });
     // Nothing appended since the cursor: done, without reading the log (the common
     // Stop).
-    if saved.as_ref().is_some_and(|c| c.offset == size) {
+    if saved
+        .as_ref()
+        .zip(cursor.as_ref())
+        .is_some_and(|(c, (size, _))| c.offset == *size)
+    {
         report.up_to_date = true;
         return Ok((report, None));
     }
@@ -204,7 +210,9 @@ pub fn observe_deferred<R: ProjectResolver>(
     // the old cursor: the next Stop reads those lines again and records them then.
     let wrote_all = report.outcome.io_errors == 0;
     let mut pending = None;
-    if mode == ReadMode::Incremental && !report.scan.adapter.is_empty() && wrote_all {
+    if let Some((size, cursor_file)) =
+        cursor.filter(|_| !report.scan.adapter.is_empty() && wrote_all)
+    {
         let head_len = size.min(FINGERPRINT_BYTES);
         if let Ok(head) = cursor::head_fingerprint(transcript, head_len) {
             let c = Cursor {
