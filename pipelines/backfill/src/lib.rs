@@ -256,14 +256,14 @@ pub fn backfill(jobs: Vec<Job>, opts: &Options, progress: &(dyn Fn(u64, u64) + S
             }
         }
     }
-    let ndjson = match &opts.markers {
+    let destination = match &opts.markers {
         MarkersOut::Ndjson(p) => match p
             .parent()
             .filter(|d| !d.as_os_str().is_empty())
             .map_or(Ok(()), std::fs::create_dir_all)
             .and_then(|()| OpenOptions::new().create(true).append(true).open(p))
         {
-            Ok(f) => Some(Mutex::new(f)),
+            Ok(f) => Out::Ndjson(Mutex::new(f)),
             Err(e) => {
                 summary.errors.push(Problem {
                     path: p.clone(),
@@ -273,13 +273,10 @@ pub fn backfill(jobs: Vec<Job>, opts: &Options, progress: &(dyn Fn(u64, u64) + S
                 return summary;
             }
         },
-        _ => None,
-    };
-    // One outbox writer for the whole run: it keeps the outbox's listing between
-    // markers instead of reading the folder again for each one.
-    let outbox = match &opts.markers {
-        MarkersOut::Outbox(dir) => Some(Mutex::new(OutboxSink::new(dir, "backfill", ""))),
-        _ => None,
+        // One outbox writer for the whole run: it keeps the outbox's listing between
+        // markers instead of reading the folder again for each one.
+        MarkersOut::Outbox(dir) => Out::Outbox(Mutex::new(OutboxSink::new(dir, "backfill", ""))),
+        MarkersOut::Skip => Out::Skip,
     };
     let files_done = AtomicU64::new(0);
     let bytes_done = AtomicU64::new(0);
@@ -317,15 +314,7 @@ pub fn backfill(jobs: Vec<Job>, opts: &Options, progress: &(dyn Fn(u64, u64) + S
                                 }
                             }
                         };
-                        let o = process_file(
-                            w,
-                            opts,
-                            key,
-                            job,
-                            policy,
-                            ndjson.as_ref(),
-                            outbox.as_ref(),
-                        );
+                        let o = process_file(w, opts, key, job, policy, &destination);
                         let f = files_done.fetch_add(1, Ordering::Relaxed) + 1;
                         let b = bytes_done.fetch_add(o.bytes, Ordering::Relaxed) + o.bytes;
                         progress(f, b);
@@ -338,7 +327,7 @@ pub fn backfill(jobs: Vec<Job>, opts: &Options, progress: &(dyn Fn(u64, u64) + S
             .reduce(Summary::default, Summary::merge)
     });
     let mut summary = summary.merge(processed);
-    if let Some(f) = ndjson {
+    if let Out::Ndjson(f) = destination {
         if let Ok(f) = f.into_inner() {
             let _ = f.sync_all();
         }
@@ -379,18 +368,24 @@ impl Summary {
     }
 }
 
+/// Where the run's markers go, opened once ([`MarkersOut`] as given).
+enum Out {
+    Ndjson(Mutex<std::fs::File>),
+    Outbox(Mutex<OutboxSink>),
+    Skip,
+}
+
 fn process_file(
     w: &mut Worker,
     opts: &Options,
     key: &str,
     job: &Job,
     policy: ReadPolicy,
-    ndjson: Option<&Mutex<std::fs::File>>,
-    outbox: Option<&Mutex<OutboxSink>>,
+    destination: &Out,
 ) -> FileOutcome {
     let mut o = FileOutcome::default();
     let log = ScopeLog::open(&opts.home, key);
-    let mut stage = (opts.markers != MarkersOut::Skip).then(MarkerStage::default);
+    let mut stage = (!matches!(destination, Out::Skip)).then(MarkerStage::default);
     let report = BUFFERS.with(|b| {
         observe_with(
             &opts.home,
@@ -440,22 +435,19 @@ fn process_file(
     );
     o.markers = records.len() as u64;
     o.unattributed = unattributed;
-    match &opts.markers {
-        MarkersOut::Ndjson(_) => {
+    match destination {
+        Out::Ndjson(f) => {
             let mut text = String::new();
             for r in &records {
                 text.push_str(&transcope_core::py::dumps(&r.body));
                 text.push('\n');
             }
-            if let Some(f) = ndjson {
-                let mut f = f.lock().unwrap_or_else(|e| e.into_inner());
-                if let Err(e) = f.write_all(text.as_bytes()) {
-                    o.error = Some(format!("writing markers: {e}"));
-                }
+            let mut f = f.lock().unwrap_or_else(|e| e.into_inner());
+            if let Err(e) = f.write_all(text.as_bytes()) {
+                o.error = Some(format!("writing markers: {e}"));
             }
         }
-        MarkersOut::Outbox(_) => {
-            let Some(sink) = outbox else { return o };
+        Out::Outbox(sink) => {
             let mut sink = sink.lock().unwrap_or_else(|e| e.into_inner());
             for r in &records {
                 if let Err(e) = sink.deliver(r) {
@@ -464,7 +456,7 @@ fn process_file(
                 }
             }
         }
-        MarkersOut::Skip => {}
+        Out::Skip => {}
     }
     o
 }
