@@ -36,14 +36,14 @@ pub struct OutboxSink {
     listing: Option<Listing>,
 }
 
-/// What the outbox held when last listed: every `-…` tail of every file name (so "a
-/// file ends with this suffix" is one lookup), and the folder's modification stamp
-/// then. A sink delivering many records (a backfill) lists the folder again only when
+/// What the outbox held when last listed: every `-…` tail of every file name, with the
+/// name (so "the file that ends with this suffix" is one lookup), and the folder's
+/// modification stamp then. A sink delivering many records (a backfill) lists the folder again only when
 /// something else changed it, instead of once per record (quadratic in the outbox).
 #[derive(Clone, Debug)]
 struct Listing {
     stamp: Option<(std::time::SystemTime, u64, u64)>,
-    tails: std::collections::HashSet<String>,
+    tails: std::collections::HashMap<String, String>,
 }
 
 /// The folder's (mtime, size, inode): changes whenever an entry is added or removed.
@@ -56,7 +56,7 @@ fn dir_stamp(dir: &Path) -> Option<(std::time::SystemTime, u64, u64)> {
 impl Listing {
     fn read(dir: &Path) -> Listing {
         let stamp = dir_stamp(dir);
-        let mut tails = std::collections::HashSet::new();
+        let mut tails = std::collections::HashMap::new();
         for e in fs::read_dir(dir).into_iter().flatten().flatten() {
             let name = e.file_name();
             let name = name.to_string_lossy();
@@ -68,9 +68,11 @@ impl Listing {
     }
 }
 
-fn add_tails(tails: &mut std::collections::HashSet<String>, name: &str) {
+fn add_tails(tails: &mut std::collections::HashMap<String, String>, name: &str) {
     for (i, _) in name.match_indices('-') {
-        tails.insert(name[i..].to_owned());
+        tails
+            .entry(name[i..].to_owned())
+            .or_insert_with(|| name.to_owned());
     }
 }
 
@@ -153,18 +155,11 @@ impl Sink for OutboxSink {
         if stamp.is_none() || self.listing.as_ref().is_none_or(|l| l.stamp != stamp) {
             self.listing = Some(Listing::read(&self.dir));
         }
-        if self
-            .listing
-            .as_ref()
-            .is_some_and(|l| l.tails.contains(&suffix))
-        {
-            // Already waiting: find its name (rare: a marker delivered twice).
-            for e in fs::read_dir(&self.dir).into_iter().flatten().flatten() {
-                let name = e.file_name();
-                let name = name.to_string_lossy();
-                if name.ends_with(&suffix) && !name.starts_with('.') {
-                    return Ok(Delivery::Outboxed(e.path()));
-                }
+        if let Some(name) = self.listing.as_ref().and_then(|l| l.tails.get(&suffix)) {
+            // Already waiting (unless it went within the stamp's clock tick).
+            let waiting = self.dir.join(name);
+            if waiting.symlink_metadata().is_ok() {
+                return Ok(Delivery::Outboxed(waiting));
             }
         }
         let now = self.now.unwrap_or_else(Instant::now);
