@@ -694,36 +694,14 @@ fn decision_164_no_identity_means_no_session_and_unknown() {
 #[test]
 fn markers_are_read_only_once_across_incremental_stops() {
     let home = tempfile::tempdir().unwrap();
-    let calls = Arc::new(Mutex::new(Vec::new()));
     let t = transcript(home.path());
-    let (first, _) = stop(
-        home.path(),
-        Some("inc"),
-        Some(&t),
-        None,
-        &Env::new(),
-        &calls,
-    );
+    let (first, _) = stop_plain(home.path(), Some("inc"), &t);
     assert_eq!(first.markers.len(), 6);
-    let (second, _) = stop(
-        home.path(),
-        Some("inc"),
-        Some(&t),
-        None,
-        &Env::new(),
-        &calls,
-    );
+    let (second, _) = stop_plain(home.path(), Some("inc"), &t);
     assert_eq!(second.markers.len(), 0);
     let mut f = std::fs::OpenOptions::new().append(true).open(&t).unwrap();
     writeln!(f, "{}", json!({"type": "assistant", "timestamp": "2026-10-08T11:00:00Z", "cwd": "/work/beta", "gitBranch": "main", "message": {"content": "<!-- @decision -->New.<!-- @/decision -->"}})).unwrap();
-    let (third, _) = stop(
-        home.path(),
-        Some("inc"),
-        Some(&t),
-        None,
-        &Env::new(),
-        &calls,
-    );
+    let (third, _) = stop_plain(home.path(), Some("inc"), &t);
     assert_eq!(third.markers.len(), 1);
     assert_eq!(third.markers[0].content, "New.");
 }
