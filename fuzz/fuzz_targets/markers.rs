@@ -78,6 +78,39 @@ fuzz_target!(|data: &[u8]| {
         });
     }
     let all = stage.finish(None);
+    // The stage scans as records arrive and drops settled text; it must find what one
+    // scan of the records joined with `\n` finds, each stamped with its record's time.
+    let joined = text.replace('\0', "\n");
+    let whole: Vec<(usize, String)> = markers_in(&joined)
+        .into_iter()
+        .map(|(start, m)| {
+            let record = joined[..start].matches('\n').count()
+                - text[..start].matches('\n').count();
+            (record, m.content)
+        })
+        .collect();
+    let staged: Vec<(usize, String)> = all
+        .iter()
+        .map(|m| {
+            let record = m.at.as_ref().map_or(usize::MAX, |at| {
+                let minute: usize = at.as_str().unwrap()[14..16].parse().unwrap();
+                minute
+            });
+            (record, m.content.clone())
+        })
+        .collect();
+    assert_eq!(
+        staged.iter().map(|(_, c)| c).collect::<Vec<_>>(),
+        whole.iter().map(|(_, c)| c).collect::<Vec<_>>(),
+        "the stage finds what one scan of the joined records finds"
+    );
+    for ((minute, _), (record, _)) in staged.iter().zip(&whole) {
+        if record % 2 == 0 {
+            assert_eq!(*minute, record % 60, "stamped with its own record's time");
+        } else {
+            assert_eq!(*minute, usize::MAX, "a record without a time gives none");
+        }
+    }
     if !text.contains('\0') {
         assert_eq!(
             all.len(),

@@ -2,11 +2,13 @@
 //!
 //! A brain marker is an HTML comment block in assistant text
 //! (`<!-- @lesson -->Text.<!-- @/lesson -->`, scope-log.md §5.1). [`MarkerStage`] is a
-//! per-entry stage: it collects the marker-eligible texts adapters put in
-//! [`Entry::texts`](transcope_core::Entry) together with each record's time, and
-//! [`MarkerStage::finish`] scans them the way the reference does — all record texts
-//! joined with `\n` and scanned once — giving each [`Marker`] the time of the record in
-//! which its opening tag starts (no `at` at all when that record has no time).
+//! per-entry stage: it takes the marker-eligible texts adapters put in
+//! [`Entry::texts`](transcope_core::Entry) with each record's time, and finds exactly
+//! the markers the reference finds by joining all record texts with `\n` and scanning
+//! them once, giving each [`Marker`] the time of the record in which its opening tag
+//! starts (no `at` at all when that record has no time). It scans as records arrive and
+//! keeps only the text of a block still open ([`parse::blocks_settled`]), so memory does
+//! not grow with the transcript; [`MarkerStage::finish`] returns the markers.
 //!
 //! ```
 //! use transcope_core::{Entry, TimeValue, adapter::EntrySink};
@@ -77,29 +79,29 @@ pub fn py_strip(s: &str) -> &str {
 /// The markers in one text, with the byte offset of each opening tag.
 pub fn markers_in(text: &str) -> Vec<(usize, Marker)> {
     parse::blocks(text)
-        .into_iter()
-        .filter_map(|b| {
-            let kind = b.kind.to_lowercase();
-            if !MARKER_TYPES.contains(&kind.as_str()) {
-                return None;
-            }
-            let content = py_strip(b.content);
-            if content.is_empty() {
-                return None;
-            }
-            let mut attrs = parse::attributes(b.attrs);
-            attrs.shift_remove("ts");
-            Some((
-                b.start,
-                Marker {
-                    kind,
-                    attrs,
-                    content: content.to_owned(),
-                    at: None,
-                },
-            ))
-        })
+        .iter()
+        .filter_map(|b| Some((b.start, marker_of(b)?)))
         .collect()
+}
+
+/// A block as a marker (no `at`): `None` for other types and for empty content.
+fn marker_of(b: &parse::Block<'_>) -> Option<Marker> {
+    let kind = b.kind.to_lowercase();
+    if !MARKER_TYPES.contains(&kind.as_str()) {
+        return None;
+    }
+    let content = py_strip(b.content);
+    if content.is_empty() {
+        return None;
+    }
+    let mut attrs = parse::attributes(b.attrs);
+    attrs.shift_remove("ts");
+    Some(Marker {
+        kind,
+        attrs,
+        content: content.to_owned(),
+        at: None,
+    })
 }
 
 /// Markers of a Stop payload's `last_assistant_message`, stamped with `now` (the
@@ -114,14 +116,35 @@ pub fn markers_of_message(text: &str, now_iso: &str) -> Vec<Marker> {
         .collect()
 }
 
-/// The marker-extraction stage: collects eligible record texts, scans them at the end.
+/// The marker-extraction stage: scans eligible record texts as they arrive, exactly as
+/// the reference scans all of them joined with `\n`, holding only the text a later
+/// record could still change.
+///
+/// The scan runs over a window: the joined text from the first opening tag whose block
+/// is not yet settled (it still needs an attribute, its `-->` or its closing tag from a
+/// later record; [`parse::blocks_settled`]). Markers before it are final and the text
+/// before it is dropped, so memory follows the longest open block, not the transcript.
+/// While no block is open, a record without `<!--` can change nothing and is dropped
+/// unread. While one is open, the window is rescanned only when it has grown by an
+/// eighth since the last scan, so the work stays linear in the text (at most about nine
+/// scans' worth of each byte) however long a block stays open, and a block that has
+/// closed holds at most an eighth more text than it enclosed.
 #[derive(Default)]
 pub struct MarkerStage {
-    text: String,
-    /// (offset of the record's text in `text`, the record's time).
+    /// The joined text from the unsettled opening tag on (empty when none is open).
+    window: String,
+    /// (offset in `window` of each record's text, clamped at 0, the record's time).
     records: Vec<(usize, TimeValue<'static>)>,
-    /// Some record's text holds `<!--`: every text-bearing line is wanted from now on.
-    armed: bool,
+    /// Some eligible text was seen (the next is joined with `\n`).
+    seen: bool,
+    /// An opening tag in `window` is not settled.
+    open: bool,
+    /// The window's length after the last scan that left a block open.
+    scanned: usize,
+    /// Markers settled so far, in text order.
+    found: Vec<Marker>,
+    /// Scans run (the linearity test counts them).
+    scans: usize,
 }
 
 impl EntrySink for MarkerStage {
@@ -130,25 +153,33 @@ impl EntrySink for MarkerStage {
     ///
     /// [`Probe::text`]: transcope_core::adapter::Probe::text
     ///
-    /// Until a record's text holds `<!--`, a line that cannot hold one
+    /// While no block is open, a line that cannot hold `<!--`
     /// ([`Probe::opens_marker`]) is not wanted either: no block can start in it, and no
-    /// block has started that it could be the content of (records are joined with
-    /// `\n`, so `<!--` never spans two).
+    /// open block could take it as content (records are joined with `\n`, so `<!--`
+    /// never spans two).
     ///
     /// [`Probe::opens_marker`]: transcope_core::adapter::Probe::opens_marker
     fn wants(&self, p: &transcope_core::adapter::Probe<'_>) -> bool {
-        p.text && (self.armed || p.opens_marker)
+        p.text && (self.open || p.opens_marker)
     }
 
     fn entry(&mut self, e: &Entry<'_>) {
         for t in &e.texts {
-            self.armed = self.armed || t.contains("<!--");
-            if !self.records.is_empty() {
-                self.text.push('\n');
+            let joined = std::mem::replace(&mut self.seen, true);
+            let opens = t.contains("<!--");
+            if !self.open && !opens {
+                // Nothing is open and nothing opens here: this text is in no block.
+                continue;
+            }
+            if joined {
+                self.window.push('\n');
             }
             self.records
-                .push((self.text.len(), e.time.clone().into_owned()));
-            self.text.push_str(t);
+                .push((self.window.len(), e.time.clone().into_owned()));
+            self.window.push_str(t);
+            if self.window.len() >= self.scanned + self.scanned / 8 {
+                self.scan(false);
+            }
         }
     }
 }
@@ -156,25 +187,60 @@ impl EntrySink for MarkerStage {
 impl MarkerStage {
     /// Whether any eligible text was seen.
     pub fn is_empty(&self) -> bool {
-        self.records.is_empty()
+        !self.seen
     }
 
-    /// Scan everything collected; keep the first `max` markers when given.
-    pub fn finish(self, max: Option<usize>) -> Vec<Marker> {
-        if !self.text.contains("<!--") {
-            return Vec::new();
-        }
-        let mut out = Vec::new();
-        for (start, mut m) in markers_in(&self.text) {
-            if max.is_some_and(|n| out.len() >= n) {
-                break;
+    /// Bytes of text held: the window from the first open block on (0 when none is).
+    pub fn held(&self) -> usize {
+        self.window.len()
+    }
+
+    /// Scan the window: keep the settled markers and drop the text before the first
+    /// open block (all of it when none is open). `complete`: no more text will come.
+    fn scan(&mut self, complete: bool) {
+        self.scans += 1;
+        let (blocks, rest) = if complete {
+            (parse::blocks(&self.window), None)
+        } else {
+            parse::blocks_settled(&self.window)
+        };
+        for b in blocks {
+            if let Some(mut m) = marker_of(&b) {
+                let i = self.records.partition_point(|(s, _)| *s <= b.start);
+                m.at = time_json(&self.records[i.saturating_sub(1)].1);
+                self.found.push(m);
             }
-            let i = self.records.partition_point(|(s, _)| *s <= start);
-            let time = &self.records[i.saturating_sub(1)].1;
-            m.at = time_json(time);
-            out.push(m);
         }
-        out
+        match rest {
+            None => {
+                self.window.clear();
+                self.records.clear();
+                self.open = false;
+                self.scanned = 0;
+            }
+            Some(from) => {
+                // Keep the record holding `from` and those after it.
+                let i = self.records.partition_point(|(s, _)| *s <= from);
+                self.records.drain(..i.saturating_sub(1));
+                for (s, _) in &mut self.records {
+                    *s = s.saturating_sub(from);
+                }
+                self.window.drain(..from);
+                self.open = true;
+                self.scanned = self.window.len();
+            }
+        }
+    }
+
+    /// Settle what is left; keep the first `max` markers when given.
+    pub fn finish(mut self, max: Option<usize>) -> Vec<Marker> {
+        if self.open {
+            self.scan(true);
+        }
+        if let Some(n) = max {
+            self.found.truncate(n);
+        }
+        self.found
     }
 }
 
@@ -187,5 +253,40 @@ fn time_json(t: &TimeValue<'_>) -> Option<Value> {
         TimeValue::Missing => None,
         TimeValue::Str(s) => Some(Value::String(s.to_string())),
         TimeValue::Other(raw) => serde_json::from_str(raw).ok(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A block left open is rescanned only each time its text grows by an eighth,
+    /// however many records (with or without tags) follow it.
+    #[test]
+    fn an_open_block_is_rescanned_only_as_it_doubles() {
+        let mut stage = MarkerStage::default();
+        let mut feed = |text: &str| {
+            stage.entry(&Entry {
+                texts: vec![text.into()],
+                ..Entry::default()
+            })
+        };
+        feed("<!-- @lesson -->never closed");
+        for i in 0..20_000 {
+            feed(if i % 2 == 0 {
+                "<!-- @signal -->s<!-- @/signal -->"
+            } else {
+                "plain"
+            });
+        }
+        let held = stage.held();
+        let scans = stage.scans;
+        assert!(held > 20_000 * 5, "the open block holds its text ({held})");
+        // One scan per growth by an eighth (about a hundred), not one per record.
+        let bound = 2.0 + (held as f64).ln() / (9.0f64 / 8.0).ln();
+        assert!((scans as f64) <= bound, "{scans} scans, bound {bound}");
+        let found = stage.finish(None);
+        // The lesson never closes, so the signals inside it are found once it fails.
+        assert_eq!(found.len(), 10_000);
     }
 }

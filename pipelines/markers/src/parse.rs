@@ -85,6 +85,9 @@ struct Matcher<'t> {
     stack: Vec<Frame>,
     /// Frames pushed so far (the work done, for the linearity test).
     frames: usize,
+    /// The current attempt read to the end of the text, or found no closing tag yet:
+    /// text appended later could change its outcome.
+    touched: bool,
 }
 
 impl<'t> Matcher<'t> {
@@ -110,6 +113,7 @@ impl<'t> Matcher<'t> {
             failed: HashMap::new(),
             stack: Vec::new(),
             frames: 0,
+            touched: false,
         }
     }
 
@@ -119,6 +123,9 @@ impl<'t> Matcher<'t> {
         let t = self.t;
         let ws = skip_while(t, p, is_py_space);
         let name_end = skip_while(t, ws, is_py_word);
+        // An attribute name runs to the end: its `=` may still come. (Whitespace
+        // running to the end is caught by the `\s*-->` check.)
+        self.touched |= ws > p && name_end == t.len();
         let v = if ws > p && name_end > ws && t[name_end..].starts_with('=') {
             name_end + 1
         } else {
@@ -134,14 +141,16 @@ impl<'t> Matcher<'t> {
     /// The next position to try after one more attribute from `f`, in the regex
     /// engine's order: the quoted value, then `[^\s>]+` longest first; `None` when
     /// every alternative has been tried.
-    fn next_child(&self, f: &mut Frame) -> Option<usize> {
+    fn next_child(&mut self, f: &mut Frame) -> Option<usize> {
         let t = self.t;
         let v = f.v as usize;
         if f.next == QUOTED_NEXT {
+            // (A value running to the end is tried first, and its frame is at the end.)
             f.next = skip_while(t, v, |c| !is_py_space(c) && c != '>') as u32;
             if t[v..].starts_with('"') {
-                if let Some(q) = memchr::memchr(b'"', &t.as_bytes()[v + 1..]) {
-                    return Some(v + 1 + q + 1);
+                match memchr::memchr(b'"', &t.as_bytes()[v + 1..]) {
+                    Some(q) => return Some(v + 1 + q + 1),
+                    None => self.touched = true,
                 }
             }
         }
@@ -159,7 +168,11 @@ impl<'t> Matcher<'t> {
     fn attrs_then_close(&mut self, kind: &'t str, start: usize) -> Option<usize> {
         let t = self.t;
         // The last closing tag of this TYPE: an end is accepted when it is not after it.
-        let last = self.closes.get(kind)?.last()?.0;
+        let Some(&(last, _)) = self.closes.get(kind).and_then(|c| c.last()) else {
+            // A closing tag written later would make this a block.
+            self.touched = true;
+            return None;
+        };
         let mut failed = self.failed.remove(kind).unwrap_or_default();
         let mut found = None;
         if !failed.contains(&(start as u32)) {
@@ -177,9 +190,16 @@ impl<'t> Matcher<'t> {
                 // No more attributes here: \s*-->
                 let p = top.p as usize;
                 let ws = skip_while(t, p, is_py_space);
-                if t[ws..].starts_with("-->") && ws + 3 <= last {
-                    found = Some(ws + 3);
-                    break;
+                if t[ws..].starts_with("-->") {
+                    if ws + 3 <= last {
+                        found = Some(ws + 3);
+                        break;
+                    }
+                    // No closing tag after this end yet.
+                    self.touched = true;
+                } else {
+                    // `\s*` ran to the end, or the text ends inside `-->`.
+                    self.touched |= "-->".starts_with(&t[ws..]);
                 }
                 failed.insert(top.p);
                 stack.pop();
@@ -200,9 +220,12 @@ impl<'t> Matcher<'t> {
     fn block(&mut self, start: usize) -> Option<Block<'t>> {
         let t = self.t;
         let p = skip_while(t, start + 4, is_py_space);
+        self.touched |= p == t.len();
         let p = p + t[p..].starts_with('@').then_some(1)?;
         let kind_end = skip_while(t, p, is_py_word);
         if kind_end == p {
+            // `@` is the last character: the TYPE may still come.
+            self.touched |= p == t.len();
             return None;
         }
         let kind = &t[p..kind_end];
@@ -226,7 +249,9 @@ impl<'t> Matcher<'t> {
 }
 
 /// Every block in `text`, left to right, as `re.finditer` would find them. A text of
-/// 4 GiB or more (far beyond any transcript line) has no blocks.
+/// 4 GiB or more (far beyond any transcript line) has no blocks; the marker stage only
+/// scans the text from a block still open, so only a block open across 4 GiB of text
+/// is lost.
 pub fn blocks(text: &str) -> Vec<Block<'_>> {
     blocks_counted(text).0
 }
@@ -234,8 +259,33 @@ pub fn blocks(text: &str) -> Vec<Block<'_>> {
 /// [`blocks`], with the number of backtracking states the matcher visited: at most a
 /// few per byte of text, whatever the text (the linearity tests check it).
 pub fn blocks_counted(text: &str) -> (Vec<Block<'_>>, usize) {
+    let (blocks, _, frames) = scan(text, true);
+    (blocks, frames)
+}
+
+/// The blocks of `text` that no text appended to it can change, and where the scan
+/// must resume once more text is in: `None` when every `<!--` in `text` is settled,
+/// else the offset of the first opening tag whose match read to the end of `text` (an
+/// attribute, `-->` or the closing tag may still be written), or of a `<!--` cut at
+/// the end. For any `more`, the blocks of `text + more` are these, then the blocks of
+/// `(text + more)[offset..]` (of `more` alone when `None`).
+///
+/// ```
+/// use transcope_markers::parse::blocks_settled;
+/// let (done, rest) = blocks_settled("<!-- @a -->x<!-- @/a --> <!-- @b -->y");
+/// assert_eq!(done.len(), 1);
+/// assert_eq!(rest, Some(25)); // `<!-- @b -->` waits for its closing tag
+/// ```
+pub fn blocks_settled(text: &str) -> (Vec<Block<'_>>, Option<usize>) {
+    let (blocks, rest, _) = scan(text, false);
+    (blocks, rest)
+}
+
+/// The finditer loop. With `complete`, `text` is all there is; without it, the loop
+/// stops at the first attempt that read to the end of `text`.
+fn scan(text: &str, complete: bool) -> (Vec<Block<'_>>, Option<usize>, usize) {
     if u32::try_from(text.len()).is_err() {
-        return (Vec::new(), 0);
+        return (Vec::new(), None, 0);
     }
     let mut m = Matcher::new(text);
     let finder = &*OPENER;
@@ -243,7 +293,12 @@ pub fn blocks_counted(text: &str) -> (Vec<Block<'_>>, usize) {
     let mut pos = 0;
     while let Some(i) = finder.find(&text.as_bytes()[pos..]) {
         let start = pos + i;
-        match m.block(start) {
+        m.touched = false;
+        let block = m.block(start);
+        if m.touched && !complete {
+            return (out, Some(start), m.frames);
+        }
+        match block {
             Some(b) => {
                 pos = b.end;
                 out.push(b);
@@ -251,7 +306,16 @@ pub fn blocks_counted(text: &str) -> (Vec<Block<'_>>, usize) {
             None => pos = start + 1,
         }
     }
-    (out, m.frames)
+    if !complete {
+        // `<!--` itself may be cut at the end.
+        if let Some(k) = (1..4)
+            .rev()
+            .find(|&k| text.as_bytes().ends_with(&b"<!--"[..k]))
+        {
+            return (out, Some(text.len() - k), m.frames);
+        }
+    }
+    (out, None, m.frames)
 }
 
 /// The attributes of a block: `(\w+)=(?:"([^"]*)"|([^\s>]+))` found left to right in

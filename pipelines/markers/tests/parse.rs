@@ -148,6 +148,64 @@ fn piece() -> impl Strategy<Value = String> {
     ]
 }
 
+/// Pieces that cut tags anywhere: a split point can fall inside any of them.
+fn fine_piece() -> impl Strategy<Value = String> {
+    prop_oneof![
+        piece(),
+        Just("<".to_owned()),
+        Just("<!".to_owned()),
+        Just("<!-".to_owned()),
+        Just("-".to_owned()),
+        Just("--".to_owned()),
+        Just("@".to_owned()),
+        Just("@/".to_owned()),
+        Just("lesson".to_owned()),
+        Just(" a=".to_owned()),
+        Just(" b=\"x".to_owned()),
+        Just(">".to_owned()),
+        Just("<!-- @lesson".to_owned()),
+        Just(" -->".to_owned()),
+    ]
+}
+
+type Found = (usize, usize, String, String, String);
+
+fn found(blocks: &[parse::Block<'_>], shift: usize) -> Vec<Found> {
+    blocks
+        .iter()
+        .map(|b| {
+            (
+                b.start + shift,
+                b.end + shift,
+                b.kind.to_owned(),
+                b.attrs.to_owned(),
+                b.content.to_owned(),
+            )
+        })
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3000))]
+    /// Cut a text anywhere: the blocks settled in the first part, then the blocks from
+    /// where it says to resume, are the blocks of the whole text.
+    #[test]
+    fn settled_blocks_never_change(
+        pieces in proptest::collection::vec(fine_piece(), 0..20),
+        cut in any::<proptest::sample::Index>(),
+    ) {
+        let text: String = pieces.concat();
+        let cuts: Vec<usize> = (0..=text.len()).filter(|&i| text.is_char_boundary(i)).collect();
+        let k = cuts[cut.index(cuts.len())];
+        let (done, rest) = parse::blocks_settled(&text[..k]);
+        let resume = rest.unwrap_or(k);
+        prop_assert!(resume <= k);
+        let mut got = found(&done, 0);
+        got.extend(found(&parse::blocks(&text[resume..]), resume));
+        prop_assert_eq!(got, found(&parse::blocks(&text), 0), "{:?} cut at {}", text, k);
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(500))]
     #[test]
@@ -218,4 +276,50 @@ fn hostile_inputs_take_linear_work() {
     let found = markers_in(&deep);
     assert_eq!(found.len(), 1);
     assert_eq!(found[0].1.attrs.get("a"), Some(&serde_json::json!("b")));
+}
+
+/// Each way a match can still change when text is appended, cut where only that rule
+/// keeps the block open.
+#[test]
+fn open_blocks_wait_for_more_text() {
+    for (a, b) in [
+        // The closing tag is still to come.
+        ("<!-- @lesson -->x", "<!-- @/lesson -->"),
+        ("<!-- @/lesson --><!-- @lesson -->x", "<!-- @/lesson -->"),
+        // A quoted value may still close, making a longer opening tag.
+        (
+            "<!-- @lesson b=\"x -->c<!-- @/lesson -->",
+            "\" -->d<!-- @/lesson -->",
+        ),
+        // The text ends inside `-->`, inside the whitespace before it, or inside `<!--`.
+        ("<!-- @/lesson --><!-- @lesson -", "->x<!-- @/lesson -->"),
+        ("<!-- @/lesson --><!-- @lesson ", "-->x<!-- @/lesson -->"),
+        ("<!-- @/lesson --><!", "-- @lesson -->x<!-- @/lesson -->"),
+        // An attribute name or `@` may still come.
+        ("<!-- @/lesson --><!-- ", "@lesson -->x<!-- @/lesson -->"),
+        (
+            "<!-- @/lesson --><!-- @lesson a=1",
+            " b=2 -->x<!-- @/lesson -->",
+        ),
+        (
+            "<!-- @/lesson --><!-- @lesson a",
+            "=1 -->x<!-- @/lesson -->",
+        ),
+        ("<!-- @/lesson --><!-- @", "lesson -->x<!-- @/lesson -->"),
+    ] {
+        let whole = format!("{a}{b}");
+        let (done, rest) = parse::blocks_settled(a);
+        let resume = rest.expect(a);
+        let mut got = found(&done, 0);
+        got.extend(found(&parse::blocks(&whole[resume..]), resume));
+        assert_eq!(got, found(&parse::blocks(&whole), 0), "{a:?} + {b:?}");
+        assert!(!parse::blocks(&whole).is_empty());
+    }
+    // Settled: nothing after the text can change these.
+    for a in [
+        "<!-- @lesson -->x<!-- @/lesson -->",
+        "a <!-- plain comment --> b",
+    ] {
+        assert_eq!(parse::blocks_settled(a).1, None, "{a:?}");
+    }
 }

@@ -1,24 +1,55 @@
 //! The marker stage is asked, line by line, whether it wants an entry decoded (the
-//! probe: text-bearing lines only, and before any `<!--` only lines that may hold one).
-//! Skipping what it does not want never changes the markers: on the public transcripts,
-//! the marker fixtures, a generated corpus and lines built against the rule.
+//! probe: text-bearing lines only, and while no block is open only lines that may hold
+//! `<!--`), and drops text once its blocks are settled. Neither changes the markers:
+//! on the public transcripts, the marker fixtures, a generated corpus and lines built
+//! against the rule, it finds what one scan of every entry's texts joined finds.
 
 use std::path::{Path, PathBuf};
 
 use transcope_core::adapter::{may_open_marker, EntrySink, Probe};
-use transcope_core::Entry;
-use transcope_markers::{Marker, MarkerStage};
+use transcope_core::{Entry, TimeValue};
+use transcope_markers::{markers_in, Marker, MarkerStage};
 use transcope_stop::scan::{scan_file, Buffers, Resume, Tail};
 
-/// The stage fed every entry: nothing is skipped.
-struct Everything(MarkerStage);
+/// The reference's way: every entry decoded, every text kept, one scan at the end.
+#[derive(Default)]
+struct Everything {
+    text: String,
+    starts: Vec<(usize, Option<serde_json::Value>)>,
+}
 
 impl EntrySink for Everything {
     fn wants(&self, _: &Probe<'_>) -> bool {
         true
     }
     fn entry(&mut self, e: &Entry<'_>) {
-        self.0.entry(e);
+        for t in &e.texts {
+            if !self.starts.is_empty() {
+                self.text.push('\n');
+            }
+            let at = match &e.time {
+                TimeValue::Str(s) if !s.is_empty() => {
+                    Some(serde_json::Value::String(s.to_string()))
+                }
+                TimeValue::Other(raw) if e.time.is_truthy() => serde_json::from_str(raw).ok(),
+                _ => None,
+            };
+            self.starts.push((self.text.len(), at));
+            self.text.push_str(t);
+        }
+    }
+}
+
+impl Everything {
+    fn finish(self) -> Vec<Marker> {
+        markers_in(&self.text)
+            .into_iter()
+            .map(|(start, mut m)| {
+                let i = self.starts.partition_point(|(s, _)| *s <= start);
+                m.at = self.starts[i - 1].1.clone();
+                m
+            })
+            .collect()
     }
 }
 
@@ -39,9 +70,9 @@ fn markers(path: &Path, everything: bool) -> Vec<Marker> {
         .unwrap();
     };
     if everything {
-        let mut all = Everything(MarkerStage::default());
+        let mut all = Everything::default();
         scan(&mut all, &mut buffers);
-        all.0.finish(None)
+        all.finish()
     } else {
         let mut stage = MarkerStage::default();
         scan(&mut stage, &mut buffers);
