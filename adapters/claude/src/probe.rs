@@ -63,10 +63,12 @@ impl Isa {
 const OPEN_LOWER: u8 = b'{';
 const CLOSE_LOWER: u8 = b'}';
 
+/// The masks of a 64-byte block; the bracket masks only when `BRACKETS` (a string's
+/// end needs just quotes and backslashes).
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)]
 #[inline(always)]
-fn masks_baseline(chunk: &[u8; 64]) -> Block {
+fn masks_baseline<const BRACKETS: bool>(chunk: &[u8; 64]) -> Block {
     use std::arch::x86_64::{
         __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
     };
@@ -85,8 +87,10 @@ fn masks_baseline(chunk: &[u8; 64]) -> Block {
             let bits = |x| u64::from(_mm_movemask_epi8(x) as u16) << (16 * j);
             m.quote |= bits(_mm_cmpeq_epi8(v, quote));
             m.backslash |= bits(_mm_cmpeq_epi8(v, back));
-            m.open |= bits(_mm_cmpeq_epi8(l, open));
-            m.close |= bits(_mm_cmpeq_epi8(l, close));
+            if BRACKETS {
+                m.open |= bits(_mm_cmpeq_epi8(l, open));
+                m.close |= bits(_mm_cmpeq_epi8(l, close));
+            }
         }
     }
     m
@@ -94,7 +98,7 @@ fn masks_baseline(chunk: &[u8; 64]) -> Block {
 
 #[cfg(not(target_arch = "x86_64"))]
 #[inline(always)]
-fn masks_baseline(chunk: &[u8; 64]) -> Block {
+fn masks_baseline<const BRACKETS: bool>(chunk: &[u8; 64]) -> Block {
     let mut m = Block::default();
     for (j, &x) in chunk.iter().enumerate() {
         m.quote |= u64::from(x == b'"') << j;
@@ -105,64 +109,12 @@ fn masks_baseline(chunk: &[u8; 64]) -> Block {
     m
 }
 
-/// Only the quote and backslash masks of a block (all a string's end needs).
-#[cfg(target_arch = "x86_64")]
-#[allow(unsafe_code)]
-#[inline(always)]
-fn quotes_baseline(chunk: &[u8; 64]) -> Block {
-    use std::arch::x86_64::{
-        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8,
-    };
-    let mut m = Block::default();
-    // SAFETY: SSE2 is part of the x86_64 baseline; every 16-byte unaligned load reads
-    // inside the 64-byte array.
-    unsafe {
-        let quote = _mm_set1_epi8(b'"' as i8);
-        let back = _mm_set1_epi8(b'\\' as i8);
-        for j in 0..4 {
-            let v = _mm_loadu_si128(chunk.as_ptr().add(16 * j).cast::<__m128i>());
-            let bits = |x| u64::from(_mm_movemask_epi8(x) as u16) << (16 * j);
-            m.quote |= bits(_mm_cmpeq_epi8(v, quote));
-            m.backslash |= bits(_mm_cmpeq_epi8(v, back));
-        }
-    }
-    m
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-#[inline(always)]
-fn quotes_baseline(chunk: &[u8; 64]) -> Block {
-    masks_baseline(chunk)
-}
-
-/// [`quotes_baseline`] with 32-byte vectors (for CPUs with AVX2 only).
-#[cfg(target_arch = "x86_64")]
-#[allow(unsafe_code)]
-#[target_feature(enable = "avx2")]
-#[inline]
-fn quotes_avx2(chunk: &[u8; 64]) -> Block {
-    use std::arch::x86_64::{
-        __m256i, _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_movemask_epi8, _mm256_set1_epi8,
-    };
-    let mut m = Block::default();
-    let quote = _mm256_set1_epi8(b'"' as i8);
-    let back = _mm256_set1_epi8(b'\\' as i8);
-    for j in 0..2 {
-        // SAFETY: every 32-byte unaligned load reads inside the 64-byte array.
-        let v = unsafe { _mm256_loadu_si256(chunk.as_ptr().add(32 * j).cast::<__m256i>()) };
-        let bits = |x| u64::from(_mm256_movemask_epi8(x) as u32) << (32 * j);
-        m.quote |= bits(_mm256_cmpeq_epi8(v, quote));
-        m.backslash |= bits(_mm256_cmpeq_epi8(v, back));
-    }
-    m
-}
-
 /// [`masks_baseline`] with 32-byte vectors (for CPUs with AVX2 only).
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)]
 #[target_feature(enable = "avx2")]
 #[inline]
-fn masks_avx2(chunk: &[u8; 64]) -> Block {
+fn masks_avx2<const BRACKETS: bool>(chunk: &[u8; 64]) -> Block {
     use std::arch::x86_64::{
         __m256i, _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_movemask_epi8, _mm256_or_si256,
         _mm256_set1_epi8,
@@ -180,8 +132,10 @@ fn masks_avx2(chunk: &[u8; 64]) -> Block {
         let bits = |x| u64::from(_mm256_movemask_epi8(x) as u32) << (32 * j);
         m.quote |= bits(_mm256_cmpeq_epi8(v, quote));
         m.backslash |= bits(_mm256_cmpeq_epi8(v, back));
-        m.open |= bits(_mm256_cmpeq_epi8(l, open));
-        m.close |= bits(_mm256_cmpeq_epi8(l, close));
+        if BRACKETS {
+            m.open |= bits(_mm256_cmpeq_epi8(l, open));
+            m.close |= bits(_mm256_cmpeq_epi8(l, close));
+        }
     }
     m
 }
@@ -286,10 +240,9 @@ fn slot_of<const TOP: bool>(key: &[u8]) -> Option<usize> {
 }
 
 /// The scan functions, compiled once per instruction set: `$attr` goes on each (a
-/// `target_feature` for the AVX2 copy), `$masks` computes a block's masks and
-/// `$quotes` only its quote and backslash masks.
+/// `target_feature` for the AVX2 copy) and `$masks` computes a block's masks.
 macro_rules! scanner {
-    ($name:ident, $masks:path, $quotes:path, $(#[$attr:meta])*) => {
+    ($name:ident, $masks:ident, $(#[$attr:meta])*) => {
         mod $name {
             use super::*;
 
@@ -300,7 +253,7 @@ macro_rules! scanner {
                 let mut pad = [0u8; 64];
                 let mut p = open + 1;
                 loop {
-                    let m = $quotes(block_at(b, p, &mut pad)?);
+                    let m = $masks::<false>(block_at(b, p, &mut pad)?);
                     let q = m.quote & !escaped_bits(m.backslash, &mut carry);
                     if q != 0 {
                         return Some(p + q.trailing_zeros() as usize + 1);
@@ -322,7 +275,7 @@ macro_rules! scanner {
                 let mut pad = [0u8; 64];
                 let mut p = open;
                 loop {
-                    let m = $masks(block_at(b, p, &mut pad)?);
+                    let m = $masks::<true>(block_at(b, p, &mut pad)?);
                     // Escaped quotes never open or close a string (outside strings, valid JSON
                     // has no backslashes at all).
                     let q = m.quote & !escaped_bits(m.backslash, &mut carry);
@@ -451,9 +404,9 @@ macro_rules! scanner {
     };
 }
 
-scanner!(baseline, masks_baseline, quotes_baseline, #[inline(always)]);
+scanner!(baseline, masks_baseline, #[inline(always)]);
 #[cfg(target_arch = "x86_64")]
-scanner!(avx2, masks_avx2, quotes_avx2, #[target_feature(enable = "avx2")] #[inline]);
+scanner!(avx2, masks_avx2, #[target_feature(enable = "avx2")] #[inline]);
 
 /// The [`Fields`] of a line framed as one JSON object, scanned with the best
 /// instruction set the CPU has.
