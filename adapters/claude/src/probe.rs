@@ -476,6 +476,6 @@ pub fn probe(line: &[u8]) -> Option<Probe<'_>> {
         cwd,
         branch,
         text,
-        opens_marker: text && transcope_core::adapter::may_open_marker(line),
+        line,
     })
 }

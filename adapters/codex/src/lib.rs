@@ -199,7 +199,7 @@ pub fn probe(line: &[u8]) -> Option<transcope_core::adapter::Probe<'_>> {
         cwd,
         branch,
         text,
-        opens_marker: text && transcope_core::adapter::may_open_marker(line),
+        line,
     })
 }
 

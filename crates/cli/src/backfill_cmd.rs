@@ -104,8 +104,10 @@ pub fn run_backfill(home: &Path, args: BackfillArgs) -> Result<u8> {
             &summary.to_json().to_string(),
         )?;
     } else {
-        eprintln!(
-            "transcope: {} files, {} bytes, {} transitions written, {} markers ({} unattributed), {} errors, {:.2} s, {:.1} MB/s",
+        // One write: stderr is unbuffered, and a formatted line is otherwise written
+        // piece by piece (and could interleave with another writer's).
+        let line = format!(
+            "transcope: {} files, {} bytes, {} transitions written, {} markers ({} unattributed), {} errors, {:.2} s, {:.1} MB/s\n",
             summary.files,
             summary.bytes,
             summary.transitions,
@@ -115,6 +117,7 @@ pub fn run_backfill(home: &Path, args: BackfillArgs) -> Result<u8> {
             summary.seconds,
             summary.mb_per_s()
         );
+        let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
     }
     Ok(if summary.errors.is_empty() {
         exit::OK

@@ -55,9 +55,17 @@ pub struct Probe<'a> {
     pub branch: Option<&'a str>,
     /// The entry may carry marker-eligible text ([`Entry::texts`]).
     pub text: bool,
-    /// The line may hold a marker's `<!--` (see [`may_open_marker`]); `false` only when
-    /// no decoded string of it can contain one.
-    pub opens_marker: bool,
+    /// The line itself, for [`Probe::opens_marker`] (asked only by a marker stage).
+    pub line: &'a [u8],
+}
+
+impl Probe<'_> {
+    /// The entry may carry marker text holding a marker's `<!--` (see
+    /// [`may_open_marker`]); `false` only when no decoded string of it can contain one.
+    /// Searched on demand: a run without markers never pays for it.
+    pub fn opens_marker(&self) -> bool {
+        self.text && may_open_marker(self.line)
+    }
 }
 
 /// Whether a raw JSON line may decode to text containing `<!--`: it has `<!--`

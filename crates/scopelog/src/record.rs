@@ -148,19 +148,27 @@ impl Transaction<'_> {
             if let Some(waited) = self.gave_up {
                 return Err(RecordError::LockTimeout(waited));
             }
-            // 5. The directory, before locking.
-            if let Some(dir) = path.parent() {
-                fs::DirBuilder::new()
-                    .recursive(true)
-                    .mode(0o700)
-                    .create(dir)
-                    .map_err(|source| RecordError::Io {
-                        context: "creating the session-scopes directory",
-                        source,
-                    })?;
-            }
+            // 5. The directory, before locking: made (or found unmakeable, the clear
+            // error) only when the lock file cannot be opened, which saves a mkdir and a
+            // stat per batch.
+            let sidecar = match open_sidecar(path) {
+                Err(_) => {
+                    if let Some(dir) = path.parent() {
+                        fs::DirBuilder::new()
+                            .recursive(true)
+                            .mode(0o700)
+                            .create(dir)
+                            .map_err(|source| RecordError::Io {
+                                context: "creating the session-scopes directory",
+                                source,
+                            })?;
+                    }
+                    open_sidecar(path)
+                }
+                opened => opened,
+            };
             // 6. The exclusive lock, then 7. read under it.
-            self.locked = Some(lock(path, self.log.lock_wait).inspect_err(|e| {
+            self.locked = Some(lock(sidecar, self.log.lock_wait).inspect_err(|e| {
                 if let RecordError::LockTimeout(waited) = e {
                     self.gave_up = Some(*waited);
                 }
@@ -287,8 +295,10 @@ fn revision_is_older(latest: &Row, scope: &Scope) -> bool {
 
 /// The log's sidecar lock (best effort: a sidecar that cannot be opened or locked
 /// means no lock, as in the reference; only a bounded wait running out is an error).
-fn lock(path: &Path, wait: LockWait) -> Result<Option<Locked>, RecordError> {
-    let Ok(file) = open_sidecar(path) else {
+/// Lock the opened sidecar; none when it could not be opened (the reference goes on
+/// without the lock then).
+fn lock(sidecar: io::Result<fs::File>, wait: LockWait) -> Result<Option<Locked>, RecordError> {
+    let Ok(file) = sidecar else {
         return Ok(None);
     };
     match crate::lockfile::lock(file, wait) {

@@ -160,7 +160,7 @@ impl EntrySink for MarkerStage {
     ///
     /// [`Probe::opens_marker`]: transcope_core::adapter::Probe::opens_marker
     fn wants(&self, p: &transcope_core::adapter::Probe<'_>) -> bool {
-        p.text && (self.open || p.opens_marker)
+        p.text && (self.open || p.opens_marker())
     }
 
     fn entry(&mut self, e: &Entry<'_>) {

@@ -38,12 +38,14 @@ fn oracle(records: &[(Vec<String>, Option<String>)]) -> Vec<Marker> {
 fn staged(records: &[(Vec<String>, Option<String>)], forced: &[bool]) -> Vec<Marker> {
     let mut stage = MarkerStage::default();
     for (i, (texts, time)) in records.iter().enumerate() {
+        // The line as a decoder sees it: the texts, JSON-escaped.
+        let line = serde_json::to_string(texts).unwrap();
         let probe = Probe {
             kind: Some(EntryKind::Assistant),
             cwd: None,
             branch: None,
             text: true,
-            opens_marker: texts.iter().any(|t| t.contains("<!--")),
+            line: line.as_bytes(),
         };
         if !stage.wants(&probe) && !forced.get(i).copied().unwrap_or(false) {
             continue;
