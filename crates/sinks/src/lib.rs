@@ -85,21 +85,34 @@ pub enum SinkError {
     },
 }
 
-/// A destination for marker records.
+/// A destination for marker records. One method is required; [`Sink::deliver_all`]
+/// has a default.
 pub trait Sink {
     /// Deliver one record.
     fn deliver(&mut self, rec: &MarkerRecord) -> Result<Delivery, SinkError>;
+
+    /// Deliver records in order, stopping at the first that fails (those before it
+    /// stay delivered). A sink may do its per-call setup once for the batch.
+    fn deliver_all(&mut self, recs: &[MarkerRecord]) -> Result<Vec<Delivery>, SinkError> {
+        recs.iter().map(|r| self.deliver(r)).collect()
+    }
 }
 
 impl<S: Sink + ?Sized> Sink for &mut S {
     fn deliver(&mut self, rec: &MarkerRecord) -> Result<Delivery, SinkError> {
         (**self).deliver(rec)
     }
+    fn deliver_all(&mut self, recs: &[MarkerRecord]) -> Result<Vec<Delivery>, SinkError> {
+        (**self).deliver_all(recs)
+    }
 }
 
 impl<S: Sink + ?Sized> Sink for Box<S> {
     fn deliver(&mut self, rec: &MarkerRecord) -> Result<Delivery, SinkError> {
         (**self).deliver(rec)
+    }
+    fn deliver_all(&mut self, recs: &[MarkerRecord]) -> Result<Vec<Delivery>, SinkError> {
+        (**self).deliver_all(recs)
     }
 }
 

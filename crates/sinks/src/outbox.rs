@@ -12,7 +12,7 @@ use transcope_markers::body::{
     build_body, idempotency_key, is_recorded_key, BodyContext, Identity,
 };
 use transcope_markers::Marker;
-use transcope_scopelog::lockfile::{self, Locked};
+use transcope_scopelog::lockfile;
 use transcope_scopelog::LockWait;
 
 use crate::{BrainClient, Delivery, MarkerRecord, PostResult, Sink, SinkError};
@@ -138,23 +138,65 @@ fn safe_kind(kind: &str) -> String {
 
 impl Sink for OutboxSink {
     fn deliver(&mut self, rec: &MarkerRecord) -> Result<Delivery, SinkError> {
-        let io = |context| move |source| SinkError::Io { context, source };
-        fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&self.dir)
-            .map_err(io("creating the outbox"))?;
-        let kind = safe_kind(rec.kind());
-        let tag: String = rec.idempotency_key.chars().take(8).collect();
+        let mut out = self.deliver_all(std::slice::from_ref(rec))?;
+        Ok(out.remove(0))
+    }
+
+    /// The folder is made, locked and its listing checked once for the whole batch.
+    fn deliver_all(&mut self, recs: &[MarkerRecord]) -> Result<Vec<Delivery>, SinkError> {
+        if recs.is_empty() {
+            return Ok(Vec::new());
+        }
         // One file per marker: a second Stop (or a concurrent one) that fails to send
         // the same marker finds it already waiting. Concurrent Stops serialise the
         // look-then-write on the outbox's lock (held until this function returns).
-        let _lock = lock_outbox(&self.dir);
-        let suffix = format!("-{kind}-{tag}.json");
+        let _lock = match open_dir(&self.dir) {
+            Ok(d) => lockfile::lock(d, LockWait::AtMost(OUTBOX_LOCK_WAIT)).ok(),
+            Err(_) => {
+                // Made only when it cannot be opened: not a mkdir and a stat per call.
+                fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(&self.dir)
+                    .map_err(|source| SinkError::Io {
+                        context: "creating the outbox",
+                        source,
+                    })?;
+                open_dir(&self.dir)
+                    .ok()
+                    .and_then(|d| lockfile::lock(d, LockWait::AtMost(OUTBOX_LOCK_WAIT)).ok())
+            }
+        };
         let stamp = dir_stamp(&self.dir);
         if stamp.is_none() || self.listing.as_ref().is_none_or(|l| l.stamp != stamp) {
             self.listing = Some(Listing::read(&self.dir));
         }
+        let mut out = Vec::with_capacity(recs.len());
+        let mut result = Ok(());
+        for rec in recs {
+            match self.write_one(rec) {
+                Ok(d) => out.push(d),
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
+        // Still under the lock: the folder changed by these files alone.
+        if let Some(l) = &mut self.listing {
+            l.stamp = dir_stamp(&self.dir);
+        }
+        result.map(|()| out)
+    }
+}
+
+impl OutboxSink {
+    /// One record's file, under the outbox lock with the listing fresh.
+    fn write_one(&mut self, rec: &MarkerRecord) -> Result<Delivery, SinkError> {
+        let io = |context| move |source| SinkError::Io { context, source };
+        let kind = safe_kind(rec.kind());
+        let tag: String = rec.idempotency_key.chars().take(8).collect();
+        let suffix = format!("-{kind}-{tag}.json");
         if let Some(name) = self.listing.as_ref().and_then(|l| l.tails.get(&suffix)) {
             // Already waiting (unless it went within the stamp's clock tick).
             let waiting = self.dir.join(name);
@@ -191,10 +233,8 @@ impl Sink for OutboxSink {
             }
         }
         fs::rename(&tmp, &path).map_err(io("renaming an outbox file"))?;
-        // Still under the lock: the folder changed by this file alone.
         if let Some(l) = &mut self.listing {
             add_tails(&mut l.tails, &name);
-            l.stamp = dir_stamp(&self.dir);
         }
         Ok(Delivery::Outboxed(path))
     }
@@ -203,16 +243,14 @@ impl Sink for OutboxSink {
 /// How long a Stop waits for another Stop's hold on the outbox before writing anyway.
 const OUTBOX_LOCK_WAIT: Duration = Duration::from_secs(2);
 
-/// An advisory lock on the outbox folder itself (`flock` on the directory: no extra
-/// file), waited for at most [`OUTBOX_LOCK_WAIT`]; `None` when it cannot be had (the
-/// write goes ahead: a duplicate file is better than a blocked agent).
-fn lock_outbox(dir: &Path) -> Option<Locked> {
-    let f = OpenOptions::new()
+/// The outbox folder opened for its advisory lock (`flock` on the directory itself: no
+/// extra file), waited for at most [`OUTBOX_LOCK_WAIT`]; no lock when it cannot be had
+/// (the write goes ahead: a duplicate file is better than a blocked agent).
+fn open_dir(dir: &Path) -> std::io::Result<fs::File> {
+    OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC)
         .open(dir)
-        .ok()?;
-    lockfile::lock(f, LockWait::AtMost(OUTBOX_LOCK_WAIT)).ok()
 }
 
 /// What a drain did.

@@ -449,11 +449,8 @@ fn process_file(
         }
         Out::Outbox(sink) => {
             let mut sink = sink.lock().unwrap_or_else(|e| e.into_inner());
-            for r in &records {
-                if let Err(e) = sink.deliver(r) {
-                    o.error = Some(e.to_string());
-                    break;
-                }
+            if let Err(e) = sink.deliver_all(&records) {
+                o.error = Some(e.to_string());
             }
         }
         Out::Skip => {}

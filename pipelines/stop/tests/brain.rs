@@ -862,6 +862,42 @@ fn a_long_lived_outbox_sink_sees_what_others_change() {
     assert_eq!(count(), 4);
 }
 
+/// A batch is delivered as its records one by one would be: in order, each file once,
+/// a record already waiting (or repeated within the batch) found instead of rewritten,
+/// and a missing outbox made private first.
+#[test]
+fn an_outbox_batch_is_its_records_in_order() {
+    use std::os::unix::fs::PermissionsExt;
+    let home = tempfile::tempdir().unwrap();
+    let outbox = home.path().join("deep/outbox");
+    let mut ob = OutboxSink::new(&outbox, "a", "");
+    let recs: Vec<_> = ["a", "b", "a", "c"]
+        .iter()
+        .map(|c| record("lesson", c))
+        .collect();
+    let got = ob.deliver_all(&recs).unwrap();
+    assert_eq!(got.len(), 4);
+    assert_eq!(got[0], got[2], "a repeat in the batch finds the first file");
+    assert_eq!(std::fs::read_dir(&outbox).unwrap().count(), 3);
+    assert_eq!(
+        std::fs::metadata(&outbox).unwrap().permissions().mode() & 0o777,
+        0o700
+    );
+    // The same batch through a fresh sink (another process): nothing new is written,
+    // and each record is found where the first batch put it.
+    let again = OutboxSink::new(&outbox, "a", "").deliver_all(&recs).unwrap();
+    assert_eq!(again, got);
+    assert_eq!(std::fs::read_dir(&outbox).unwrap().count(), 3);
+    // Each file holds its own record.
+    for (d, r) in got.iter().zip(&recs) {
+        let Delivery::Outboxed(p) = d else { panic!() };
+        let v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap();
+        assert_eq!(v["idempotency_key"], r.idempotency_key.as_str());
+    }
+    assert!(ob.deliver_all(&[]).unwrap().is_empty());
+}
+
 #[test]
 fn outbox_files_are_indent_2_json_in_the_reference_key_order() {
     let home = tempfile::tempdir().unwrap();
