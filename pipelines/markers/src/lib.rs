@@ -263,7 +263,7 @@ mod tests {
     /// A block left open is rescanned only each time its text grows by an eighth,
     /// however many records (with or without tags) follow it.
     #[test]
-    fn an_open_block_is_rescanned_only_as_it_doubles() {
+    fn an_open_block_is_rescanned_only_as_it_grows() {
         let mut stage = MarkerStage::default();
         let mut feed = |text: &str| {
             stage.entry(&Entry {
