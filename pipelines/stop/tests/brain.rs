@@ -885,14 +885,15 @@ fn an_outbox_batch_is_its_records_in_order() {
     );
     // The same batch through a fresh sink (another process): nothing new is written,
     // and each record is found where the first batch put it.
-    let again = OutboxSink::new(&outbox, "a", "").deliver_all(&recs).unwrap();
+    let again = OutboxSink::new(&outbox, "a", "")
+        .deliver_all(&recs)
+        .unwrap();
     assert_eq!(again, got);
     assert_eq!(std::fs::read_dir(&outbox).unwrap().count(), 3);
     // Each file holds its own record.
     for (d, r) in got.iter().zip(&recs) {
         let Delivery::Outboxed(p) = d else { panic!() };
-        let v: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap();
         assert_eq!(v["idempotency_key"], r.idempotency_key.as_str());
     }
     assert!(ob.deliver_all(&[]).unwrap().is_empty());
