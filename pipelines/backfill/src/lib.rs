@@ -40,7 +40,6 @@
 
 mod discover;
 
-use std::collections::BTreeMap;
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -243,10 +242,12 @@ pub fn backfill(jobs: Vec<Job>, opts: &Options, progress: &(dyn Fn(u64, u64) + S
             })
             .collect()
     });
-    let mut groups: BTreeMap<String, Vec<Job>> = BTreeMap::new();
+    // One sorted list, not a map of small vectors: a file costs its key, its path and
+    // one entry (a `Vec` per key reserved room for four jobs where one is usual).
+    let mut sorted: Vec<(String, Job)> = Vec::with_capacity(keyed.len());
     for (job, key) in keyed {
         match key {
-            Ok(k) => groups.entry(k).or_default().push(job),
+            Ok(k) => sorted.push((k, job)),
             Err(reason) => {
                 summary.files += 1;
                 summary.errors.push(Problem {
@@ -287,7 +288,9 @@ pub fn backfill(jobs: Vec<Job>, opts: &Options, progress: &(dyn Fn(u64, u64) + S
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let groups: Vec<(String, Vec<Job>)> = groups.into_iter().collect();
+    // By key, stably: a key's files stay in path order (discovery sorts by path).
+    sorted.sort_by(|a, b| a.0.cmp(&b.0));
+    let groups: Vec<&[(String, Job)]> = sorted.chunk_by(|a, b| a.0 == b.0).collect();
     // Each file's outcome is folded into counters as it ends (files with an error keep
     // their path), so memory does not grow with the number of files processed.
     let processed: Summary = pool.install(|| {
@@ -299,9 +302,9 @@ pub fn backfill(jobs: Vec<Job>, opts: &Options, progress: &(dyn Fn(u64, u64) + S
                     framer: Framer::default(),
                     resolver: resolver.clone(),
                 },
-                |w, (key, jobs)| {
+                |w, group| {
                     let mut out = Summary::default();
-                    for job in jobs {
+                    for (key, job) in group.iter() {
                         let policy = match opts.io {
                             IoPolicy::Read => ReadPolicy::Read,
                             IoPolicy::MapQuiet { quiet, min_size } => {

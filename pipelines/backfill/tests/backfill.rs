@@ -287,3 +287,76 @@ fn the_key_comes_from_the_first_line_that_answers() {
     .unwrap();
     assert!(scope_key(&orphan).unwrap_err().contains("sessionId"));
 }
+
+/// Files that share a scope-log key (one session id in two project folders) are taken
+/// one after the other in path order, as `observe` file by file in discovery order
+/// takes them, whatever else runs beside them; the other order gives another log.
+#[test]
+fn files_that_share_a_key_are_taken_in_path_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let projects = dir.path().join("projects");
+    let sid = "0a0b0c0d-0000-4000-8000-00000000beef";
+    let line = |cwd: &str, at: &str| {
+        serde_json::json!({
+            "type": "user", "cwd": cwd, "gitBranch": "main", "sessionId": sid,
+            "timestamp": at, "message": {"role": "user", "content": "go"},
+        })
+        .to_string()
+            + "\n"
+    };
+    // The first by path holds the later time: the second's older row is refused.
+    for (folder, cwd, at) in [
+        ("-w-a", "/w/a", "2026-10-08T10:00:00Z"),
+        ("-w-b", "/w/b", "2026-10-08T09:00:00Z"),
+    ] {
+        std::fs::create_dir_all(projects.join(folder)).unwrap();
+        std::fs::write(
+            projects.join(folder).join(format!("{sid}.jsonl")),
+            line(cwd, at),
+        )
+        .unwrap();
+    }
+    // Other sessions to run beside them.
+    for i in 0..8 {
+        let other = format!("0a0b0c0d-0000-4000-8000-0000000000{i:02}");
+        std::fs::write(
+            projects.join("-w-a").join(format!("{other}.jsonl")),
+            line("/w/c", "2026-10-08T08:00:00Z").replace(sid, &other),
+        )
+        .unwrap();
+    }
+    let by_observe = |order: &mut dyn Iterator<Item = PathBuf>| {
+        let home = tempfile::tempdir().unwrap();
+        for p in order {
+            let key = scope_key(&p).unwrap();
+            observe(
+                home.path(),
+                &ScopeLog::open(home.path(), key),
+                &p,
+                &Env::new(),
+                NoProjects,
+                &transcope_stop::default_registry(),
+                &Default::default(),
+                ReadMode::Whole,
+                &mut Buffers::default(),
+                None,
+            )
+            .unwrap();
+        }
+        logs(home.path())
+    };
+    let (jobs, _) = discover(std::slice::from_ref(&projects));
+    let paths: Vec<PathBuf> = jobs.iter().map(|j| j.path.clone()).collect();
+    let in_order = by_observe(&mut paths.iter().cloned());
+    let reversed = by_observe(&mut paths.iter().rev().cloned());
+    let log_name = format!("{sid}.jsonl");
+    assert_ne!(
+        in_order[&log_name], reversed[&log_name],
+        "the order matters here"
+    );
+    for jobs in [1, 2] {
+        let home = tempfile::tempdir().unwrap();
+        run(home.path(), std::slice::from_ref(&projects), jobs);
+        assert_eq!(logs(home.path()), in_order, "--jobs {jobs}");
+    }
+}
