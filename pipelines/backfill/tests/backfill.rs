@@ -27,6 +27,28 @@ fn logs(home: &Path) -> BTreeMap<String, String> {
     out
 }
 
+/// What a Stop (`observe --no-env`) records for `path` under `key`.
+fn observe_as(
+    home: &Path,
+    key: &str,
+    path: &Path,
+    mode: ReadMode,
+) -> transcope_stop::observe::ObserveReport {
+    observe(
+        home,
+        &ScopeLog::open(home, key),
+        path,
+        &Env::new(),
+        NoProjects,
+        &transcope_stop::default_registry(),
+        &Default::default(),
+        mode,
+        &mut Buffers::default(),
+        None,
+    )
+    .unwrap()
+}
+
 fn run(home: &Path, paths: &[PathBuf], jobs: usize) -> transcope_backfill::Summary {
     let (files, problems) = discover(paths);
     assert!(problems.is_empty(), "{problems:?}");
@@ -77,21 +99,12 @@ fn logs_equal_observe_no_env_file_by_file() {
     let b = tempfile::tempdir().unwrap();
     let (jobs, _) = discover(&[archive()]);
     for j in jobs {
-        let key = scope_key(&j.path).unwrap();
-        let log = ScopeLog::open(b.path(), key);
-        observe(
+        observe_as(
             b.path(),
-            &log,
+            &scope_key(&j.path).unwrap(),
             &j.path,
-            &Env::new(),
-            NoProjects,
-            &transcope_stop::default_registry(),
-            &Default::default(),
             ReadMode::Whole,
-            &mut Buffers::default(),
-            None,
-        )
-        .unwrap();
+        );
     }
     assert_eq!(logs(a.path()), logs(b.path()));
 }
@@ -164,22 +177,12 @@ fn after_live_hooks_backfill_adds_only_what_the_rules_admit() {
     std::fs::write(&part, &bytes[..cut]).unwrap();
     let key = "0f0e0d0c-0000-4000-8000-000000000001";
     let log = ScopeLog::open(home.path(), key);
-    let stop = |p: &Path| {
-        observe(
-            home.path(),
-            &log,
-            p,
-            &Env::new(),
-            NoProjects,
-            &transcope_stop::default_registry(),
-            &Default::default(),
-            ReadMode::Incremental,
-            &mut Buffers::default(),
-            None,
-        )
-        .unwrap()
-    };
-    assert_eq!(stop(&part).outcome.recorded, 3);
+    assert_eq!(
+        observe_as(home.path(), key, &part, ReadMode::Incremental)
+            .outcome
+            .recorded,
+        3
+    );
     let s = run(home.path(), std::slice::from_ref(&t), 1);
     assert_eq!(s.transitions, 1, "only the later folder change is new");
     let rows = log.transitions();
@@ -328,20 +331,7 @@ fn files_that_share_a_key_are_taken_in_path_order() {
     let by_observe = |order: &mut dyn Iterator<Item = PathBuf>| {
         let home = tempfile::tempdir().unwrap();
         for p in order {
-            let key = scope_key(&p).unwrap();
-            observe(
-                home.path(),
-                &ScopeLog::open(home.path(), key),
-                &p,
-                &Env::new(),
-                NoProjects,
-                &transcope_stop::default_registry(),
-                &Default::default(),
-                ReadMode::Whole,
-                &mut Buffers::default(),
-                None,
-            )
-            .unwrap();
+            observe_as(home.path(), &scope_key(&p).unwrap(), &p, ReadMode::Whole);
         }
         logs(home.path())
     };
