@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use clap::Args;
-use transcope_backfill::{backfill, discover, MarkersOut, Options};
+use transcope_backfill::{backfill_iter, walk, MarkersOut, Options};
 
 use crate::transcript_cmd::{bare_env, process_env, resolver_for};
 use crate::{exit, println_out, user_home};
@@ -52,7 +52,6 @@ pub fn run_backfill(home: &Path, args: BackfillArgs) -> Result<u8> {
     } else {
         args.paths.clone()
     };
-    let (jobs, problems) = discover(&paths);
     let mut opts = Options::new(home);
     opts.jobs = args.jobs;
     opts.env = env.clone();
@@ -70,9 +69,12 @@ pub fn run_backfill(home: &Path, args: BackfillArgs) -> Result<u8> {
             full.get("BRAIN_WRITER_OUTBOX").map(String::as_str),
         ))
     };
-    let total_bytes: u64 = jobs.iter().map(|j| j.size).sum();
-    let total_files = jobs.len() as u64;
+    // Files are streamed to the workers as they are found; only a progress bar needs
+    // the totals first, from a walk that keeps nothing but two sums.
     let bar = std::io::stderr().is_terminal().then(|| {
+        let (total_files, total_bytes) = walk(&paths)
+            .flatten()
+            .fold((0u64, 0u64), |(n, b), j| (n + 1, b + j.size));
         let b = indicatif::ProgressBar::new(total_bytes);
         b.set_style(
             indicatif::ProgressStyle::with_template(
@@ -80,20 +82,17 @@ pub fn run_backfill(home: &Path, args: BackfillArgs) -> Result<u8> {
             )
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
         );
-        b
+        (b, total_files)
     });
     let progress = |files: u64, bytes: u64| {
-        if let Some(b) = &bar {
+        if let Some((b, total_files)) = &bar {
             b.set_position(bytes);
             b.set_message(format!("{files}/{total_files} files"));
         }
     };
-    let mut summary = backfill(jobs, &opts, &progress);
-    if let Some(b) = bar {
+    let summary = backfill_iter(walk(&paths), &opts, &progress);
+    if let Some((b, _)) = bar {
         b.finish_and_clear();
-    }
-    for p in problems {
-        summary.errors.push(p);
     }
     for p in &summary.errors {
         eprintln!("transcope: {}: {}", p.path.display(), p.reason);

@@ -37,53 +37,120 @@ pub struct Problem {
 
 /// Every `*.jsonl` file under `paths` (a path may also be a single file), sorted.
 /// Symbolic links to folders are not followed (no loops); unreadable folders are
-/// reported and skipped.
+/// reported and skipped. [`walk`] collected.
 pub fn discover(paths: &[PathBuf]) -> (Vec<Job>, Vec<Problem>) {
     let mut jobs = Vec::new();
     let mut problems = Vec::new();
-    for root in paths {
-        let meta = match fs::metadata(root) {
-            Ok(m) => m,
-            Err(e) => {
-                problems.push(Problem {
-                    path: root.clone(),
-                    reason: e.to_string(),
-                });
+    for item in walk(paths) {
+        match item {
+            Ok(j) => jobs.push(j),
+            Err(p) => problems.push(p),
+        }
+    }
+    (jobs, problems)
+}
+
+/// The transcripts under `paths`, one at a time in path order, each once: a streaming
+/// [`discover`]. Memory is the folders being listed (each one's entries, sorted), not
+/// the archive: a backfill of any size holds no list of its files.
+///
+/// A path inside (or equal to) a folder given before it in path order is skipped (its
+/// files are that folder's); a path that cannot be read is one `Err`.
+pub fn walk(paths: &[PathBuf]) -> Walk {
+    let mut roots = paths.to_vec();
+    roots.sort();
+    roots.dedup();
+    Walk {
+        roots: roots.into_iter(),
+        folders: Vec::new(),
+        stack: Vec::new(),
+    }
+}
+
+/// The iterator of [`walk`].
+pub struct Walk {
+    roots: std::vec::IntoIter<PathBuf>,
+    /// The folders given as roots so far (later roots inside them are skipped).
+    folders: Vec<PathBuf>,
+    /// The listings being walked, outermost first; each yields in name order.
+    stack: Vec<std::vec::IntoIter<Listed>>,
+}
+
+/// A folder entry worth yielding or entering.
+enum Listed {
+    Folder(PathBuf),
+    Transcript(PathBuf),
+}
+
+/// A folder's sub-folders and `*.jsonl` files, by name (so a depth-first walk yields
+/// paths in sorted order), or why it cannot be listed.
+fn list(dir: &Path) -> Result<Vec<Listed>, Problem> {
+    let entries = fs::read_dir(dir).map_err(|e| Problem {
+        path: dir.to_path_buf(),
+        reason: e.to_string(),
+    })?;
+    let mut out = Vec::new();
+    for e in entries.flatten() {
+        let Ok(ft) = e.file_type() else { continue };
+        let p = e.path();
+        if ft.is_dir() {
+            out.push(Listed::Folder(p));
+        } else if ft.is_file() && p.extension().is_some_and(|x| x == "jsonl") {
+            out.push(Listed::Transcript(p));
+        }
+    }
+    let path = |l: &Listed| match l {
+        Listed::Folder(p) | Listed::Transcript(p) => p.file_name().map(|n| n.to_owned()),
+    };
+    out.sort_by_cached_key(path);
+    Ok(out)
+}
+
+impl Iterator for Walk {
+    type Item = Result<Job, Problem>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(top) = self.stack.last_mut() {
+                match top.next() {
+                    Some(Listed::Folder(p)) => match list(&p) {
+                        Ok(entries) => self.stack.push(entries.into_iter()),
+                        Err(problem) => return Some(Err(problem)),
+                    },
+                    Some(Listed::Transcript(p)) => {
+                        // Gone or changed since listed: skipped, as a listing race.
+                        if let Ok(m) = fs::metadata(&p) {
+                            return Some(Ok(job(p, &m)));
+                        }
+                    }
+                    None => {
+                        self.stack.pop();
+                    }
+                }
                 continue;
             }
-        };
-        if meta.is_file() {
-            jobs.push(job(root.clone(), &meta));
-            continue;
-        }
-        let mut stack = vec![root.clone()];
-        while let Some(dir) = stack.pop() {
-            let entries = match fs::read_dir(&dir) {
-                Ok(e) => e,
-                Err(e) => {
-                    problems.push(Problem {
-                        path: dir,
-                        reason: e.to_string(),
-                    });
-                    continue;
-                }
-            };
-            for e in entries.flatten() {
-                let p = e.path();
-                let Ok(ft) = e.file_type() else { continue };
-                if ft.is_dir() {
-                    stack.push(p);
-                } else if ft.is_file() && p.extension().is_some_and(|x| x == "jsonl") {
-                    if let Ok(m) = e.metadata() {
-                        jobs.push(job(p, &m));
+            let root = self.roots.next()?;
+            if self.folders.iter().any(|f| root.starts_with(f)) {
+                continue;
+            }
+            match fs::metadata(&root) {
+                Ok(m) if m.is_file() => return Some(Ok(job(root, &m))),
+                Ok(_) => match list(&root) {
+                    Ok(entries) => {
+                        self.stack.push(entries.into_iter());
+                        self.folders.push(root);
                     }
+                    Err(problem) => return Some(Err(problem)),
+                },
+                Err(e) => {
+                    return Some(Err(Problem {
+                        path: root,
+                        reason: e.to_string(),
+                    }))
                 }
             }
         }
     }
-    jobs.sort_by(|a, b| a.path.cmp(&b.path));
-    jobs.dedup_by(|a, b| a.path == b.path);
-    (jobs, problems)
 }
 
 fn job(path: PathBuf, m: &fs::Metadata) -> Job {

@@ -1,13 +1,16 @@
 //! # transcope-backfill: years of archived transcripts, in parallel
 //!
-//! [`discover`] finds transcripts (Claude Code projects folders in every layout, Codex
-//! sessions folders, current and legacy) and [`scope_key`] names the scope log each
-//! one feeds. [`backfill`] runs the same stages as a Stop over each file — change
-//! detection into the scope log, then, unless disabled, marker extraction and
-//! attribution — with rayon:
+//! [`walk`] streams the transcripts under some folders in path order (Claude Code
+//! projects folders in every layout, Codex sessions folders, current and legacy;
+//! [`discover`] collects it) and [`scope_key`] names the scope log each one feeds.
+//! [`backfill_iter`] runs the same stages as a Stop over each file — change detection
+//! into the scope log, then, unless disabled, marker extraction and attribution — with
+//! rayon, taking files from the stream as workers free up (`par_bridge`), so nothing
+//! is held per file and memory does not grow with the archive:
 //!
-//! * the file is the unit; files that feed the same scope log are processed in path
-//!   order by one worker, so the result never depends on scheduling;
+//! * the file is the unit; files that feed the same scope log are processed one after
+//!   the other in path order (a file whose key is being worked on waits for it), so
+//!   the result never depends on scheduling;
 //! * each worker builds its reusable state once (`map_init`): read buffer, adapter
 //!   registry, framer, a clone of the shared project resolver (one cache for all);
 //! * each file's transitions are appended in one write ([`Transaction`]), and its
@@ -40,6 +43,7 @@
 
 mod discover;
 
+use std::collections::{HashMap, VecDeque};
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -59,7 +63,7 @@ use transcope_stop::observe::{observe_with, ReadMode};
 use transcope_stop::scan::Buffers;
 use transcope_stop::stop::attribute_markers;
 
-pub use discover::{discover, scope_key, Job, Problem};
+pub use discover::{discover, scope_key, walk, Job, Problem, Walk};
 
 /// How whole files are read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -227,36 +231,27 @@ struct FileOutcome {
 
 /// Process `jobs`; `progress(files_done, bytes_done)` is called after each file.
 pub fn backfill(jobs: Vec<Job>, opts: &Options, progress: &(dyn Fn(u64, u64) + Sync)) -> Summary {
+    backfill_iter(jobs.into_iter().map(Ok), opts, progress)
+}
+
+/// [`backfill`] over a stream of files, as [`walk`] yields them (a discovery problem,
+/// an `Err`, is reported like a failed file but not counted as one). Nothing is kept
+/// per file: files are taken as the workers need them, in the stream's order, and
+/// memory does not grow with the archive.
+///
+/// Files that feed the same scope log (one key) are processed one after the other in
+/// the stream's order: a file whose key is still being worked on waits beside that
+/// key, and the worker that finishes the key's file takes it next.
+pub fn backfill_iter<I>(jobs: I, opts: &Options, progress: &(dyn Fn(u64, u64) + Sync)) -> Summary
+where
+    I: Iterator<Item = Result<Job, Problem>> + Send,
+{
     let start = std::time::Instant::now();
-    let mut summary = Summary::default();
+    let summary = Mutex::new(Summary::default());
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(opts.jobs)
         .build()
         .expect("a thread pool");
-    // Group by scope-log key; a file without a key is an error of its own.
-    let keyed: Vec<(Job, Result<String, String>)> = pool.install(|| {
-        jobs.into_par_iter()
-            .map(|j| {
-                let k = scope_key(&j.path);
-                (j, k)
-            })
-            .collect()
-    });
-    // One sorted list, not a map of small vectors: a file costs its key, its path and
-    // one entry (a `Vec` per key reserved room for four jobs where one is usual).
-    let mut sorted: Vec<(String, Job)> = Vec::with_capacity(keyed.len());
-    for (job, key) in keyed {
-        match key {
-            Ok(k) => sorted.push((k, job)),
-            Err(reason) => {
-                summary.files += 1;
-                summary.errors.push(Problem {
-                    path: job.path,
-                    reason,
-                });
-            }
-        }
-    }
     let destination = match &opts.markers {
         MarkersOut::Ndjson(p) => match p
             .parent()
@@ -266,6 +261,7 @@ pub fn backfill(jobs: Vec<Job>, opts: &Options, progress: &(dyn Fn(u64, u64) + S
         {
             Ok(f) => Out::Ndjson(Mutex::new(f)),
             Err(e) => {
+                let mut summary = Summary::default();
                 summary.errors.push(Problem {
                     path: p.clone(),
                     reason: format!("cannot open the markers file: {e}"),
@@ -288,23 +284,62 @@ pub fn backfill(jobs: Vec<Job>, opts: &Options, progress: &(dyn Fn(u64, u64) + S
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    // By key, stably: a key's files stay in path order (discovery sorts by path).
-    sorted.sort_by(|a, b| a.0.cmp(&b.0));
-    let groups: Vec<&[(String, Job)]> = sorted.chunk_by(|a, b| a.0 == b.0).collect();
+    // The keys being worked on, each with the files of that key that came since, in
+    // stream order. A worker finishing a key's file takes the next one waiting.
+    let busy: Mutex<HashMap<String, VecDeque<Job>>> = Mutex::new(HashMap::new());
+    let lock = |m| -> std::sync::MutexGuard<'_, HashMap<String, VecDeque<Job>>> {
+        Mutex::lock(m).unwrap_or_else(|e| e.into_inner())
+    };
+    // Runs under par_bridge's lock, one file at a time in stream order: the key is
+    // claimed (or the file queued behind it) before any later file is looked at.
+    let source = jobs.filter_map(|item| {
+        let job = match item {
+            Ok(job) => job,
+            Err(problem) => {
+                let mut s = summary.lock().unwrap_or_else(|e| e.into_inner());
+                s.errors.push(problem);
+                return None;
+            }
+        };
+        let key = match scope_key(&job.path) {
+            Ok(k) => k,
+            Err(reason) => {
+                let mut s = summary.lock().unwrap_or_else(|e| e.into_inner());
+                s.files += 1;
+                s.errors.push(Problem {
+                    path: job.path,
+                    reason,
+                });
+                return None;
+            }
+        };
+        let mut busy = lock(&busy);
+        match busy.get_mut(&key) {
+            Some(waiting) => {
+                waiting.push_back(job);
+                None
+            }
+            None => {
+                busy.insert(key.clone(), VecDeque::new());
+                Some((key, job))
+            }
+        }
+    });
     // Each file's outcome is folded into counters as it ends (files with an error keep
     // their path), so memory does not grow with the number of files processed.
     let processed: Summary = pool.install(|| {
-        groups
-            .par_iter()
+        source
+            .par_bridge()
             .map_init(
                 || Worker {
                     registry: transcope_stop::default_registry(),
                     framer: Framer::default(),
                     resolver: resolver.clone(),
                 },
-                |w, group| {
+                |w, (key, first)| {
                     let mut out = Summary::default();
-                    for (key, job) in group.iter() {
+                    let mut next = Some(first);
+                    while let Some(job) = next {
                         let policy = match opts.io {
                             IoPolicy::Read => ReadPolicy::Read,
                             IoPolicy::MapQuiet { quiet, min_size } => {
@@ -317,19 +352,29 @@ pub fn backfill(jobs: Vec<Job>, opts: &Options, progress: &(dyn Fn(u64, u64) + S
                                 }
                             }
                         };
-                        let o = process_file(w, opts, key, job, policy, &destination);
+                        let o = process_file(w, opts, &key, &job, policy, &destination);
                         let f = files_done.fetch_add(1, Ordering::Relaxed) + 1;
                         let b = bytes_done.fetch_add(o.bytes, Ordering::Relaxed) + o.bytes;
                         progress(f, b);
                         out.add(&job.path, o);
+                        // The key's next file, or the key is free again.
+                        let mut busy = lock(&busy);
+                        next = busy.get_mut(&key).and_then(VecDeque::pop_front);
+                        if next.is_none() {
+                            busy.remove(&key);
+                        }
                     }
                     out
                 },
             )
-            // In order: the errors stay in the order of the sessions' keys.
             .reduce(Summary::default, Summary::merge)
     });
-    let mut summary = summary.merge(processed);
+    let mut summary = summary
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner())
+        .merge(processed);
+    // The order files finished in is the scheduler's: report problems by path.
+    summary.errors.sort_by(|a, b| a.path.cmp(&b.path));
     if let Out::Ndjson(f) = destination {
         if let Ok(f) = f.into_inner() {
             let _ = f.sync_all();

@@ -307,15 +307,18 @@ fn files_that_share_a_key_are_taken_in_path_order() {
         .to_string()
             + "\n"
     };
-    // The first by path holds the later time: the second's older row is refused.
-    for (folder, cwd, at) in [
-        ("-w-a", "/w/a", "2026-10-08T10:00:00Z"),
-        ("-w-b", "/w/b", "2026-10-08T09:00:00Z"),
+    // In path order each row is newer than the last, so all three are written; in any
+    // other order a row older than the latest is refused. The first file is long, so
+    // the other two wait behind its key while it is read.
+    for (folder, cwd, at, repeat) in [
+        ("-w-a", "/w/a", "2026-10-08T09:00:00Z", 4_000),
+        ("-w-b", "/w/b", "2026-10-08T10:00:00Z", 1),
+        ("-w-c", "/w/c", "2026-10-08T11:00:00Z", 1),
     ] {
         std::fs::create_dir_all(projects.join(folder)).unwrap();
         std::fs::write(
             projects.join(folder).join(format!("{sid}.jsonl")),
-            line(cwd, at),
+            line(cwd, at).repeat(repeat),
         )
         .unwrap();
     }
@@ -344,9 +347,43 @@ fn files_that_share_a_key_are_taken_in_path_order() {
         in_order[&log_name], reversed[&log_name],
         "the order matters here"
     );
+    assert_eq!(in_order[&log_name].lines().count(), 3);
     for jobs in [1, 2] {
         let home = tempfile::tempdir().unwrap();
         run(home.path(), std::slice::from_ref(&projects), jobs);
         assert_eq!(logs(home.path()), in_order, "--jobs {jobs}");
     }
+}
+
+/// The streaming walk yields every transcript once, in path order, however the paths
+/// given overlap (a folder twice, a folder inside another, a file inside a folder).
+#[test]
+fn the_walk_yields_each_file_once_in_path_order() {
+    let mut expected: Vec<PathBuf> = Vec::new();
+    transcope_testkit::jsonl_files(&archive(), &mut expected);
+    expected.sort();
+    let claude = archive().join("claude");
+    let given = [
+        archive(),
+        claude.join("projects"),
+        archive(),
+        expected[3].clone(),
+    ];
+    let walked: Vec<PathBuf> = transcope_backfill::walk(&given)
+        .map(|r| r.unwrap().path)
+        .collect();
+    assert_eq!(walked, expected);
+    // Folders, a missing path and a file named directly, in one sorted stream.
+    let missing = archive().join("nope");
+    let items: Vec<_> = transcope_backfill::walk(&[missing.clone(), claude.clone()]).collect();
+    assert_eq!(items.iter().filter(|r| r.is_err()).count(), 1);
+    assert!(items
+        .iter()
+        .any(|r| matches!(r, Err(p) if p.path == missing)));
+    let files: Vec<&PathBuf> = items.iter().flatten().map(|j| &j.path).collect();
+    assert!(files.windows(2).all(|w| w[0] < w[1]), "sorted, no repeats");
+    assert_eq!(
+        files.len(),
+        expected.iter().filter(|p| p.starts_with(&claude)).count()
+    );
 }
