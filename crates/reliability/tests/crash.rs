@@ -54,7 +54,15 @@ fn scope_record_killed_at_random_points() {
     for i in 0..200u64 {
         let before = std::fs::read(sb.log(session)).unwrap_or_default();
         if i % 25 == 24 {
-            // What a kill in the middle of the one append leaves: part of a row.
+            // What a kill in the middle of the one append leaves: part of a row. A
+            // writer starts its row on a fresh line when the log ends in a torn one
+            // (when every record since the last injected tear was killed first, as on
+            // a loaded machine), so the tear it leaves does too.
+            let fresh = if before.last().is_some_and(|b| *b != b'\n') {
+                "\n"
+            } else {
+                ""
+            };
             let row = format!(
                 "{{\"session_id\": \"{session}\", \"sequence\": 999, \"at\": \"{}\", \"transition_id\": \"{:064x}\"",
                 iso(i * 10, "+00:00"),
@@ -63,9 +71,11 @@ fn scope_record_killed_at_random_points() {
             let cut = 1 + rng.below(row.len() as u64 - 1) as usize;
             let mut f = std::fs::OpenOptions::new()
                 .append(true)
+                .create(true)
                 .open(sb.log(session))
                 .unwrap();
-            f.write_all(&row.as_bytes()[..cut]).unwrap();
+            f.write_all(format!("{fresh}{}", &row[..cut]).as_bytes())
+                .unwrap();
             torn += 1;
             continue;
         }
