@@ -36,14 +36,36 @@ pub struct OutboxSink {
     listing: Option<Listing>,
 }
 
-/// What the outbox held when last listed: every `-…` tail of every file name, with the
-/// name (so "the file that ends with this suffix" is one lookup), and the folder's
-/// modification stamp then. A sink delivering many records (a backfill) lists the folder again only when
+/// What the outbox held when last listed, and the folder's modification stamp then. A
+/// sink delivering many records (a backfill) lists the folder again only when
 /// something else changed it, instead of once per record (quadratic in the outbox).
+///
+/// A marker's file is found by its name's `-<kind>-<tag>.json` end, which holds exactly
+/// two `-` (the kind is made of `[A-Za-z0-9_]`, the tag is hex): so each name is kept
+/// once, split at its second-to-last `-`, end → the part before it. "The file that ends
+/// with this suffix" is one lookup, at about 0.1 KB a waiting file.
 #[derive(Clone, Debug)]
 struct Listing {
     stamp: Option<(std::time::SystemTime, u64, u64)>,
-    tails: std::collections::HashMap<String, String>,
+    ends: std::collections::HashMap<Box<str>, Box<str>>,
+}
+
+impl Listing {
+    /// The waiting file whose name ends with `suffix` (a `-<kind>-<tag>.json`).
+    fn find(&self, suffix: &str) -> Option<String> {
+        self.ends
+            .get(suffix)
+            .map(|start| format!("{start}{suffix}"))
+    }
+
+    /// Remember `name` (the first name listed for an end wins).
+    fn add(&mut self, name: &str) {
+        if let Some(i) = name.rmatch_indices('-').nth(1).map(|(i, _)| i) {
+            self.ends
+                .entry(name[i..].into())
+                .or_insert_with(|| name[..i].into());
+        }
+    }
 }
 
 /// The folder's (mtime, size, inode): changes whenever an entry is added or removed.
@@ -55,24 +77,18 @@ fn dir_stamp(dir: &Path) -> Option<(std::time::SystemTime, u64, u64)> {
 
 impl Listing {
     fn read(dir: &Path) -> Listing {
-        let stamp = dir_stamp(dir);
-        let mut tails = std::collections::HashMap::new();
+        let mut listing = Listing {
+            stamp: dir_stamp(dir),
+            ends: std::collections::HashMap::new(),
+        };
         for e in fs::read_dir(dir).into_iter().flatten().flatten() {
             let name = e.file_name();
             let name = name.to_string_lossy();
             if !name.starts_with('.') {
-                add_tails(&mut tails, &name);
+                listing.add(&name);
             }
         }
-        Listing { stamp, tails }
-    }
-}
-
-fn add_tails(tails: &mut std::collections::HashMap<String, String>, name: &str) {
-    for (i, _) in name.match_indices('-') {
-        tails
-            .entry(name[i..].to_owned())
-            .or_insert_with(|| name.to_owned());
+        listing
     }
 }
 
@@ -197,7 +213,7 @@ impl OutboxSink {
         let kind = safe_kind(rec.kind());
         let tag: String = rec.idempotency_key.chars().take(8).collect();
         let suffix = format!("-{kind}-{tag}.json");
-        if let Some(name) = self.listing.as_ref().and_then(|l| l.tails.get(&suffix)) {
+        if let Some(name) = self.listing.as_ref().and_then(|l| l.find(&suffix)) {
             // Already waiting (unless it went within the stamp's clock tick).
             let waiting = self.dir.join(name);
             if waiting.symlink_metadata().is_ok() {
@@ -234,7 +250,7 @@ impl OutboxSink {
         }
         fs::rename(&tmp, &path).map_err(io("renaming an outbox file"))?;
         if let Some(l) = &mut self.listing {
-            add_tails(&mut l.tails, &name);
+            l.add(&name);
         }
         Ok(Delivery::Outboxed(path))
     }
@@ -384,4 +400,40 @@ fn replay_body(f: &Path, source: &str, lookup: &mut Replay<'_>) -> Option<(Value
         _ => idempotency_key(session.as_deref().unwrap_or(""), &kind, &content),
     };
     Some((body, key))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A waiting file is found by its `-<kind>-<tag>.json` end whatever comes before
+    /// it (another writer's prefix may hold `-` too), the first listed name for an end
+    /// wins, and a name that cannot end that way is not kept.
+    #[test]
+    fn the_listing_finds_a_file_by_its_end() {
+        let mut l = Listing {
+            stamp: None,
+            ends: std::collections::HashMap::new(),
+        };
+        for name in [
+            "20261008T100000-lesson-0123abcd.json",
+            "2026-10-08-other-writer-signal-89ab4567.json",
+            "20261008T110000-lesson-0123abcd.json",
+            "README",
+            "one-dash.json",
+        ] {
+            l.add(name);
+        }
+        assert_eq!(
+            l.find("-lesson-0123abcd.json").as_deref(),
+            Some("20261008T100000-lesson-0123abcd.json")
+        );
+        assert_eq!(
+            l.find("-signal-89ab4567.json").as_deref(),
+            Some("2026-10-08-other-writer-signal-89ab4567.json")
+        );
+        assert_eq!(l.find("-lesson-89ab4567.json"), None);
+        assert_eq!(l.find("-dash.json"), None);
+        assert_eq!(l.ends.len(), 2);
+    }
 }
