@@ -10,7 +10,9 @@
 use libfuzzer_sys::fuzz_target;
 use transcope_core::adapter::EntrySink;
 use transcope_core::{Entry, TimeValue};
-use transcope_markers::{markers_in, markers_of_message, parse, MarkerStage, MARKER_TYPES};
+use transcope_markers::{
+    markers_in, markers_joined, markers_of_message, parse, MarkerStage, MARKER_TYPES,
+};
 
 /// Byte offset of `sub` within `text` (it must borrow from it).
 fn offset_in(text: &str, sub: &str) -> usize {
@@ -64,53 +66,34 @@ fuzz_target!(|data: &[u8]| {
     }
     let _ = markers_of_message(text, "2026-10-08T10:00:00+00:00");
 
+    let records: Vec<(&str, TimeValue<'_>)> = text
+        .split('\0')
+        .enumerate()
+        .map(|(i, part)| {
+            let time = if i % 2 == 0 {
+                TimeValue::Str(format!("2026-10-08T10:{:02}:00Z", i % 60).into())
+            } else {
+                TimeValue::Missing
+            };
+            (part, time)
+        })
+        .collect();
     let mut stage = MarkerStage::default();
-    for (i, part) in text.split('\0').enumerate() {
-        let time = if i % 2 == 0 {
-            TimeValue::Str(format!("2026-10-08T10:{:02}:00Z", i % 60).into())
-        } else {
-            TimeValue::Missing
-        };
+    for (part, time) in &records {
         stage.entry(&Entry {
-            time,
-            texts: vec![part.into()],
+            time: time.clone(),
+            texts: vec![(*part).into()],
             ..Entry::default()
         });
     }
     let all = stage.finish(None);
     // The stage scans as records arrive and drops settled text; it must find what one
     // scan of the records joined with `\n` finds, each stamped with its record's time.
-    let joined = text.replace('\0', "\n");
-    let whole: Vec<(usize, String)> = markers_in(&joined)
-        .into_iter()
-        .map(|(start, m)| {
-            let record = joined[..start].matches('\n').count()
-                - text[..start].matches('\n').count();
-            (record, m.content)
-        })
-        .collect();
-    let staged: Vec<(usize, String)> = all
-        .iter()
-        .map(|m| {
-            let record = m.at.as_ref().map_or(usize::MAX, |at| {
-                let minute: usize = at.as_str().unwrap()[14..16].parse().unwrap();
-                minute
-            });
-            (record, m.content.clone())
-        })
-        .collect();
     assert_eq!(
-        staged.iter().map(|(_, c)| c).collect::<Vec<_>>(),
-        whole.iter().map(|(_, c)| c).collect::<Vec<_>>(),
+        all,
+        markers_joined(records.iter().map(|(p, t)| (*p, t))),
         "the stage finds what one scan of the joined records finds"
     );
-    for ((minute, _), (record, _)) in staged.iter().zip(&whole) {
-        if record % 2 == 0 {
-            assert_eq!(*minute, record % 60, "stamped with its own record's time");
-        } else {
-            assert_eq!(*minute, usize::MAX, "a record without a time gives none");
-        }
-    }
     if !text.contains('\0') {
         assert_eq!(
             all.len(),

@@ -166,8 +166,7 @@ impl EntrySink for MarkerStage {
     fn entry(&mut self, e: &Entry<'_>) {
         for t in &e.texts {
             let joined = std::mem::replace(&mut self.seen, true);
-            let opens = t.contains("<!--");
-            if !self.open && !opens {
+            if !self.open && !t.contains("<!--") {
                 // Nothing is open and nothing opens here: this text is in no block.
                 continue;
             }
@@ -206,8 +205,7 @@ impl MarkerStage {
         };
         for b in blocks {
             if let Some(mut m) = marker_of(&b) {
-                let i = self.records.partition_point(|(s, _)| *s <= b.start);
-                m.at = time_json(&self.records[i.saturating_sub(1)].1);
+                m.at = time_at(&self.records, b.start);
                 self.found.push(m);
             }
         }
@@ -242,6 +240,51 @@ impl MarkerStage {
         }
         self.found
     }
+}
+
+/// The reference's own way, which [`MarkerStage`] always agrees with: every record's
+/// texts joined with `\n` and scanned once, each marker stamped with the time of the
+/// record its opening tag starts in. It holds the whole text, so it is for checks (the
+/// stage's tests compare against it), not for pipelines.
+///
+/// ```
+/// use transcope_core::TimeValue;
+/// let t = TimeValue::Str("2026-10-08T10:00:00Z".into());
+/// let none = TimeValue::Missing;
+/// let found = transcope_markers::markers_joined([
+///     ("<!-- @lesson -->spans", &t),
+///     ("records<!-- @/lesson -->", &none),
+/// ]);
+/// assert_eq!(found[0].content, "spans\nrecords");
+/// assert_eq!(found[0].at.as_ref().unwrap(), "2026-10-08T10:00:00Z");
+/// ```
+pub fn markers_joined<'a, I>(records: I) -> Vec<Marker>
+where
+    I: IntoIterator<Item = (&'a str, &'a TimeValue<'a>)>,
+{
+    let mut text = String::new();
+    let mut starts: Vec<(usize, TimeValue<'a>)> = Vec::new();
+    for (t, time) in records {
+        if !starts.is_empty() {
+            text.push('\n');
+        }
+        starts.push((text.len(), time.clone()));
+        text.push_str(t);
+    }
+    markers_in(&text)
+        .into_iter()
+        .map(|(start, mut m)| {
+            m.at = time_at(&starts, start);
+            m
+        })
+        .collect()
+}
+
+/// The `at` of a marker whose opening tag starts at `start`: the time of the record
+/// whose text (at the offsets given, in order) holds it.
+fn time_at(records: &[(usize, TimeValue<'_>)], start: usize) -> Option<Value> {
+    let i = records.partition_point(|(s, _)| *s <= start);
+    time_json(&records[i.saturating_sub(1)].1)
 }
 
 /// A record time as the marker's `at`: the JSON value when truthy, else none.

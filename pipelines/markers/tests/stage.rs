@@ -7,37 +7,30 @@ use proptest::prelude::*;
 use serde_json::Value;
 use transcope_core::adapter::{EntrySink, Probe};
 use transcope_core::{Entry, EntryKind, TimeValue};
-use transcope_markers::{markers_in, Marker, MarkerStage};
+use transcope_markers::{markers_joined, Marker, MarkerStage};
 
 /// The reference: all texts joined with `\n`, scanned once, each marker stamped with
 /// the time of the record its opening tag starts in.
 fn oracle(records: &[(Vec<String>, Option<String>)]) -> Vec<Marker> {
-    let mut text = String::new();
-    let mut starts: Vec<(usize, Option<&str>)> = Vec::new();
-    for (texts, time) in records {
-        for t in texts {
-            if !starts.is_empty() {
-                text.push('\n');
-            }
-            starts.push((text.len(), time.as_deref()));
-            text.push_str(t);
-        }
-    }
-    markers_in(&text)
-        .into_iter()
-        .map(|(start, mut m)| {
-            let i = starts.partition_point(|(s, _)| *s <= start);
-            m.at = starts[i - 1].1.map(|t| Value::String(t.to_owned()));
-            m
-        })
-        .collect()
+    let times: Vec<TimeValue<'_>> = records.iter().map(|(_, t)| time(t)).collect();
+    markers_joined(
+        records
+            .iter()
+            .zip(&times)
+            .flat_map(|((texts, _), t)| texts.iter().map(move |x| (x.as_str(), t))),
+    )
+}
+
+fn time(t: &Option<String>) -> TimeValue<'_> {
+    t.as_ref()
+        .map_or(TimeValue::Missing, |t| TimeValue::Str(t.as_str().into()))
 }
 
 /// The stage as a pipeline drives it: an entry reaches it when it wants the line, or
 /// when another stage does (`forced`).
 fn staged(records: &[(Vec<String>, Option<String>)], forced: &[bool]) -> Vec<Marker> {
     let mut stage = MarkerStage::default();
-    for (i, (texts, time)) in records.iter().enumerate() {
+    for (i, (texts, t)) in records.iter().enumerate() {
         // The line as a decoder sees it: the texts, JSON-escaped.
         let line = serde_json::to_string(texts).unwrap();
         let probe = Probe {
@@ -51,9 +44,7 @@ fn staged(records: &[(Vec<String>, Option<String>)], forced: &[bool]) -> Vec<Mar
             continue;
         }
         stage.entry(&Entry {
-            time: time
-                .as_ref()
-                .map_or(TimeValue::Missing, |t| TimeValue::Str(t.as_str().into())),
+            time: time(t),
             texts: texts.iter().map(|t| t.as_str().into()).collect(),
             ..Entry::default()
         });

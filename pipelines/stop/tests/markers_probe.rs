@@ -8,15 +8,12 @@ use std::path::{Path, PathBuf};
 
 use transcope_core::adapter::{may_open_marker, EntrySink, Probe};
 use transcope_core::{Entry, TimeValue};
-use transcope_markers::{markers_in, Marker, MarkerStage};
+use transcope_markers::{markers_joined, Marker, MarkerStage};
 use transcope_stop::scan::{scan_file, Buffers, Resume, Tail};
 
 /// The reference's way: every entry decoded, every text kept, one scan at the end.
 #[derive(Default)]
-struct Everything {
-    text: String,
-    starts: Vec<(usize, Option<serde_json::Value>)>,
-}
+struct Everything(Vec<(String, TimeValue<'static>)>);
 
 impl EntrySink for Everything {
     fn wants(&self, _: &Probe<'_>) -> bool {
@@ -24,32 +21,14 @@ impl EntrySink for Everything {
     }
     fn entry(&mut self, e: &Entry<'_>) {
         for t in &e.texts {
-            if !self.starts.is_empty() {
-                self.text.push('\n');
-            }
-            let at = match &e.time {
-                TimeValue::Str(s) if !s.is_empty() => {
-                    Some(serde_json::Value::String(s.to_string()))
-                }
-                TimeValue::Other(raw) if e.time.is_truthy() => serde_json::from_str(raw).ok(),
-                _ => None,
-            };
-            self.starts.push((self.text.len(), at));
-            self.text.push_str(t);
+            self.0.push((t.to_string(), e.time.clone().into_owned()));
         }
     }
 }
 
 impl Everything {
     fn finish(self) -> Vec<Marker> {
-        markers_in(&self.text)
-            .into_iter()
-            .map(|(start, mut m)| {
-                let i = self.starts.partition_point(|(s, _)| *s <= start);
-                m.at = self.starts[i - 1].1.clone();
-                m
-            })
-            .collect()
+        markers_joined(self.0.iter().map(|(t, time)| (t.as_str(), time)))
     }
 }
 
