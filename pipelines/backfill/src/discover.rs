@@ -99,10 +99,9 @@ fn list(dir: &Path) -> Result<Vec<Listed>, Problem> {
             out.push(Listed::Transcript(p));
         }
     }
-    let path = |l: &Listed| match l {
+    out.sort_by_cached_key(|l| match l {
         Listed::Folder(p) | Listed::Transcript(p) => p.file_name().map(|n| n.to_owned()),
-    };
-    out.sort_by_cached_key(path);
+    });
     Ok(out)
 }
 

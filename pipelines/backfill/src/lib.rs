@@ -287,29 +287,27 @@ where
     // The keys being worked on, each with the files of that key that came since, in
     // stream order. A worker finishing a key's file takes the next one waiting.
     let busy: Mutex<HashMap<String, VecDeque<Job>>> = Mutex::new(HashMap::new());
-    let lock = |m| -> std::sync::MutexGuard<'_, HashMap<String, VecDeque<Job>>> {
-        Mutex::lock(m).unwrap_or_else(|e| e.into_inner())
-    };
     // Runs under par_bridge's lock, one file at a time in stream order: the key is
     // claimed (or the file queued behind it) before any later file is looked at.
     let source = jobs.filter_map(|item| {
         let job = match item {
             Ok(job) => job,
             Err(problem) => {
-                let mut s = summary.lock().unwrap_or_else(|e| e.into_inner());
-                s.errors.push(problem);
+                lock(&summary).errors.push(problem);
                 return None;
             }
         };
         let key = match scope_key(&job.path) {
             Ok(k) => k,
             Err(reason) => {
-                let mut s = summary.lock().unwrap_or_else(|e| e.into_inner());
-                s.files += 1;
-                s.errors.push(Problem {
-                    path: job.path,
-                    reason,
-                });
+                // A file without a key counts as a failed file.
+                lock(&summary).add(
+                    &job.path,
+                    FileOutcome {
+                        error: Some(reason),
+                        ..FileOutcome::default()
+                    },
+                );
                 return None;
             }
         };
@@ -367,12 +365,13 @@ where
                     out
                 },
             )
-            .reduce(Summary::default, Summary::merge)
+            .reduce(Summary::default, |mut a, b| {
+                a.absorb(b);
+                a
+            })
     });
-    let mut summary = summary
-        .into_inner()
-        .unwrap_or_else(|e| e.into_inner())
-        .merge(processed);
+    let mut summary = summary.into_inner().unwrap_or_else(|e| e.into_inner());
+    summary.absorb(processed);
     // The order files finished in is the scheduler's: report problems by path.
     summary.errors.sort_by(|a, b| a.path.cmp(&b.path));
     if let Out::Ndjson(f) = destination {
@@ -387,23 +386,28 @@ where
 impl Summary {
     /// Count one file's outcome (a failed file keeps its path and reason).
     fn add(&mut self, path: &Path, o: FileOutcome) {
-        self.files += 1;
-        self.bytes += o.bytes;
-        self.entries += o.entries;
-        self.skipped_lines += o.skipped;
-        self.transitions += o.transitions;
-        self.markers += o.markers;
-        self.unattributed += o.unattributed;
-        if let Some(reason) = o.error {
-            self.errors.push(Problem {
-                path: path.to_path_buf(),
-                reason,
-            });
-        }
+        self.absorb(Summary {
+            files: 1,
+            bytes: o.bytes,
+            entries: o.entries,
+            skipped_lines: o.skipped,
+            transitions: o.transitions,
+            markers: o.markers,
+            unattributed: o.unattributed,
+            errors: o
+                .error
+                .map(|reason| Problem {
+                    path: path.to_path_buf(),
+                    reason,
+                })
+                .into_iter()
+                .collect(),
+            seconds: 0.0,
+        });
     }
 
-    /// Both summaries' counts; `self`'s errors first.
-    fn merge(mut self, other: Summary) -> Summary {
+    /// Add `other`'s counts; its errors go after `self`'s.
+    fn absorb(&mut self, other: Summary) {
         self.files += other.files;
         self.bytes += other.bytes;
         self.entries += other.entries;
@@ -412,8 +416,13 @@ impl Summary {
         self.markers += other.markers;
         self.unattributed += other.unattributed;
         self.errors.extend(other.errors);
-        self
     }
+}
+
+/// A lock that a panicking holder did not poison for the others: every value guarded
+/// here is a counter or an output handle, valid after any partial update.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Where the run's markers go, opened once ([`MarkersOut`] as given).
@@ -490,13 +499,13 @@ fn process_file(
                 text.push_str(&transcope_core::py::dumps(&r.body));
                 text.push('\n');
             }
-            let mut f = f.lock().unwrap_or_else(|e| e.into_inner());
+            let mut f = lock(f);
             if let Err(e) = f.write_all(text.as_bytes()) {
                 o.error = Some(format!("writing markers: {e}"));
             }
         }
         Out::Outbox(sink) => {
-            let mut sink = sink.lock().unwrap_or_else(|e| e.into_inner());
+            let mut sink = lock(sink);
             if let Err(e) = sink.deliver_all(&records) {
                 o.error = Some(e.to_string());
             }
