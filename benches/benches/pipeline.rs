@@ -49,7 +49,7 @@ fn decode_all(bytes: &[u8]) -> Vec<Entry<'static>> {
                     offset: l.offset,
                     line: l.number,
                 },
-                &mut |e: &Entry<'_>| out.push(owned_entry(e)),
+                &mut transcope_core::adapter::from_fn(|e: &Entry<'_>| out.push(owned_entry(e))),
             );
             Ok::<_, std::convert::Infallible>(true)
         }),

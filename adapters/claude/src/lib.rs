@@ -50,9 +50,9 @@
 //! let line = br#"{"type":"assistant","cwd":"/w","gitBranch":"main","timestamp":"2025-07-14T22:59:30.699Z","message":{"content":[{"type":"thinking","thinking":"hm"},{"type":"text","text":"<!-- @lesson -->L<!-- @/lesson -->"}]}}"#;
 //! let mut got = Vec::new();
 //! ClaudeAdapter::new()
-//!     .decode(line, LinePos { offset: 0, line: 1 }, &mut |e: &Entry<'_>| {
+//!     .decode(line, LinePos { offset: 0, line: 1 }, &mut transcope_core::adapter::from_fn(|e: &Entry<'_>| {
 //!         got.push((e.kind, e.cwd.as_deref().map(String::from), e.branch.as_deref().map(String::from), e.texts.len()));
-//!     })
+//!     }))
 //!     .unwrap();
 //! assert_eq!(got, [(Some(EntryKind::Assistant), Some("/w".into()), Some("main".into()), 1)]);
 //! ```
@@ -119,7 +119,7 @@ impl AdapterFactory for ClaudeFactory {
         "claude"
     }
 
-    fn sniff(&self, first_line: &[u8]) -> Option<Confidence> {
+    fn sniff(&self, _path: &std::path::Path, first_line: &[u8]) -> Option<Confidence> {
         Some(match classify(first_line) {
             FirstLine::ClaudeType => Confidence::Certain,
             _ => Confidence::Fallback,
@@ -138,7 +138,11 @@ pub fn decode_owned(
     pos: LinePos,
 ) -> Result<Vec<Entry<'static>>, Skip> {
     let mut out = Vec::new();
-    adapter.decode(line, pos, &mut |e: &Entry<'_>| out.push(owned_entry(e)))?;
+    adapter.decode(
+        line,
+        pos,
+        &mut transcope_core::adapter::from_fn(|e: &Entry<'_>| out.push(owned_entry(e))),
+    )?;
     Ok(out)
 }
 

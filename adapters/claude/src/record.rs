@@ -537,10 +537,10 @@ pub fn base_kind(ty: &str) -> Option<EntryKind> {
         | "result"
         | "bridge-session"
         | "atis-latch" => EntryKind::System,
-        "session_meta" => EntryKind::SessionMeta,
-        "turn_context" => EntryKind::TurnContext,
-        "response_item" => EntryKind::ResponseItem,
-        "event_msg" => EntryKind::EventMsg,
+        "session_meta" => EntryKind::Meta,
+        "turn_context" => EntryKind::Context,
+        "response_item" => EntryKind::Tool,
+        "event_msg" => EntryKind::Event,
         "compacted"
         | "world_state"
         | "inter_agent_communication"

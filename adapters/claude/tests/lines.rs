@@ -185,7 +185,7 @@ fn turn_context_folder_rule_applies_in_claude_files_too() {
     let e = one(r#"{"type":"turn_context","cwd":"/top","payload":{"cwd":"/inner"}}"#);
     assert_eq!(
         (e.kind, e.cwd.as_deref()),
-        (Some(EntryKind::TurnContext), Some("/inner"))
+        (Some(EntryKind::Context), Some("/inner"))
     );
     let e = one(r#"{"type":"turn_context","cwd":"/top","payload":[]}"#);
     assert_eq!(e.cwd, None);
@@ -228,13 +228,13 @@ fn unescaped_strings_are_borrowed_from_the_line() {
     use transcope_core::adapter::Adapter;
     let line = br#"{"type":"assistant","cwd":"/w","gitBranch":"main","timestamp":"t","message":{"content":[{"type":"text","text":"plain"}]}}"#;
     let mut checked = false;
-    let mut sink = |e: &Entry<'_>| {
+    let mut sink = transcope_core::adapter::from_fn(|e: &Entry<'_>| {
         assert!(matches!(e.cwd, Some(Cow::Borrowed(_))));
         assert!(matches!(e.branch, Some(Cow::Borrowed(_))));
         assert!(matches!(e.time, TimeValue::Str(Cow::Borrowed(_))));
         assert!(matches!(e.texts[0], Cow::Borrowed(_)));
         checked = true;
-    };
+    });
     ClaudeAdapter::new()
         .decode(line, LinePos::default(), &mut sink)
         .unwrap();

@@ -12,7 +12,11 @@ fn check(line: &[u8]) -> bool {
     let Some(p) = probe(line) else { return false };
     let mut out = Vec::new();
     let pos = LinePos { offset: 1, line: 2 };
-    match decode_claude(line, pos, &mut |e: &Entry<'_>| out.push(owned_entry(e))) {
+    match decode_claude(
+        line,
+        pos,
+        &mut transcope_core::adapter::from_fn(|e: &Entry<'_>| out.push(owned_entry(e))),
+    ) {
         Err(_) => {}
         // No entry at all is a no-op for every sink, like a skipped line.
         Ok(()) if out.is_empty() => {}

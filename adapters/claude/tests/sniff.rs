@@ -58,10 +58,20 @@ fn sniff_rules_table() {
         let shown = String::from_utf8_lossy(line);
         assert_eq!(classify(line), *class, "{shown}");
         assert_eq!(class.reference_format(), *reference, "{shown}");
-        assert_eq!(ClaudeFactory.sniff(line), *claude, "{shown}");
-        assert_eq!(CodexFactory.sniff(line), *codex, "{shown}");
         assert_eq!(
-            registry.detect(line).map(|f| f.name()),
+            ClaudeFactory.sniff(std::path::Path::new("t.jsonl"), line),
+            *claude,
+            "{shown}"
+        );
+        assert_eq!(
+            CodexFactory.sniff(std::path::Path::new("t.jsonl"), line),
+            *codex,
+            "{shown}"
+        );
+        assert_eq!(
+            registry
+                .detect(std::path::Path::new("t.jsonl"), line)
+                .map(|f| f.name()),
             Some(*pick),
             "{shown}"
         );

@@ -52,7 +52,7 @@ impl AdapterFactory for ToyFactory {
     fn name(&self) -> &'static str {
         "toy"
     }
-    fn sniff(&self, first_line: &[u8]) -> Option<Confidence> {
+    fn sniff(&self, _path: &std::path::Path, first_line: &[u8]) -> Option<Confidence> {
         (first_line == b"#toy").then_some(Confidence::Certain)
     }
     fn build(&self) -> Box<dyn Adapter> {
@@ -103,7 +103,7 @@ fn a_new_format_is_detected_and_decoded_alongside_the_real_ones() {
     toy.decode(
         b"t\t/w\thi",
         LinePos { offset: 0, line: 1 },
-        &mut |e: &Entry<'_>| got.push(owned_entry(e)),
+        &mut transcope_core::adapter::from_fn(|e: &Entry<'_>| got.push(owned_entry(e))),
     )
     .unwrap();
     assert_eq!(got[0].cwd.as_deref(), Some("/w"));

@@ -59,12 +59,12 @@
 //! let mut got = Vec::new();
 //! for (i, line) in lines.iter().enumerate() {
 //!     let pos = LinePos { offset: 0, line: i as u64 + 1 };
-//!     adapter.decode(line, pos, &mut |e: &Entry<'_>| {
+//!     adapter.decode(line, pos, &mut transcope_core::adapter::from_fn(|e: &Entry<'_>| {
 //!         got.push((e.kind.unwrap(), e.cwd.as_deref().map(String::from), e.texts.iter().map(|t| t.to_string()).collect::<Vec<_>>()));
-//!     }).unwrap();
+//!     })).unwrap();
 //! }
-//! assert_eq!(got[0], (EntryKind::SessionMeta, None, vec![]));
-//! assert_eq!(got[1], (EntryKind::TurnContext, Some("/w".into()), vec![]));
+//! assert_eq!(got[0], (EntryKind::Meta, None, vec![]));
+//! assert_eq!(got[1], (EntryKind::Context, Some("/w".into()), vec![]));
 //! assert_eq!(got[2], (EntryKind::Assistant, None, vec!["a\nb".to_string()]));
 //! ```
 #![warn(missing_docs)]
@@ -155,7 +155,7 @@ impl Adapter for CodexAdapter {
                 header_time: entry.time.clone().into_owned(),
                 want_env_cwd: self.options.legacy_env_cwd && entry.cwd.is_none(),
             };
-            entry.kind = Some(EntryKind::SessionMeta);
+            entry.kind = Some(EntryKind::Meta);
             entry.session_id = std::mem::take(&mut rec.id).into_str();
             return record::emit(entry, &rec.ty, sink);
         }
@@ -185,11 +185,11 @@ pub fn probe(line: &[u8]) -> Option<transcope_core::adapter::Probe<'_>> {
                 let kind = message_kind(f.payload_role()?);
                 (kind, kind == EntryKind::Assistant)
             }
-            _ => (EntryKind::ResponseItem, false),
+            _ => (EntryKind::Tool, false),
         },
         "event_msg" => match f.payload_ty()? {
             "task_complete" => return None,
-            _ => (EntryKind::EventMsg, false),
+            _ => (EntryKind::Event, false),
         },
         _ => return None,
     };
@@ -207,7 +207,7 @@ fn message_kind(role: Option<&str>) -> EntryKind {
     match role {
         Some("user") => EntryKind::User,
         Some("assistant") => EntryKind::Assistant,
-        _ => EntryKind::ResponseItem,
+        _ => EntryKind::Tool,
     }
 }
 
@@ -251,7 +251,7 @@ fn decode_legacy<'a>(
     let ty = rec.ty.as_str();
     entry.kind = match ty {
         Some("message") => Some(message_kind(rec.role.as_str())),
-        Some(t) => record::base_kind(t).or(Some(EntryKind::ResponseItem)),
+        Some(t) => record::base_kind(t).or(Some(EntryKind::Tool)),
         None => None,
     };
     // The reference reads a legacy file as Claude: only `assistant` lines are scanned.
@@ -392,7 +392,7 @@ impl AdapterFactory for CodexFactory {
     fn name(&self) -> &'static str {
         "codex"
     }
-    fn sniff(&self, first_line: &[u8]) -> Option<Confidence> {
+    fn sniff(&self, _path: &std::path::Path, first_line: &[u8]) -> Option<Confidence> {
         sniff(first_line)
     }
     fn build(&self) -> Box<dyn Adapter> {
@@ -406,7 +406,7 @@ impl AdapterFactory for Configured {
     fn name(&self) -> &'static str {
         "codex"
     }
-    fn sniff(&self, first_line: &[u8]) -> Option<Confidence> {
+    fn sniff(&self, _path: &std::path::Path, first_line: &[u8]) -> Option<Confidence> {
         sniff(first_line)
     }
     fn build(&self) -> Box<dyn Adapter> {

@@ -28,8 +28,11 @@ fn decode_all(adapter: &mut dyn Adapter, data: &[u8]) -> (Vec<Entry<'static>>, V
         if line.is_empty() && offset > data.len() as u64 {
             break;
         }
-        if let Err(s) = adapter.decode(line, pos, &mut |e: &Entry<'_>| entries.push(owned_entry(e)))
-        {
+        if let Err(s) = adapter.decode(
+            line,
+            pos,
+            &mut transcope_core::adapter::from_fn(|e: &Entry<'_>| entries.push(owned_entry(e))),
+        ) {
             skips.push((pos.line, s));
         }
     }
@@ -59,18 +62,18 @@ fn public_rollouts_turn_context_cwds_and_session_ids() {
         let (entries, _) = decode_file(&format!("public/codex/{file}"), CodexOptions::default());
         let got: Vec<&str> = entries
             .iter()
-            .filter(|e| e.kind == Some(EntryKind::TurnContext))
+            .filter(|e| e.kind == Some(EntryKind::Context))
             .map(|e| e.cwd.as_deref().unwrap())
             .collect();
         assert_eq!(&got, cwds, "{file}");
         // Only turn_context entries carry a folder; session_meta.payload.cwd is not used.
         assert!(entries
             .iter()
-            .all(|e| e.cwd.is_none() || e.kind == Some(EntryKind::TurnContext)));
+            .all(|e| e.cwd.is_none() || e.kind == Some(EntryKind::Context)));
         let meta = &entries[0];
         assert_eq!(
             (meta.kind, meta.session_id.as_deref(), meta.line),
-            (Some(EntryKind::SessionMeta), Some(*sid), 1)
+            (Some(EntryKind::Meta), Some(*sid), 1)
         );
         assert!(
             meta.cwd.is_none() && meta.branch.is_none(),
@@ -96,10 +99,10 @@ fn curated_catalog_kinds() {
     );
     assert!(skips.is_empty());
     let count = |k: EntryKind| entries.iter().filter(|e| e.kind == Some(k)).count();
-    assert_eq!(count(EntryKind::SessionMeta), 7);
-    assert_eq!(count(EntryKind::TurnContext), 9);
+    assert_eq!(count(EntryKind::Meta), 7);
+    assert_eq!(count(EntryKind::Context), 9);
     assert!(count(EntryKind::User) > 0 && count(EntryKind::Assistant) > 0);
-    assert!(count(EntryKind::ResponseItem) > 0 && count(EntryKind::EventMsg) > 0);
+    assert!(count(EntryKind::Tool) > 0 && count(EntryKind::Event) > 0);
     assert_eq!(entries.len(), 118);
 }
 
@@ -123,17 +126,17 @@ fn assistant_message_blocks_are_joined_and_task_complete_is_a_text() {
     assert_eq!(
         kinds,
         [
-            SessionMeta,
+            Meta,
             Assistant,
-            EventMsg,
-            EventMsg,
-            EventMsg,
+            Event,
+            Event,
+            Event,
             User,
-            ResponseItem,
-            ResponseItem,
+            Tool,
+            Tool,
             Assistant,
             Assistant,
-            EventMsg
+            Event
         ]
     );
     let texts: Vec<(&str, &str)> = e
@@ -170,7 +173,7 @@ fn legacy_default_equals_the_reference_reading() {
         ]
     );
     let head = &e[0];
-    assert_eq!(head.kind, Some(EntryKind::SessionMeta));
+    assert_eq!(head.kind, Some(EntryKind::Meta));
     assert_eq!(
         head.session_id.as_deref(),
         Some("5973b6c0-94b8-487b-a530-2aeb6098ae0e")
@@ -187,13 +190,13 @@ fn legacy_default_equals_the_reference_reading() {
     assert_eq!(
         kinds,
         [
-            SessionMeta,
+            Meta,
             User,
             User,
             User,
-            ResponseItem,
-            ResponseItem,
-            ResponseItem,
+            Tool,
+            Tool,
+            Tool,
             Assistant
         ]
     );
@@ -306,7 +309,10 @@ fn factory() {
     });
     assert_eq!(f.name(), "codex");
     assert_eq!(
-        f.sniff(br#"{"id":"x","timestamp":"t"}"#),
+        f.sniff(
+            std::path::Path::new("x.jsonl"),
+            br#"{"id":"x","timestamp":"t"}"#
+        ),
         Some(transcope_core::adapter::Confidence::Certain)
     );
     let mut a = f.build();

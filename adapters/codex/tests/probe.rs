@@ -21,10 +21,12 @@ fn full(line: &[u8]) -> Result<Vec<Decoded>, ()> {
     let mut a = CodexAdapter::new();
     let first =
         br#"{"timestamp":"2026-10-08T10:00:00Z","type":"session_meta","payload":{"id":"x"}}"#;
-    a.decode(first, LinePos { offset: 0, line: 1 }, &mut |_: &Entry<
-        '_,
-    >| {})
-        .unwrap();
+    a.decode(
+        first,
+        LinePos { offset: 0, line: 1 },
+        &mut transcope_core::adapter::from_fn(|_: &Entry<'_>| {}),
+    )
+    .unwrap();
     let mut out = Vec::new();
     // A sink that wants everything, so the adapter always decodes.
     a.decode(
@@ -33,14 +35,14 @@ fn full(line: &[u8]) -> Result<Vec<Decoded>, ()> {
             offset: 100,
             line: 2,
         },
-        &mut |e: &Entry<'_>| {
+        &mut transcope_core::adapter::from_fn(|e: &Entry<'_>| {
             out.push((
                 e.kind,
                 e.cwd.as_deref().map(str::to_owned),
                 e.branch.as_deref().map(str::to_owned),
                 e.texts.len(),
             ))
-        },
+        }),
     )
     .map(|()| out)
     .map_err(|_| ())

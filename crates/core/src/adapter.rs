@@ -2,9 +2,12 @@
 //!
 //! Adapters are push-model: [`Adapter::decode`] hands each entry to an [`EntrySink`]
 //! instead of returning a collection, so no `Vec` is built per line and entries can
-//! borrow from the line. Format detection is separate ([`AdapterFactory::sniff`]), so a
-//! third-party crate adds a format by implementing these two traits and registering its
-//! factory in an [`AdapterRegistry`] — no existing crate changes.
+//! borrow from the line. Format detection is separate ([`AdapterFactory::sniff`]), and
+//! so are framing ([`Framing`]: lines, or one document per file) and the agent's
+//! on-disk [`Layout`] (its default folders, which files it claims, a file's scope-log
+//! key, a sub-agent's parent), so a third-party crate adds a format by implementing
+//! these traits and registering its factory in an [`AdapterRegistry`] — no existing
+//! crate changes.
 //!
 //! ```
 //! use transcope_core::adapter::*;
@@ -21,11 +24,12 @@
 //!     }
 //! }
 //! let mut seen = Vec::new();
-//! Toy.decode(b"/work", LinePos::default(), &mut |e: &Entry<'_>| seen.push(e.cwd.as_deref().unwrap().to_owned())).unwrap();
+//! Toy.decode(b"/work", LinePos::default(), &mut from_fn(|e: &Entry<'_>| seen.push(e.cwd.as_deref().unwrap().to_owned()))).unwrap();
 //! assert_eq!(seen, ["/work"]);
 //! ```
 
 use std::fmt;
+use std::path::{Path, PathBuf};
 
 use crate::entry::{Entry, LinePos};
 
@@ -90,9 +94,18 @@ pub fn may_open_marker(line: &[u8]) -> bool {
     })
 }
 
-impl<F: FnMut(&Entry<'_>)> EntrySink for F {
+/// A closure as an [`EntrySink`] that wants everything ([`from_fn`]).
+#[derive(Clone, Copy, Debug)]
+pub struct FromFn<F>(pub F);
+
+/// Wrap a closure as an [`EntrySink`].
+pub fn from_fn<F: FnMut(&Entry<'_>)>(f: F) -> FromFn<F> {
+    FromFn(f)
+}
+
+impl<F: FnMut(&Entry<'_>)> EntrySink for FromFn<F> {
     fn entry(&mut self, entry: &Entry<'_>) {
-        self(entry)
+        (self.0)(entry)
     }
 }
 
@@ -134,11 +147,19 @@ impl fmt::Display for Skip {
     }
 }
 
-/// Decodes lines of one transcript format. An adapter may keep state across the lines
-/// of one file (e.g. a legacy header's time); [`Adapter::reset`] starts a new file.
+/// Decodes the records of one transcript format. An adapter may keep state across the
+/// records of one file (e.g. a legacy header's time); [`Adapter::open`] starts a file.
 pub trait Adapter: Send {
-    /// Decode one line (without its terminator) and push its entries to `sink`.
+    /// Decode one record and push its entries to `sink`: a line without its terminator
+    /// ([`Framing::Lines`]), or the whole file ([`Framing::Document`]).
     fn decode(&mut self, line: &[u8], pos: LinePos, sink: &mut dyn EntrySink) -> Result<(), Skip>;
+
+    /// A file is about to be decoded (before any record of it): forget the last
+    /// file's state, and look beside `path` if the format keeps facts there (a
+    /// project-root record, say). The default forgets nothing.
+    fn open(&mut self, path: &Path) {
+        let _ = path;
+    }
 
     /// Forget per-file state.
     fn reset(&mut self) {}
@@ -148,8 +169,46 @@ impl<A: Adapter + ?Sized> Adapter for Box<A> {
     fn decode(&mut self, line: &[u8], pos: LinePos, sink: &mut dyn EntrySink) -> Result<(), Skip> {
         (**self).decode(line, pos, sink)
     }
+    fn open(&mut self, path: &Path) {
+        (**self).open(path)
+    }
     fn reset(&mut self) {
         (**self).reset()
+    }
+}
+
+/// How a format's files are cut into records.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Framing {
+    /// JSON Lines: one record a line, appended; read incrementally from a byte offset.
+    #[default]
+    Lines,
+    /// One JSON document per file, rewritten as the session grows: decoded whole, and
+    /// a later read skips the entries an earlier read already gave.
+    Document,
+}
+
+/// Where an agent keeps its transcripts, and how a file maps to a session: the
+/// knowledge a batch needs to find and name transcripts, owned by the adapter.
+pub trait Layout: Send + Sync {
+    /// The folders this agent writes transcripts under, from its environment
+    /// (`lookup` reads a variable; `home` is the user's home folder).
+    fn default_roots(&self, lookup: &dyn Fn(&str) -> Option<String>, home: &Path) -> Vec<PathBuf>;
+
+    /// Whether `path`, found in a folder walk, is one of this agent's transcripts
+    /// (by its name and place alone: no read).
+    fn claims(&self, path: &Path) -> bool;
+
+    /// The scope-log key of the session that wrote `path` (reading as little of the
+    /// file as it needs), or why there is none — with how sure this layout is that the
+    /// file is its own; `None` when it is not. The most confident layout names the
+    /// file, the earliest registered on a tie ([`AdapterRegistry::scope_key`]).
+    fn scope_key(&self, path: &Path) -> Option<(Confidence, Result<String, String>)>;
+
+    /// The root session's key of a sub-agent's `key`, else `None`.
+    fn parent(&self, key: &str) -> Option<String> {
+        let _ = key;
+        None
     }
 }
 
@@ -166,8 +225,19 @@ pub enum Confidence {
 pub trait AdapterFactory: Send + Sync {
     /// A short stable name (`claude`, `codex`, …).
     fn name(&self) -> &'static str;
-    /// Whether the file whose first non-empty line is `first_line` is this format.
-    fn sniff(&self, first_line: &[u8]) -> Option<Confidence>;
+    /// Whether the file at `path` whose first non-empty line is `first_line` is this
+    /// format (a pretty-printed document's first line is just `{`: sniff the path too).
+    fn sniff(&self, path: &Path, first_line: &[u8]) -> Option<Confidence>;
+    /// How the file at `path` is cut into records.
+    fn framing(&self, path: &Path) -> Framing {
+        let _ = path;
+        Framing::Lines
+    }
+    /// Where this agent keeps its files and how they name sessions, when it has a
+    /// layout a batch can walk.
+    fn layout(&self) -> Option<&dyn Layout> {
+        None
+    }
     /// A fresh adapter for one file (or one thread, reset per file).
     fn build(&self) -> Box<dyn Adapter>;
 }
@@ -191,17 +261,50 @@ impl AdapterRegistry {
         self
     }
 
-    /// The factory for a file whose first non-empty line is `first_line`.
-    pub fn detect(&self, first_line: &[u8]) -> Option<&dyn AdapterFactory> {
+    /// The factory for the file at `path` whose first non-empty line is `first_line`.
+    pub fn detect(&self, path: &Path, first_line: &[u8]) -> Option<&dyn AdapterFactory> {
         let mut best: Option<(Confidence, &dyn AdapterFactory)> = None;
         for f in &self.factories {
-            if let Some(c) = f.sniff(first_line) {
+            if let Some(c) = f.sniff(path, first_line) {
                 if best.as_ref().is_none_or(|(b, _)| c > *b) {
                     best = Some((c, f.as_ref()));
                 }
             }
         }
         best.map(|(_, f)| f)
+    }
+
+    /// The registered factories, in order.
+    pub fn factories(&self) -> impl Iterator<Item = &dyn AdapterFactory> {
+        self.factories.iter().map(|f| f.as_ref())
+    }
+
+    /// The layouts of the registered factories that have one, in order.
+    pub fn layouts(&self) -> impl Iterator<Item = (&'static str, &dyn Layout)> {
+        self.factories
+            .iter()
+            .filter_map(|f| Some((f.name(), f.layout()?)))
+    }
+
+    /// The factory whose layout claims `path` (the first registered on a tie).
+    pub fn claiming(&self, path: &Path) -> Option<&dyn AdapterFactory> {
+        self.factories()
+            .find(|f| f.layout().is_some_and(|l| l.claims(path)))
+    }
+
+    /// The scope-log key of `path` by the most confident layout (the earliest
+    /// registered on a tie), with that layout's factory name; `None` when no layout
+    /// knows the file.
+    pub fn scope_key(&self, path: &Path) -> Option<(&'static str, Result<String, String>)> {
+        let mut best: Option<(Confidence, &'static str, Result<String, String>)> = None;
+        for (name, layout) in self.layouts() {
+            if let Some((c, key)) = layout.scope_key(path) {
+                if best.as_ref().is_none_or(|(b, _, _)| c > *b) {
+                    best = Some((c, name, key));
+                }
+            }
+        }
+        best.map(|(_, name, key)| (name, key))
     }
 
     /// The factory registered under `name`.

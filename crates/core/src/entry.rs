@@ -7,27 +7,28 @@
 
 use std::borrow::Cow;
 
-/// What kind of record an entry came from.
+/// What kind of record an entry came from, in terms no agent owns: each adapter maps
+/// its own record types onto these (its crate docs say how).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum EntryKind {
-    /// A user message (Claude `user`, Codex user message).
+    /// A message from the user.
     User,
-    /// An assistant message (Claude `assistant`, Codex assistant message).
+    /// A message from the model (the only kind whose text may hold markers).
     Assistant,
-    /// Claude `system`, `attachment`, `progress` and similar bookkeeping lines.
+    /// The agent's own bookkeeping (system notes, attachments, progress).
     System,
-    /// Claude `summary` lines.
+    /// A summary of earlier records.
     Summary,
-    /// Codex `session_meta` (or a legacy header line).
-    SessionMeta,
-    /// Codex `turn_context`.
-    TurnContext,
-    /// Codex `response_item` other than an assistant/user message.
-    ResponseItem,
-    /// Codex `event_msg`.
-    EventMsg,
-    /// Anything else (unknown `type` values are kept, not dropped).
+    /// A session's header or metadata record.
+    Meta,
+    /// The context a turn runs in (its folder, model, settings).
+    Context,
+    /// A tool call, a tool's output, or another model item that is not a message.
+    Tool,
+    /// An event the agent logs (telemetry, token counts).
+    Event,
+    /// Anything else (unknown record types are kept, not dropped).
     Other,
 }
 
@@ -82,13 +83,13 @@ pub struct Entry<'a> {
     pub kind: Option<EntryKind>,
     /// The top-level `timestamp`, verbatim.
     pub time: TimeValue<'a>,
-    /// The folder in force, by the reference's rule: Codex `turn_context` →
-    /// `payload.cwd`; every other record → its top-level `cwd`. `None` when missing or
-    /// falsy; non-string values are rendered with Python `str()`.
+    /// The folder in force, as the adapter's format records it (by the reference's rule
+    /// for the formats it reads). `None` when missing or falsy; non-string values are
+    /// rendered with Python `str()`.
     pub cwd: Option<Cow<'a, str>>,
     /// A truthy top-level `gitBranch`, as a string.
     pub branch: Option<Cow<'a, str>>,
-    /// The session id the record names (`sessionId`, Codex `session_meta.id`).
+    /// The session id the record names.
     pub session_id: Option<Cow<'a, str>>,
     /// The sub-agent id (`agentId`).
     pub agent_id: Option<Cow<'a, str>>,

@@ -7,8 +7,13 @@
 //! * [`timestamp`]: ISO 8601 exactly as Python 3.11 `datetime.fromisoformat` reads it,
 //!   and the [`Instant`](timestamp::Instant) it compares;
 //! * [`py`]: the Python `json.dumps` / `str()` renderings the on-disk formats need;
-//! * [`entry`] and [`adapter`]: the [`Entry`](entry::Entry) every adapter emits and the
-//!   push-model [`Adapter`](adapter::Adapter) trait;
+//! * [`entry`] and [`adapter`]: the neutral [`Entry`](entry::Entry) every adapter emits,
+//!   the push-model [`Adapter`](adapter::Adapter) trait, framing and the agent's
+//!   [`Layout`](adapter::Layout);
+//! * [`stage`]: the [`Stage`](stage::Stage) trait (entries in, outputs pushed to a
+//!   [`Sink`](stage::Sink), a checkpoint the cursor stores);
+//! * [`marker`] and [`env`]: the brain [`Marker`](marker::Marker) and the explicit
+//!   [`Env`](env::Env) that stages and sinks share;
 //! * [`session`]: the session-id grammar.
 //!
 //! Data flows one way: hook payload → identity → adapter → stages → scope log and sinks.
@@ -24,11 +29,17 @@
 
 pub mod adapter;
 pub mod entry;
+pub mod env;
+pub mod marker;
 pub mod py;
 pub mod scope;
 pub mod session;
+pub mod stage;
 pub mod timestamp;
 
 pub use entry::{Entry, EntryKind, LinePos, TimeValue};
+pub use env::Env;
+pub use marker::Marker;
 pub use scope::{Attribution, Grant, Label, Scope, ScopeField};
+pub use stage::{FileContext, Sink, Stage};
 pub use timestamp::Instant;

@@ -1,7 +1,7 @@
 //! Folder → [`ProjectIdentity`]: the [`ProjectResolver`] trait and the git-backed
 //! [`GitResolver`].
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -11,7 +11,7 @@ use crate::{canonical_remote, paths, remote, AliasMap, ProjectIdentity, ResolveE
 
 /// An environment, passed explicitly (the resolver never reads the process environment for
 /// these variables). Only non-empty values count, as in the reference's truthiness tests.
-pub type Env = BTreeMap<String, String>;
+pub use transcope_core::env::Env;
 
 /// The registered project id of a folder outside git: `local:<name>`.
 pub const PROJECT_ID_VAR: &str = "AGENTIHOOKS_PROJECT_ID";

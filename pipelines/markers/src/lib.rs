@@ -32,44 +32,13 @@
 pub mod body;
 pub mod parse;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 use transcope_core::adapter::EntrySink;
-use transcope_core::{py, Entry, TimeValue};
+pub use transcope_core::marker::Marker;
+use transcope_core::{Entry, TimeValue};
 
 /// The marker types kept; other blocks are consumed and dropped.
 pub const MARKER_TYPES: [&str; 4] = ["lesson", "milestone", "signal", "decision"];
-
-/// One brain marker.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Marker {
-    /// The type, lowercased (`lesson`, `milestone`, `signal`, `decision`).
-    pub kind: String,
-    /// Attributes as written (values are strings, or `null` for `a=""`), `ts` removed.
-    pub attrs: Map<String, Value>,
-    /// The trimmed content.
-    pub content: String,
-    /// The holding record's `timestamp`, verbatim (any JSON type), when truthy.
-    pub at: Option<Value>,
-}
-
-impl Marker {
-    /// `{"type", "attrs", "content", "at"}` (`at` absent when the record had no time).
-    pub fn to_json(&self) -> Value {
-        let mut m = Map::new();
-        m.insert("type".into(), Value::String(self.kind.clone()));
-        m.insert("attrs".into(), Value::Object(self.attrs.clone()));
-        m.insert("content".into(), Value::String(self.content.clone()));
-        if let Some(at) = &self.at {
-            m.insert("at".into(), at.clone());
-        }
-        Value::Object(m)
-    }
-
-    /// [`Marker::to_json`] in Python `json.dumps` form.
-    pub fn to_python_json(&self) -> String {
-        py::dumps(&self.to_json())
-    }
-}
 
 /// Python `str.strip()`.
 pub fn py_strip(s: &str) -> &str {

@@ -354,7 +354,7 @@ pub fn scan_file_with(
         let _ = adapter.decode(
             fl,
             LinePos { offset: 0, line: 1 },
-            &mut |_: &transcope_core::Entry<'_>| {},
+            &mut transcope_core::adapter::from_fn(|_: &transcope_core::Entry<'_>| {}),
         );
     }
     let array = from.offset == 0 && trim(&head).first() == Some(&b'[');

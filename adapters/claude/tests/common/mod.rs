@@ -97,7 +97,7 @@ pub fn decode_bytes(registry: &AdapterRegistry, data: &[u8]) -> Decoded {
         .find(|l| !l.iter().all(u8::is_ascii_whitespace))
         .unwrap_or(b"");
     let factory = registry
-        .detect(first)
+        .detect(std::path::Path::new("transcript.jsonl"), first)
         .expect("the Claude fallback always answers");
     let mut adapter = factory.build();
     let mut out = Decoded {
@@ -105,7 +105,8 @@ pub fn decode_bytes(registry: &AdapterRegistry, data: &[u8]) -> Decoded {
         ..Decoded::default()
     };
     for (pos, line) in lines {
-        let mut sink = |e: &Entry<'_>| out.entries.push(owned_entry(e));
+        let mut sink =
+            transcope_core::adapter::from_fn(|e: &Entry<'_>| out.entries.push(owned_entry(e)));
         if let Err(skip) = adapter.decode(line, pos, &mut sink) {
             out.skips.push((pos.line, skip));
         }
