@@ -31,9 +31,9 @@ use std::path::Path;
 
 use criterion::{BenchmarkId, Criterion, Throughput};
 use serde::de::{IgnoredAny, MapAccess};
-use transcope_adapter_claude::record::{skip_value, FromMap, Loose, Obj};
 use transcope_adapter_claude::ClaudeAdapter;
 use transcope_adapter_codex::CodexAdapter;
+use transcope_adapter_common::de::{skip_value, FromMap, Loose, Obj};
 use transcope_core::adapter::Adapter;
 use transcope_core::{Entry, LinePos};
 
@@ -54,8 +54,8 @@ fn corpus_lines(dir: &str) -> Vec<Vec<u8>> {
     for f in files {
         let data = std::fs::read(&f).unwrap();
         let first = data.split(|b| *b == b'\n').next().unwrap_or(b"");
-        if transcope_adapter_claude::classify(first)
-            == transcope_adapter_claude::FirstLine::CodexLegacyHeader
+        if transcope_adapter_codex::detect::classify(first)
+            == transcope_adapter_codex::detect::FirstLine::CodexLegacyHeader
         {
             continue; // the Codex adapter's mode is per file; keep the stream envelope-only
         }
@@ -173,9 +173,9 @@ fn codex_function_output(len: usize) -> Vec<u8> {
 fn run_adapter(adapter: &mut dyn Adapter, lines: &[Vec<u8>]) -> usize {
     adapter.reset();
     let mut n = 0usize;
-    let mut sink = |e: &Entry<'_>| {
+    let mut sink = transcope_core::adapter::from_fn(|e: &Entry<'_>| {
         n += e.texts.len() + usize::from(e.cwd.is_some()) + 1;
-    };
+    });
     for (i, l) in lines.iter().enumerate() {
         let _ = adapter.decode(
             l,
@@ -434,7 +434,7 @@ fn bench_set(c: &mut Criterion, name: &str, lines: &[Vec<u8>], codex: bool) {
     });
     // The structural probe the adapters run before deciding to decode a line, with the
     // instruction set chosen at run time and with the x86_64 baseline (SSE2).
-    use transcope_adapter_claude::probe::{fields_with, Isa};
+    use transcope_adapter_common::probe::{fields_with, Isa};
     for (name, isa) in [
         ("probe_fields", Isa::detect()),
         ("probe_fields_baseline", Isa::Baseline),

@@ -26,11 +26,11 @@ use transcope_adapter_claude::{owned_entry, ClaudeAdapter};
 use transcope_change_detect::{ChangeDetect, Env, NoProjects};
 use transcope_core::adapter::{Adapter, EntrySink};
 use transcope_core::{Entry, LinePos};
+use transcope_engine::Buffers;
 use transcope_jsonl::{FnSink, Framer, Line};
 use transcope_markers::MarkerStage;
 use transcope_scopelog::ScopeLog;
-use transcope_stop::observe::{observe, ReadMode};
-use transcope_stop::scan::Buffers;
+use transcope_stop::observe::{observe_deferred, Observe};
 
 const SIZE: u64 = 32 * 1024 * 1024;
 
@@ -137,7 +137,7 @@ fn end_to_end(c: &mut Criterion, path: &Path, size: u64) {
             black_box(lines)
         })
     });
-    let registry = transcope_stop::default_registry();
+    let pipeline = transcope_testkit::engine::pipeline_full();
     let mut buffers = Buffers::default();
     g.bench_function("observe_whole", |b| {
         b.iter_batched(
@@ -145,17 +145,13 @@ fn end_to_end(c: &mut Criterion, path: &Path, size: u64) {
             |home| {
                 let log = ScopeLog::open(home.path(), "bench");
                 let mut markers = MarkerStage::default();
-                let r = observe(
-                    home.path(),
-                    &log,
-                    path,
-                    &Env::new(),
+                let env = Env::new();
+                let (r, _) = observe_deferred(
+                    &pipeline,
+                    &Observe::new(&log, path, &env),
                     NoProjects,
-                    &registry,
-                    &Framer::default(),
-                    ReadMode::Whole,
                     &mut buffers,
-                    Some(&mut markers as &mut dyn EntrySink),
+                    Some(&mut markers),
                 )
                 .unwrap();
                 black_box((r.outcome.recorded, markers.finish(None).len()));

@@ -1,7 +1,7 @@
 //! The transcript adapters on arbitrary bytes: never panic.
 //!
 //! The input is framed into lines (`\n`, final line yielded). The first non-blank line
-//! picks the adapter through `transcope_stop::default_registry()` (as the Stop pipeline
+//! picks the adapter through a registry of Claude then Codex (as the binary's pipeline
 //! does) and every line is decoded with it; independently every line is also decoded
 //! by the Claude adapter, the Codex adapter (reference options) and the Codex adapter
 //! with `legacy_env_cwd`, each keeping its per-file state across the lines.
@@ -41,7 +41,7 @@ fn touch(e: &Entry<'_>) -> usize {
 fn run(adapter: &mut dyn Adapter, lines: &[(Vec<u8>, LinePos)]) -> usize {
     let mut total = 0usize;
     for (line, pos) in lines {
-        let mut sink = |e: &Entry<'_>| total += touch(e) + 1;
+        let mut sink = transcope_core::adapter::from_fn(|e: &Entry<'_>| total += touch(e) + 1);
         let _ = adapter.decode(line, *pos, &mut sink);
     }
     adapter.reset();
@@ -67,7 +67,9 @@ fuzz_target!(|data: &[u8]| {
         }),
     );
 
-    let registry = transcope_stop::default_registry();
+    let mut registry = transcope_core::adapter::AdapterRegistry::new();
+    registry.register(Box::new(transcope_adapter_claude::ClaudeFactory));
+    registry.register(Box::new(transcope_adapter_codex::CodexFactory));
     let first = lines
         .iter()
         .map(|(l, _)| l.as_slice())
@@ -75,7 +77,7 @@ fuzz_target!(|data: &[u8]| {
         .unwrap_or_default();
     let _ = classify(first);
     let factory = registry
-        .detect(first)
+        .detect(std::path::Path::new("fuzz.jsonl"), first)
         .expect("claude is the fallback: detection never fails");
     let mut detected = factory.build();
     run(&mut *detected, &lines);

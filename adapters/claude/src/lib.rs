@@ -1,23 +1,32 @@
-//! # transcope-adapter-claude: Claude Code transcripts → [`Entry`] values
+//! # transcope-adapter-claude: Claude Code transcripts → [`Entry`](transcope_core::Entry) values
 //!
-//! Design. A framed line (bytes, no terminator) goes through three steps:
+//! This crate owns the Claude Code format entirely: its record schema and vocabulary
+//! ([`record`]), its half of format detection ([`detect`]), its probe ([`probe`]) and
+//! its on-disk layout ([`layout`]). The machinery it decodes with — the tolerant serde
+//! toolkit, the line record and context rule, the SIMD scan, the Claude-rule marker
+//! texts it shares with legacy Codex files — is `transcope-adapter-common`'s.
+//!
+//! Design. A framed line (bytes, no terminator) goes through these steps:
 //!
 //! ```text
-//! line ──record::parse──► Record   (one pass: top-level keys, message texts, payload keys)
-//!      ──Record::base_entry──► Entry { time, cwd, branch, ids }     (format-independent)
-//!      ──Record::message_texts (kept for type == "assistant" only)──► Entry.texts
-//!      ──record::emit──► EntrySink
+//! line ──probe::probe (not the first line)──► Probe ──EntrySink::wants?── no: done
+//!      ──common::record::parse──► record::Record   (one pass: shared keys, message
+//!                                                   texts, payload.cwd)
+//!      ──Record::base_entry──► Entry { time, cwd, branch, ids }   (the reference's
+//!                              format-independent context rule)
+//!      ──record::kind(type); message texts kept for type == "assistant" only──►
+//!      ──common::record::emit──► EntrySink
 //! ```
 //!
 //! * [`ClaudeAdapter`] implements [`Adapter`]; [`ClaudeFactory`] implements
 //!   [`AdapterFactory`] (name `claude`) and is the registry's fallback: it answers
 //!   [`Confidence::Certain`] for a first line whose `type` is a Claude line type and
 //!   [`Confidence::Fallback`] for everything else, exactly as the reference treats
-//!   every non-Codex file as Claude ([`detect`]).
-//! * [`record`] is the format-independent part, shared with the Codex adapter: the
-//!   folder/branch/time rules of scope-log.md §3.2 and the tolerant, borrowing,
-//!   last-key-wins decoding they run on.
-//! * [`text`] is the Claude marker-text rule of scope-log.md §5.2.
+//!   every non-Codex file as Claude ([`detect`]). Its [`Layout`] is
+//!   [`layout::ClaudeLayout`]: roots, claimed files, scope keys, sub-agent parents.
+//! * The Claude marker-text rule of scope-log.md §5.2 is
+//!   `transcope_adapter_common::message` (the Codex adapter applies it to legacy
+//!   files).
 //!
 //! Decisions where the reference is silent or fails (each also tested):
 //!
@@ -59,14 +68,18 @@
 #![warn(missing_docs)]
 
 pub mod detect;
+pub mod layout;
 pub mod probe;
 pub mod record;
-pub mod text;
 
-use transcope_core::adapter::{Adapter, AdapterFactory, Confidence, EntrySink, Skip};
-use transcope_core::entry::{Entry, EntryKind, LinePos};
+use transcope_adapter_common::record::{emit, parse};
+use transcope_core::adapter::{Adapter, AdapterFactory, Confidence, EntrySink, Layout, Skip};
+use transcope_core::entry::{EntryKind, LinePos};
 
 pub use detect::{classify, FirstLine};
+/// Re-exported from `transcope_adapter_common` for the callers that have always found
+/// them here.
+pub use transcope_adapter_common::{decode_owned, owned_entry};
 
 /// Decodes Claude Code transcript lines. Stateless: one value can serve any number of
 /// files.
@@ -81,16 +94,15 @@ impl ClaudeAdapter {
 }
 
 /// Decode one line by the Claude rules into `sink` — the body of
-/// [`ClaudeAdapter::decode`], public so the Codex adapter can apply the same rules to
-/// a legacy Codex file (which the reference reads as Claude).
+/// [`ClaudeAdapter::decode`] without its probe.
 pub fn decode_claude(line: &[u8], pos: LinePos, sink: &mut dyn EntrySink) -> Result<(), Skip> {
-    let mut rec = record::parse(line, pos)?;
+    let mut rec: record::Record<'_> = parse(line, pos)?;
     let mut entry = rec.base_entry(pos);
-    entry.kind = rec.ty.as_str().and_then(record::base_kind);
+    entry.kind = rec.base.ty.as_str().and_then(record::kind);
     if entry.kind == Some(EntryKind::Assistant) {
         entry.texts = rec.message_texts.take().unwrap_or_default();
     }
-    record::emit(entry, &rec.ty, sink)
+    emit(entry, &rec.base.ty, sink)
 }
 
 impl Adapter for ClaudeAdapter {
@@ -126,48 +138,11 @@ impl AdapterFactory for ClaudeFactory {
         })
     }
 
+    fn layout(&self) -> Option<&dyn Layout> {
+        Some(&layout::ClaudeLayout)
+    }
+
     fn build(&self) -> Box<dyn Adapter> {
         Box::new(ClaudeAdapter)
-    }
-}
-
-/// Collect the entries of one line as owned values (a test and tooling convenience).
-pub fn decode_owned(
-    adapter: &mut dyn Adapter,
-    line: &[u8],
-    pos: LinePos,
-) -> Result<Vec<Entry<'static>>, Skip> {
-    let mut out = Vec::new();
-    adapter.decode(
-        line,
-        pos,
-        &mut transcope_core::adapter::from_fn(|e: &Entry<'_>| out.push(owned_entry(e))),
-    )?;
-    Ok(out)
-}
-
-/// Deep-copy an entry so it outlives its line.
-pub fn owned_entry(e: &Entry<'_>) -> Entry<'static> {
-    fn own(c: &Option<std::borrow::Cow<'_, str>>) -> Option<std::borrow::Cow<'static, str>> {
-        c.as_ref().map(|s| std::borrow::Cow::Owned(s.to_string()))
-    }
-    Entry {
-        kind: e.kind,
-        time: e.time.clone().into_owned(),
-        cwd: own(&e.cwd),
-        branch: own(&e.branch),
-        session_id: own(&e.session_id),
-        agent_id: own(&e.agent_id),
-        uuid: own(&e.uuid),
-        parent_uuid: own(&e.parent_uuid),
-        logical_parent_uuid: own(&e.logical_parent_uuid),
-        is_sidechain: e.is_sidechain,
-        texts: e
-            .texts
-            .iter()
-            .map(|t| std::borrow::Cow::Owned(t.to_string()))
-            .collect(),
-        offset: e.offset,
-        line: e.line,
     }
 }

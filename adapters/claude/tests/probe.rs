@@ -116,7 +116,7 @@ fn probe_agrees_on_mutated_lines() {
 
 #[test]
 fn escaped_bits_equal_the_scalar_rule_across_blocks() {
-    use transcope_adapter_claude::probe::escaped_bits;
+    use transcope_adapter_common::probe::escaped_bits;
     let mut seed = 99u64;
     let mut next = || {
         seed = seed
@@ -199,7 +199,7 @@ fn value(g: &mut Rng, depth: u32) -> serde_json::Value {
 #[test]
 fn both_instruction_sets_read_random_valid_lines_exactly() {
     use serde_json::{json, Value};
-    use transcope_adapter_claude::probe::{fields_with, Isa};
+    use transcope_adapter_common::probe::{fields_with, Isa};
     let mut g = Rng::new(7);
     let isas = [Isa::Baseline, Isa::Avx2];
     for round in 0..4000 {
@@ -253,7 +253,7 @@ fn both_instruction_sets_read_random_valid_lines_exactly() {
 /// answer.
 #[test]
 fn both_instruction_sets_agree_on_arbitrary_bytes() {
-    use transcope_adapter_claude::probe::{fields_with, Isa};
+    use transcope_adapter_common::probe::{fields_with, Isa};
     let mut g = Rng::new(11);
     for _ in 0..20_000 {
         let mut line = format!(

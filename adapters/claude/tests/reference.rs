@@ -6,7 +6,7 @@
 mod common;
 
 use serde_json::Value;
-use transcope_adapter_claude::classify;
+use transcope_adapter_codex::classify;
 use transcope_core::TimeValue;
 
 fn time_json(t: &TimeValue<'_>) -> Value {

@@ -1,71 +1,59 @@
 //! The detection rules (scope-log.md §5.2 plus the legacy Codex header of
-//! transcript-formats §2.3) as a table, through both factories and the registry.
+//! transcript-formats §2.3) as a table: Claude's half through its factory, and the
+//! pick of the registry of both real factories (the Codex half of the table is
+//! `adapters/codex/tests/sniff.rs`).
 
 mod common;
 
 use transcope_adapter_claude::{classify, ClaudeFactory, FirstLine};
-use transcope_adapter_codex::CodexFactory;
 use transcope_core::adapter::{AdapterFactory, Confidence};
 
 use Confidence::{Certain as C, Fallback as F};
 
-/// (first line, classification, reference format, claude sniff, codex sniff, registry pick)
-type Row<'a> = (
-    &'a [u8],
-    FirstLine,
-    &'a str,
-    Option<Confidence>,
-    Option<Confidence>,
-    &'a str,
-);
+/// (first line, Claude classification, claude sniff, registry pick)
+type Row<'a> = (&'a [u8], FirstLine, Option<Confidence>, &'a str);
 
 #[test]
 fn sniff_rules_table() {
     let table: &[Row<'_>] = &[
-        (br#"{"timestamp":"t","type":"session_meta","payload":{"id":"x"}}"#, FirstLine::Codex, "codex", Some(F), Some(C), "codex"),
-        (br#"{"type":"response_item","payload":{}}"#, FirstLine::Codex, "codex", Some(F), Some(C), "codex"),
-        (br#"{"type":"event_msg"}"#, FirstLine::Codex, "codex", Some(F), Some(C), "codex"),
-        (br#"{"type":"turn_context","payload":5}"#, FirstLine::Codex, "codex", Some(F), Some(C), "codex"),
+        (br#"{"timestamp":"t","type":"session_meta","payload":{"id":"x"}}"#, FirstLine::Other, Some(F), "codex"),
+        (br#"{"type":"response_item","payload":{}}"#, FirstLine::Other, Some(F), "codex"),
+        (br#"{"type":"event_msg"}"#, FirstLine::Other, Some(F), "codex"),
+        (br#"{"type":"turn_context","payload":5}"#, FirstLine::Other, Some(F), "codex"),
         // Other Codex envelope types do not count for the reference.
-        (br#"{"type":"compacted","payload":{}}"#, FirstLine::Other, "claude", Some(F), None, "claude"),
+        (br#"{"type":"compacted","payload":{}}"#, FirstLine::Other, Some(F), "claude"),
         // Legacy header: the reference says Claude; the Codex adapter handles it and
         // reproduces the reference's Claude reading.
-        (br#"{"id":"4444","timestamp":"2026-01-04T05:06:07.000Z"}"#, FirstLine::CodexLegacyHeader, "claude", Some(F), Some(C), "codex"),
-        (br#"{"id":"4444","timestamp":"t","cwd":"/w","originator":"codex_cli_rs","cli_version":"0.34.0"}"#, FirstLine::CodexLegacyHeader, "claude", Some(F), Some(C), "codex"),
-        (br#"{"id":"x","payload":{}}"#, FirstLine::Other, "claude", Some(F), None, "claude"),
-        (br#"{"id":"x","type":"user"}"#, FirstLine::ClaudeType, "claude", Some(C), None, "claude"),
+        (br#"{"id":"4444","timestamp":"2026-01-04T05:06:07.000Z"}"#, FirstLine::Other, Some(F), "codex"),
+        (br#"{"id":"4444","timestamp":"t","cwd":"/w","originator":"codex_cli_rs","cli_version":"0.34.0"}"#, FirstLine::Other, Some(F), "codex"),
+        (br#"{"id":"x","payload":{}}"#, FirstLine::Other, Some(F), "claude"),
+        (br#"{"id":"x","type":"user"}"#, FirstLine::ClaudeType, Some(C), "claude"),
         // Claude lines.
-        (br#"{"type":"user","cwd":"/w"}"#, FirstLine::ClaudeType, "claude", Some(C), None, "claude"),
-        (br#"{"type":"summary","summary":"s","leafUuid":"l"}"#, FirstLine::ClaudeType, "claude", Some(C), None, "claude"),
-        (br#"{"type":"file-history-snapshot","messageId":"m"}"#, FirstLine::ClaudeType, "claude", Some(C), None, "claude"),
-        (br#"{"type":"queue-operation","operation":"dequeue"}"#, FirstLine::ClaudeType, "claude", Some(C), None, "claude"),
+        (br#"{"type":"user","cwd":"/w"}"#, FirstLine::ClaudeType, Some(C), "claude"),
+        (br#"{"type":"summary","summary":"s","leafUuid":"l"}"#, FirstLine::ClaudeType, Some(C), "claude"),
+        (br#"{"type":"file-history-snapshot","messageId":"m"}"#, FirstLine::ClaudeType, Some(C), "claude"),
+        (br#"{"type":"queue-operation","operation":"dequeue"}"#, FirstLine::ClaudeType, Some(C), "claude"),
         // Anything else is Claude by default.
-        (br#"{"type":"something-new"}"#, FirstLine::Other, "claude", Some(F), None, "claude"),
-        (br#"{"silly":"this"}"#, FirstLine::Other, "claude", Some(F), None, "claude"),
-        (br#"[{"type":"session_meta"}]"#, FirstLine::Other, "claude", Some(F), None, "claude"),
-        (b"[", FirstLine::Other, "claude", Some(F), None, "claude"),
-        (b"{not json", FirstLine::Other, "claude", Some(F), None, "claude"),
-        (b"5", FirstLine::Other, "claude", Some(F), None, "claude"),
-        (br#""session_meta""#, FirstLine::Other, "claude", Some(F), None, "claude"),
-        (b"", FirstLine::Other, "claude", Some(F), None, "claude"),
-        (b"\xff\xfe", FirstLine::Other, "claude", Some(F), None, "claude"),
+        (br#"{"type":"something-new"}"#, FirstLine::Other, Some(F), "claude"),
+        (br#"{"silly":"this"}"#, FirstLine::Other, Some(F), "claude"),
+        (br#"[{"type":"session_meta"}]"#, FirstLine::Other, Some(F), "claude"),
+        (b"[", FirstLine::Other, Some(F), "claude"),
+        (b"{not json", FirstLine::Other, Some(F), "claude"),
+        (b"5", FirstLine::Other, Some(F), "claude"),
+        (br#""session_meta""#, FirstLine::Other, Some(F), "claude"),
+        (b"", FirstLine::Other, Some(F), "claude"),
+        (b"\xff\xfe", FirstLine::Other, Some(F), "claude"),
         // Whitespace and a BOM are stripped first.
-        (b"  {\"type\":\"event_msg\"}\r", FirstLine::Codex, "codex", Some(F), Some(C), "codex"),
-        ("\u{feff}{\"type\":\"session_meta\"}".as_bytes(), FirstLine::Codex, "codex", Some(F), Some(C), "codex"),
+        (b"  {\"type\":\"event_msg\"}\r", FirstLine::Other, Some(F), "codex"),
+        ("\u{feff}{\"type\":\"session_meta\"}".as_bytes(), FirstLine::Other, Some(F), "codex"),
     ];
     let registry = common::registry();
-    for (line, class, reference, claude, codex, pick) in table {
+    for (line, class, claude, pick) in table {
         let shown = String::from_utf8_lossy(line);
         assert_eq!(classify(line), *class, "{shown}");
-        assert_eq!(class.reference_format(), *reference, "{shown}");
         assert_eq!(
             ClaudeFactory.sniff(std::path::Path::new("t.jsonl"), line),
             *claude,
-            "{shown}"
-        );
-        assert_eq!(
-            CodexFactory.sniff(std::path::Path::new("t.jsonl"), line),
-            *codex,
             "{shown}"
         );
         assert_eq!(

@@ -4,9 +4,9 @@
 
 mod common;
 
-use transcope_adapter_claude::record::py_strip;
 use transcope_adapter_claude::{owned_entry, ClaudeFactory};
 use transcope_adapter_codex::CodexFactory;
+use transcope_adapter_common::text::py_strip;
 use transcope_core::adapter::{
     Adapter, AdapterFactory, AdapterRegistry, Confidence, EntrySink, Skip,
 };

@@ -1,22 +1,33 @@
 //! # transcope-adapter-codex: OpenAI Codex CLI rollouts → [`Entry`] values
 //!
+//! This crate owns the Codex format entirely: its record schema (the envelope
+//! `payload`, the legacy header and bare items) and vocabulary ([`record`]), its half
+//! of format detection ([`detect`]), its probe ([`probe()`]) and its on-disk layout
+//! ([`layout`]). The machinery it decodes with — the tolerant serde toolkit, the line
+//! record and context rule, the SIMD scan, the Claude-rule marker texts the reference
+//! applies to legacy files — is `transcope-adapter-common`'s; it does not depend on
+//! the Claude adapter.
+//!
 //! Design. [`CodexAdapter`] decodes one framed line in four steps:
 //!
 //! ```text
-//! line ──record::parse──► Record (one pass: top-level keys, payload keys, message texts)
-//!      ──Record::base_entry──► Entry { time, cwd, branch, ids }   (shared with Claude:
-//!                              turn_context → payload.cwd, anything else → top-level cwd)
+//! line ──common::record::parse──► record::Record (one pass: shared keys, payload keys,
+//!                                                 message texts)
+//!      ──Record::base_entry──► Entry { time, cwd, branch, ids }   (the reference's
+//!                              format-independent rule: turn_context → payload.cwd,
+//!                              anything else → top-level cwd)
 //!      ──mode (first record of the file: envelope or legacy header)──►
 //!        envelope: kind from type/payload.type/role; marker texts from assistant
 //!                  response_item messages and task_complete
 //!        legacy:   kind from the bare item; marker texts by the *Claude* rule
-//!      ──record::emit──► EntrySink
+//!      ──common::record::emit──► EntrySink
 //! ```
 //!
 //! [`CodexFactory`] (name `codex`) claims a file when its first line is an envelope
 //! line (`session_meta`, `response_item`, `event_msg`, `turn_context`) or a legacy
 //! session header (`id`, no `type`, no `payload`, transcript-formats §2.3), and
-//! returns `None` otherwise so the Claude fallback takes it.
+//! returns `None` otherwise so the Claude fallback takes it ([`detect`]). Its
+//! [`Layout`] is [`layout::CodexLayout`]: roots, claimed files, scope keys.
 //!
 //! Reference fidelity (scope-log.md §3.2, §5.2):
 //!
@@ -33,7 +44,7 @@
 //! * Marker texts, legacy files: the reference's format detection reads a legacy file
 //!   as *Claude*, so only `type == "assistant"` lines would be scanned, and the bare
 //!   `{"type":"message","role":"assistant",…}` lines are **not** marker texts. This
-//!   adapter does the same (it applies [`transcope_adapter_claude::text`]'s rule).
+//!   adapter does the same (it applies [`transcope_adapter_common::message`]'s rule).
 //! * Extension, off by default ([`CodexOptions::legacy_env_cwd`]): when a legacy
 //!   header has no `cwd`, the first user message whose text holds
 //!   `<environment_context>…<cwd>X</cwd>` yields an entry with folder `X`, stamped with
@@ -69,15 +80,21 @@
 //! ```
 #![warn(missing_docs)]
 
-use std::borrow::Cow;
-use std::fmt;
+pub mod detect;
+pub mod layout;
+pub mod record;
 
-use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use std::borrow::Cow;
+
+use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess};
 use serde_json::value::RawValue;
-use transcope_adapter_claude::detect::{classify, FirstLine};
-use transcope_adapter_claude::record::{self, skip_value, FromMap, Loose, Obj, Record, TypeField};
-use transcope_core::adapter::{Adapter, AdapterFactory, Confidence, EntrySink, Skip};
+use transcope_adapter_common::de::{deserialize_shape, skip_value, FromMap, FromShape, Loose, Obj};
+use transcope_adapter_common::record::{emit, parse};
+use transcope_core::adapter::{Adapter, AdapterFactory, Confidence, EntrySink, Layout, Skip};
 use transcope_core::entry::{Entry, EntryKind, LinePos, TimeValue};
+
+pub use detect::{classify, FirstLine};
+use record::Record;
 
 /// Opt-in behaviour beyond the reference. The default is the reference's behaviour.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -129,10 +146,6 @@ impl CodexAdapter {
     }
 }
 
-fn is_legacy_header(rec: &Record<'_>) -> bool {
-    matches!(rec.ty, TypeField::Missing) && rec.id.is_present() && !rec.has_payload
-}
-
 impl Adapter for CodexAdapter {
     fn decode(&mut self, line: &[u8], pos: LinePos, sink: &mut dyn EntrySink) -> Result<(), Skip> {
         // An envelope line no sink wants is not decoded (most bytes of a rollout are
@@ -144,20 +157,20 @@ impl Adapter for CodexAdapter {
                 }
             }
         }
-        let mut rec = record::parse(line, pos)?;
+        let mut rec: Record<'_> = parse(line, pos)?;
         let first = matches!(self.mode, Mode::Unknown);
         if first {
             self.mode = Mode::Envelope;
         }
         let mut entry = rec.base_entry(pos);
-        if first && is_legacy_header(&rec) {
+        if first && rec.is_legacy_header() {
             self.mode = Mode::Legacy {
                 header_time: entry.time.clone().into_owned(),
                 want_env_cwd: self.options.legacy_env_cwd && entry.cwd.is_none(),
             };
             entry.kind = Some(EntryKind::Meta);
             entry.session_id = std::mem::take(&mut rec.id).into_str();
-            return record::emit(entry, &rec.ty, sink);
+            return emit(entry, &rec.base.ty, sink);
         }
         match &mut self.mode {
             Mode::Legacy {
@@ -166,7 +179,7 @@ impl Adapter for CodexAdapter {
             } => decode_legacy(&mut rec, &mut entry, header_time, want_env_cwd),
             _ => decode_envelope(&mut rec, &mut entry),
         }
-        record::emit(entry, &rec.ty, sink)
+        emit(entry, &rec.base.ty, sink)
     }
 
     fn reset(&mut self) {
@@ -175,10 +188,10 @@ impl Adapter for CodexAdapter {
 }
 
 /// The kind, folder, branch and text-bearing of an envelope line, when certain (see
-/// `transcope_adapter_claude::probe`): response items and events other than
+/// `transcope_adapter_common::probe`): response items and events other than
 /// `task_complete`. Anything else is left to the full decode.
 pub fn probe(line: &[u8]) -> Option<transcope_core::adapter::Probe<'_>> {
-    let f = transcope_adapter_claude::probe::fields(line)?;
+    let f = transcope_adapter_common::probe::fields(line)?;
     let (kind, text) = match f.ty()? {
         "response_item" => match f.payload_ty()? {
             "message" => {
@@ -212,8 +225,8 @@ fn message_kind(role: Option<&str>) -> EntryKind {
 }
 
 fn decode_envelope<'a>(rec: &mut Record<'a>, entry: &mut Entry<'a>) {
-    let ty = rec.ty.as_str();
-    entry.kind = ty.and_then(record::base_kind);
+    let ty = rec.base.ty.as_str();
+    entry.kind = ty.and_then(record::kind);
     let Some(ty @ ("session_meta" | "response_item" | "event_msg")) = ty else {
         return;
     };
@@ -248,10 +261,10 @@ fn decode_legacy<'a>(
     header_time: &TimeValue<'static>,
     want_env_cwd: &mut bool,
 ) {
-    let ty = rec.ty.as_str();
+    let ty = rec.base.ty.as_str();
     entry.kind = match ty {
         Some("message") => Some(message_kind(rec.role.as_str())),
-        Some(t) => record::base_kind(t).or(Some(EntryKind::Tool)),
+        Some(t) => record::kind(t).or(Some(EntryKind::Tool)),
         None => None,
     };
     // The reference reads a legacy file as Claude: only `assistant` lines are scanned.
@@ -285,46 +298,21 @@ fn env_cwd(text: &str) -> Option<&str> {
 #[derive(Debug, Default)]
 struct Parts<'a>(Vec<Cow<'a, str>>);
 
-impl<'de> Deserialize<'de> for Parts<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Parts<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-                Ok(Parts::default())
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-                Ok(Parts::default())
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-                Ok(Parts::default())
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-                Ok(Parts::default())
-            }
-            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
-                Ok(Parts::default())
-            }
-            fn visit_unit<E>(self) -> Result<Self::Value, E> {
-                Ok(Parts::default())
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-                IgnoredAny.visit_map(map).map(|_| Parts::default())
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                let mut parts = Vec::new();
-                while let Some(Obj(block)) = seq.next_element::<Obj<Block<'de>>>()? {
-                    if let Some(Block { wanted: true, text }) = block {
-                        parts.push(text.into_str().unwrap_or(Cow::Borrowed("")));
-                    }
-                }
-                Ok(Parts(parts))
+impl<'de> FromShape<'de> for Parts<'de> {
+    fn from_seq<A: SeqAccess<'de>>(mut seq: A) -> Result<Self, A::Error> {
+        let mut parts = Vec::new();
+        while let Some(Obj(block)) = seq.next_element::<Obj<Block<'de>>>()? {
+            if let Some(Block { wanted: true, text }) = block {
+                parts.push(text.into_str().unwrap_or(Cow::Borrowed("")));
             }
         }
-        d.deserialize_any(V)
+        Ok(Parts(parts))
+    }
+}
+
+impl<'de> Deserialize<'de> for Parts<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        deserialize_shape(d)
     }
 }
 
@@ -384,7 +372,7 @@ impl CodexFactory {
 fn sniff(first_line: &[u8]) -> Option<Confidence> {
     match classify(first_line) {
         FirstLine::Codex | FirstLine::CodexLegacyHeader => Some(Confidence::Certain),
-        FirstLine::ClaudeType | FirstLine::Other => None,
+        FirstLine::Other => None,
     }
 }
 
@@ -394,6 +382,9 @@ impl AdapterFactory for CodexFactory {
     }
     fn sniff(&self, _path: &std::path::Path, first_line: &[u8]) -> Option<Confidence> {
         sniff(first_line)
+    }
+    fn layout(&self) -> Option<&dyn Layout> {
+        Some(&layout::CodexLayout)
     }
     fn build(&self) -> Box<dyn Adapter> {
         Box::new(CodexAdapter::new())
@@ -408,6 +399,9 @@ impl AdapterFactory for Configured {
     }
     fn sniff(&self, _path: &std::path::Path, first_line: &[u8]) -> Option<Confidence> {
         sniff(first_line)
+    }
+    fn layout(&self) -> Option<&dyn Layout> {
+        Some(&layout::CodexLayout)
     }
     fn build(&self) -> Box<dyn Adapter> {
         Box::new(CodexAdapter::with_options(self.0))

@@ -4,8 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use transcope_adapter_claude::owned_entry;
 use transcope_adapter_codex::{CodexAdapter, CodexFactory, CodexOptions};
+use transcope_adapter_common::owned_entry;
 use transcope_core::adapter::{Adapter, AdapterFactory, Skip};
 use transcope_core::{Entry, EntryKind, LinePos, TimeValue};
 
@@ -125,19 +125,7 @@ fn assistant_message_blocks_are_joined_and_task_complete_is_a_text() {
     use EntryKind::*;
     assert_eq!(
         kinds,
-        [
-            Meta,
-            Assistant,
-            Event,
-            Event,
-            Event,
-            User,
-            Tool,
-            Tool,
-            Assistant,
-            Assistant,
-            Event
-        ]
+        [Meta, Assistant, Event, Event, Event, User, Tool, Tool, Assistant, Assistant, Event]
     );
     let texts: Vec<(&str, &str)> = e
         .iter()
@@ -187,19 +175,7 @@ fn legacy_default_equals_the_reference_reading() {
         .all(|e| e.time == TimeValue::Missing && e.cwd.is_none() && e.texts.is_empty()));
     use EntryKind::*;
     let kinds: Vec<EntryKind> = e.iter().map(|e| e.kind.unwrap()).collect();
-    assert_eq!(
-        kinds,
-        [
-            Meta,
-            User,
-            User,
-            User,
-            Tool,
-            Tool,
-            Tool,
-            Assistant
-        ]
-    );
+    assert_eq!(kinds, [Meta, User, User, User, Tool, Tool, Tool, Assistant]);
 
     let (e, _) = decode_file(
         "codex-legacy/rollout-2025-08-20T09-15-00-1b7c2e44-0d1f-4e55-9a8b-6c2f0e3d4a5b.jsonl",

@@ -6,15 +6,17 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use clap::Args;
 use transcope_backfill::{backfill_iter, walk, MarkersOut, Options};
+use transcope_core::adapter::AdapterRegistry;
 
 use crate::transcript_cmd::{bare_env, process_env, resolver_for};
 use crate::{exit, println_out, user_home};
 
 #[derive(Args, Debug)]
 pub struct BackfillArgs {
-    /// Folders (Claude projects or Codex sessions) or single transcripts
-    /// [default: $CLAUDE_CONFIG_DIR/projects (else ~/.claude/projects) and
-    /// $CODEX_HOME/sessions (else ~/.codex/sessions)].
+    /// Folders (Claude projects, Codex sessions, Gemini CLI's tmp folder) or single
+    /// transcripts [default: $CLAUDE_CONFIG_DIR/projects (else ~/.claude/projects),
+    /// $CODEX_HOME/sessions (else ~/.codex/sessions) and $GEMINI_CLI_HOME/.gemini/tmp
+    /// (else ~/.gemini/tmp)].
     paths: Vec<PathBuf>,
     /// Worker threads [default: one per core].
     #[arg(long, default_value_t = 0)]
@@ -34,12 +36,14 @@ pub struct BackfillArgs {
     mmap: bool,
 }
 
-fn default_paths(env: &transcope_change_detect::Env) -> Vec<PathBuf> {
-    let get = |k: &str| env.get(k).filter(|v| !v.is_empty()).map(PathBuf::from);
-    let claude = get("CLAUDE_CONFIG_DIR").unwrap_or_else(|| user_home().join(".claude"));
-    let codex = get("CODEX_HOME").unwrap_or_else(|| user_home().join(".codex"));
-    [claude.join("projects"), codex.join("sessions")]
-        .into_iter()
+/// Every registered agent's default folders that exist (each adapter's layout says
+/// where its agent writes, from its environment variables).
+fn default_paths(env: &transcope_change_detect::Env, registry: &AdapterRegistry) -> Vec<PathBuf> {
+    let lookup = |k: &str| env.get(k).filter(|v| !v.is_empty()).cloned();
+    let home = user_home();
+    registry
+        .layouts()
+        .flat_map(|(_, l)| l.default_roots(&lookup, &home))
         .filter(|p| p.is_dir())
         .collect()
 }
@@ -47,12 +51,12 @@ fn default_paths(env: &transcope_change_detect::Env) -> Vec<PathBuf> {
 pub fn run_backfill(home: &Path, args: BackfillArgs) -> Result<u8> {
     let full = process_env();
     let env = bare_env(&full);
+    let mut opts = Options::new(home, crate::compose::pipeline(home, false));
     let paths = if args.paths.is_empty() {
-        default_paths(&full)
+        default_paths(&full, opts.pipeline.registry())
     } else {
         args.paths.clone()
     };
-    let mut opts = Options::new(home);
     opts.jobs = args.jobs;
     opts.env = env.clone();
     opts.resolver = Some(resolver_for(home, &env)?);
@@ -64,7 +68,7 @@ pub fn run_backfill(home: &Path, args: BackfillArgs) -> Result<u8> {
     } else if let Some(f) = &args.markers_out {
         MarkersOut::Ndjson(f.clone())
     } else {
-        MarkersOut::Outbox(transcope_sinks::outbox_dir_from_env(
+        MarkersOut::Outbox(transcope_brain::outbox_dir_from_env(
             home,
             full.get("BRAIN_WRITER_OUTBOX").map(String::as_str),
         ))
@@ -72,7 +76,7 @@ pub fn run_backfill(home: &Path, args: BackfillArgs) -> Result<u8> {
     // Files are streamed to the workers as they are found; only a progress bar needs
     // the totals first, from a walk that keeps nothing but two sums.
     let bar = std::io::stderr().is_terminal().then(|| {
-        let (total_files, total_bytes) = walk(&paths)
+        let (total_files, total_bytes) = walk(&paths, opts.pipeline.registry())
             .flatten()
             .fold((0u64, 0u64), |(n, b), j| (n + 1, b + j.size));
         let b = indicatif::ProgressBar::new(total_bytes);
@@ -90,7 +94,7 @@ pub fn run_backfill(home: &Path, args: BackfillArgs) -> Result<u8> {
             b.set_message(format!("{files}/{total_files} files"));
         }
     };
-    let summary = backfill_iter(walk(&paths), &opts, &progress);
+    let summary = backfill_iter(walk(&paths, opts.pipeline.registry()), &opts, &progress);
     if let Some((b, _)) = bar {
         b.finish_and_clear();
     }

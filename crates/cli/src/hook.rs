@@ -8,12 +8,13 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand};
 use serde_json::{json, Value};
+use transcope_brain::BrainConfig;
 use transcope_change_detect::Env;
 use transcope_core::Instant;
 use transcope_identity::{caller, HookInput, ProjectResolver};
 use transcope_scopelog::{LockWait, ScopeLog};
 use transcope_stop::session_start::record_session;
-use transcope_stop::stop::{run_stop, BrainConfig, StopInput};
+use transcope_stop::stop::{run_stop, StopInput};
 
 use crate::transcript_cmd::{process_env, resolver_for};
 use crate::{exit, println_out};
@@ -213,8 +214,7 @@ fn stop(home: &Path) -> Value {
         &env,
         &brain,
         &mut resolver,
-        &transcope_stop::default_registry(),
-        &Default::default(),
+        &crate::compose::pipeline(home, true),
         None,
     );
     let mut v = summary.to_json();

@@ -8,6 +8,7 @@
 #![allow(clippy::large_enum_variant)]
 
 mod backfill_cmd;
+mod compose;
 mod hook;
 mod scope_cmd;
 mod transcript_cmd;

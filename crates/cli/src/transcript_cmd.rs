@@ -5,10 +5,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use clap::Args;
 use transcope_change_detect::Env;
+use transcope_engine::Buffers;
 use transcope_identity::{GitResolver, ResolverConfig};
 use transcope_scopelog::ScopeLog;
-use transcope_stop::observe::{observe, ReadMode};
-use transcope_stop::scan::Buffers;
+use transcope_stop::observe::{observe, Observe};
 
 use crate::{exit, println_out};
 
@@ -20,6 +20,10 @@ pub struct ObserveArgs {
     /// Do not take swarm/task/lane (nor AGENTIHOOKS_PROJECT_ID) from the environment.
     #[arg(long)]
     no_env: bool,
+    /// Ignore the cursor store and re-run the reference's whole-file algorithm (which,
+    /// like the reference, may add rows when the transcript's times go backwards).
+    #[arg(long)]
+    full: bool,
     /// The transcript (Claude Code JSONL or a Codex rollout).
     transcript: PathBuf,
 }
@@ -56,17 +60,16 @@ pub fn run_observe(home: &Path, args: ObserveArgs) -> Result<u8> {
     let env = if args.no_env { bare_env(&full) } else { full };
     let mut resolver = resolver_for(home, &env)?;
     let log = ScopeLog::open(home, args.session);
+    let pipeline = if args.full {
+        crate::compose::pipeline_full()
+    } else {
+        crate::compose::pipeline(home, true)
+    };
     let report = observe(
-        home,
-        &log,
-        &args.transcript,
-        &env,
+        &pipeline,
+        &Observe::new(&log, &args.transcript, &env),
         &mut resolver,
-        &transcope_stop::default_registry(),
-        &Default::default(),
-        ReadMode::Whole,
         &mut Buffers::default(),
-        None,
     )
     .with_context(|| format!("observing {}", args.transcript.display()))?;
     if let Some(e) = &report.outcome.first_error {
@@ -86,18 +89,16 @@ pub struct MarkersArgs {
 /// `transcope markers`: every brain marker, in order, one JSON object per line.
 pub fn run_markers(args: MarkersArgs) -> Result<u8> {
     let mut stage = transcope_markers::MarkerStage::default();
-    transcope_stop::scan::scan_file(
-        &args.transcript,
-        transcope_stop::scan::Resume::START,
-        &transcope_stop::default_registry(),
-        None,
-        &Default::default(),
-        transcope_stop::scan::Tail::Decode,
-        &mut Buffers::default(),
-        &mut stage,
-    )
-    .with_context(|| format!("reading {}", args.transcript.display()))?;
+    crate::compose::pipeline_full()
+        .observe(
+            &transcope_engine::Request::new(&args.transcript, None),
+            &mut [&mut stage],
+            &mut Buffers::default(),
+        )
+        .with_context(|| format!("reading {}", args.transcript.display()))?;
     let mut out = std::io::stdout().lock();
+    // A one-off listing: the text ends here, so a block never closed is settled as
+    // the reference settles it.
     for m in stage.finish(None) {
         println_out(&mut out, &m.to_python_json())?;
     }

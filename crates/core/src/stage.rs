@@ -140,6 +140,29 @@ pub trait Stage: EntrySink + Send {
         false
     }
 
+    /// About to [`Stage::finish`]: a token of the effects finish will make durable
+    /// (the last row it appends, the outputs it hands on), stored in the cursor's
+    /// intent so that a read killed before its cursor was saved can tell, next time,
+    /// whether they were made ([`Stage::recover`]). `Null`, the default: none.
+    fn prepare(&mut self) -> Value {
+        Value::Null
+    }
+
+    /// A read before this one stored `token` ([`Stage::prepare`]) and was stopped
+    /// before its cursor was saved: whether its effects were made (a check, with no
+    /// effect of its own). The default: made.
+    fn recover(&mut self, token: &Value) -> bool {
+        let _ = token;
+        true
+    }
+
+    /// Every stage found the stopped read's effects made ([`Stage::recover`]), but its
+    /// outputs may not have been handed on: push them again (outputs carry
+    /// idempotency keys, so a repeat is harmless). The default pushes nothing.
+    fn replay(&mut self, token: &Value) {
+        let _ = token;
+    }
+
     /// The state that a later read of the same transcript resumes from (stored in the
     /// cursor). `Null`, the default, is "no state".
     fn checkpoint(&self) -> Value {
@@ -166,6 +189,15 @@ impl<S: Stage + ?Sized> Stage for &mut S {
     fn failed(&self) -> bool {
         (**self).failed()
     }
+    fn prepare(&mut self) -> Value {
+        (**self).prepare()
+    }
+    fn recover(&mut self, token: &Value) -> bool {
+        (**self).recover(token)
+    }
+    fn replay(&mut self, token: &Value) {
+        (**self).replay(token)
+    }
     fn checkpoint(&self) -> Value {
         (**self).checkpoint()
     }
@@ -186,6 +218,15 @@ impl<S: Stage + ?Sized> Stage for Box<S> {
     }
     fn failed(&self) -> bool {
         (**self).failed()
+    }
+    fn prepare(&mut self) -> Value {
+        (**self).prepare()
+    }
+    fn recover(&mut self, token: &Value) -> bool {
+        (**self).recover(token)
+    }
+    fn replay(&mut self, token: &Value) {
+        (**self).replay(token)
     }
     fn checkpoint(&self) -> Value {
         (**self).checkpoint()

@@ -76,6 +76,7 @@
 mod error;
 mod file;
 mod frame;
+pub mod open;
 pub mod testutil;
 
 pub use error::Error;
@@ -84,3 +85,4 @@ pub use frame::{
     FinalLine, FnSink, Framer, FramerBuilder, Line, LineSink, Summary, DEFAULT_BUFFER_SIZE,
     DEFAULT_MAX_LINE,
 };
+pub use open::{open_regular, read_private, sync_filesystem, write_atomic};

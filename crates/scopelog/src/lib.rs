@@ -39,6 +39,7 @@
 #![warn(missing_docs)]
 
 mod attribute;
+pub mod index;
 pub mod lockfile;
 mod read;
 mod record;
@@ -116,24 +117,7 @@ pub enum LockWait {
 /// Read one of transcope's own files (a scope log, a cursor, the session index) as of
 /// its size when opened: never through a symbolic link (`O_NOFOLLOW`: `ELOOP`), and
 /// never blocking — a FIFO or device planted in its place is an error, not a hang.
-pub fn read_private(path: &Path) -> io::Result<Vec<u8>> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)?;
-    let meta = f.metadata()?;
-    if !meta.is_file() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("{} is not a regular file", path.display()),
-        ));
-    }
-    let mut buf = Vec::with_capacity(meta.len() as usize);
-    f.take(meta.len()).read_to_end(&mut buf)?;
-    Ok(buf)
-}
+pub use transcope_jsonl::read_private;
 
 /// `<home>/brain/session-scopes`.
 pub fn scopes_dir(home: &Path) -> PathBuf {

@@ -43,6 +43,7 @@
 mod claude;
 mod clock;
 mod codex;
+pub mod engine;
 mod git;
 mod json;
 mod rng;

@@ -35,9 +35,18 @@
 //!     r#"{"type":"user","timestamp":"2026-10-08T10:00:00Z","cwd":"/a","sessionId":"s1"}"#, "\n",
 //!     r#"{"type":"user","timestamp":"2026-10-08T10:05:00Z","cwd":"/b","sessionId":"s1"}"#, "\n",
 //! )).unwrap();
-//! let (jobs, _) = discover(&[home.path().join("projects")]);
-//! let summary = backfill(jobs, &Options::new(home.path().join("ah")), &|_, _| {});
+//! let mut adapters = transcope_core::adapter::AdapterRegistry::new();
+//! adapters.register(Box::new(transcope_adapter_claude::ClaudeFactory));
+//! let (jobs, _) = discover(&[home.path().join("projects")], &adapters);
+//! let ah = home.path().join("ah");
+//! let pipeline = transcope_engine::Pipeline::builder(adapters)
+//!     .cursors(transcope_engine::CursorPolicy::batched(&ah))
+//!     .build();
+//! let summary = backfill(jobs.clone(), &Options::new(&ah, pipeline.clone()), &|_, _| {});
 //! assert_eq!((summary.files, summary.transitions), (1, 2));
+//! // Again over the same archive: every byte was observed; nothing is written.
+//! let again = backfill(jobs, &Options::new(&ah, pipeline), &|_, _| {});
+//! assert_eq!(again.transitions, 0);
 //! ```
 #![warn(missing_docs)]
 
@@ -52,16 +61,16 @@ use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rayon::prelude::*;
+use transcope_brain::attribute_markers;
+use transcope_brain::{OutboxSink, Sink};
 use transcope_change_detect::{Env, NoProjects, ProjectResolver};
-use transcope_core::adapter::{AdapterRegistry, EntrySink};
+use transcope_core::Stage;
+use transcope_engine::{Buffers, Pipeline};
 use transcope_identity::{GitResolver, ProjectIdentity, ResolveError};
-use transcope_jsonl::{Framer, ReadPolicy};
+use transcope_jsonl::ReadPolicy;
 use transcope_markers::MarkerStage;
 use transcope_scopelog::ScopeLog;
-use transcope_sinks::{OutboxSink, Sink};
-use transcope_stop::observe::{observe_with, ReadMode};
-use transcope_stop::scan::Buffers;
-use transcope_stop::stop::attribute_markers;
+use transcope_stop::observe::{observe_deferred, Observe};
 
 pub use discover::{discover, scope_key, walk, Job, Problem, Walk};
 
@@ -108,6 +117,9 @@ pub enum MarkersOut {
 pub struct Options {
     /// The agentihooks home.
     pub home: PathBuf,
+    /// The engine: the adapters, and the cursor store under the home that a Stop and
+    /// `observe` share (each file's bytes observed once, whatever read them first).
+    pub pipeline: Pipeline,
     /// Worker threads (0: rayon's default).
     pub jobs: usize,
     /// Markers.
@@ -122,10 +134,11 @@ pub struct Options {
 
 impl Options {
     /// Defaults: all cores, markers skipped, an empty environment, no resolver (raw
-    /// folders), [`DEFAULT_IO_POLICY`].
-    pub fn new(home: impl Into<PathBuf>) -> Options {
+    /// folders), [`DEFAULT_IO_POLICY`]; `pipeline` reads the files.
+    pub fn new(home: impl Into<PathBuf>, pipeline: Pipeline) -> Options {
         Options {
             home: home.into(),
+            pipeline,
             jobs: 0,
             markers: MarkersOut::Skip,
             env: Env::new(),
@@ -213,8 +226,7 @@ thread_local! {
 }
 
 struct Worker {
-    registry: AdapterRegistry,
-    framer: Framer,
+    pipeline: Pipeline,
     resolver: Resolver,
 }
 
@@ -297,7 +309,7 @@ where
                 return None;
             }
         };
-        let key = match scope_key(&job.path) {
+        let key = match scope_key(opts.pipeline.registry(), &job.path) {
             Ok(k) => k,
             Err(reason) => {
                 // A file without a key counts as a failed file.
@@ -330,8 +342,7 @@ where
             .par_bridge()
             .map_init(
                 || Worker {
-                    registry: transcope_stop::default_registry(),
-                    framer: Framer::default(),
+                    pipeline: opts.pipeline.clone(),
                     resolver: resolver.clone(),
                 },
                 |w, (key, first)| {
@@ -378,6 +389,13 @@ where
         if let Ok(f) = f.into_inner() {
             let _ = f.sync_all();
         }
+    }
+    // The run's cursors, saved unsynced as files ended, made durable in one call.
+    if let Err(e) = opts.pipeline.sync() {
+        summary.errors.push(Problem {
+            path: transcope_engine::cursor::cursors_dir(&opts.home),
+            reason: format!("syncing the cursors: {e}"),
+        });
     }
     summary.seconds = start.elapsed().as_secs_f64();
     summary
@@ -443,23 +461,21 @@ fn process_file(
     let mut o = FileOutcome::default();
     let log = ScopeLog::open(&opts.home, key);
     let mut stage = (!matches!(destination, Out::Skip)).then(MarkerStage::default);
+    let observe = Observe {
+        read: policy,
+        ..Observe::new(&log, &job.path, &opts.env)
+    };
     let report = BUFFERS.with(|b| {
-        observe_with(
-            &opts.home,
-            &log,
-            &job.path,
-            &opts.env,
+        observe_deferred(
+            &w.pipeline,
+            &observe,
             &mut w.resolver,
-            &w.registry,
-            &w.framer,
-            ReadMode::Whole,
-            policy,
             &mut b.borrow_mut(),
-            stage.as_mut().map(|s| s as &mut dyn EntrySink),
+            stage.as_mut().map(|s| s as &mut dyn Stage),
         )
     });
-    match report {
-        Ok(r) => {
+    let pending = match report {
+        Ok((r, pending)) => {
             o.bytes = r.scan.bytes;
             o.entries = r.scan.entries;
             o.skipped = r.scan.skipped_total() + r.scan.oversized;
@@ -467,15 +483,29 @@ fn process_file(
             if r.outcome.io_errors > 0 {
                 o.error = r.outcome.first_error.clone();
             }
+            pending
         }
         Err(e) => {
             o.error = Some(e.to_string());
             return o;
         }
-    }
-    let Some(stage) = stage else { return o };
-    let markers = stage.finish(None);
+    };
+    // The cursor is saved once the file's markers are handed on.
+    let save = |o: &mut FileOutcome| {
+        if let Some(p) = pending {
+            if let Err(e) = p.save() {
+                o.error
+                    .get_or_insert_with(|| format!("saving the cursor: {e}"));
+            }
+        }
+    };
+    let Some(mut stage) = stage else {
+        save(&mut o);
+        return o;
+    };
+    let markers = stage.take(None);
     if markers.is_empty() {
+        save(&mut o);
         return o;
     }
     let rows = log.transitions();
@@ -511,6 +541,9 @@ fn process_file(
             }
         }
         Out::Skip => {}
+    }
+    if o.error.is_none() {
+        save(&mut o);
     }
     o
 }

@@ -6,9 +6,17 @@ use std::path::{Path, PathBuf};
 
 use transcope_backfill::{backfill, discover, scope_key, MarkersOut, Options};
 use transcope_change_detect::{Env, NoProjects};
+use transcope_engine::Buffers;
 use transcope_scopelog::ScopeLog;
-use transcope_stop::observe::{observe, ReadMode};
-use transcope_stop::scan::Buffers;
+use transcope_stop::observe::{observe, Observe};
+
+/// How a test observes: the reference's whole file, or through the cursor store.
+#[derive(Clone, Copy)]
+#[allow(dead_code)]
+enum ReadMode {
+    Whole,
+    Incremental,
+}
 
 fn archive() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/sample-archive")
@@ -34,32 +42,32 @@ fn observe_as(
     path: &Path,
     mode: ReadMode,
 ) -> transcope_stop::observe::ObserveReport {
+    let p = match mode {
+        ReadMode::Whole => transcope_testkit::engine::pipeline_full(),
+        ReadMode::Incremental => transcope_testkit::engine::pipeline(home),
+    };
+    let env = Env::new();
+    let log = ScopeLog::open(home, key);
     observe(
-        home,
-        &ScopeLog::open(home, key),
-        path,
-        &Env::new(),
+        &p,
+        &Observe::new(&log, path, &env),
         NoProjects,
-        &transcope_stop::default_registry(),
-        &Default::default(),
-        mode,
         &mut Buffers::default(),
-        None,
     )
     .unwrap()
 }
 
 fn run(home: &Path, paths: &[PathBuf], jobs: usize) -> transcope_backfill::Summary {
-    let (files, problems) = discover(paths);
+    let (files, problems) = discover(paths, &transcope_testkit::engine::adapters());
     assert!(problems.is_empty(), "{problems:?}");
-    let mut o = Options::new(home);
+    let mut o = Options::new(home, transcope_testkit::engine::pipeline(home));
     o.jobs = jobs;
     backfill(files, &o, &|_, _| {})
 }
 
 #[test]
 fn discovery_finds_every_layout_with_its_key() {
-    let (jobs, problems) = discover(&[archive()]);
+    let (jobs, problems) = discover(&[archive()], &transcope_testkit::engine::adapters());
     assert!(problems.is_empty());
     let keys: BTreeMap<String, String> = jobs
         .iter()
@@ -70,7 +78,10 @@ fn discovery_finds_every_layout_with_its_key() {
                 .unwrap()
                 .display()
                 .to_string();
-            (rel, scope_key(&j.path).unwrap())
+            (
+                rel,
+                scope_key(&transcope_testkit::engine::adapters(), &j.path).unwrap(),
+            )
         })
         .collect();
     let want = [
@@ -97,11 +108,11 @@ fn logs_equal_observe_no_env_file_by_file() {
     assert!(s.errors.is_empty());
     assert!(s.transitions > 10);
     let b = tempfile::tempdir().unwrap();
-    let (jobs, _) = discover(&[archive()]);
+    let (jobs, _) = discover(&[archive()], &transcope_testkit::engine::adapters());
     for j in jobs {
         observe_as(
             b.path(),
-            &scope_key(&j.path).unwrap(),
+            &scope_key(&transcope_testkit::engine::adapters(), &j.path).unwrap(),
             &j.path,
             ReadMode::Whole,
         );
@@ -114,8 +125,8 @@ fn the_mmap_policy_gives_the_same_logs() {
     let a = tempfile::tempdir().unwrap();
     run(a.path(), &[archive()], 2);
     let b = tempfile::tempdir().unwrap();
-    let (jobs, _) = discover(&[archive()]);
-    let mut o = Options::new(b.path());
+    let (jobs, _) = discover(&[archive()], &transcope_testkit::engine::adapters());
+    let mut o = Options::new(b.path(), transcope_testkit::engine::pipeline(b.path()));
     o.io = transcope_backfill::IoPolicy::MapQuiet {
         quiet: std::time::Duration::ZERO,
         min_size: 0,
@@ -141,12 +152,15 @@ fn a_second_backfill_writes_nothing_and_threads_do_not_matter() {
 fn an_interrupted_backfill_resumes_to_the_same_logs() {
     let full = tempfile::tempdir().unwrap();
     run(full.path(), &[archive()], 2);
-    let (jobs, _) = discover(&[archive()]);
+    let (jobs, _) = discover(&[archive()], &transcope_testkit::engine::adapters());
     // Killed after any prefix of files (a file's rows are written in one piece, so a
     // kill leaves whole files done or not done), then run again.
     for cut in 0..=jobs.len() {
         let home = tempfile::tempdir().unwrap();
-        let mut o = Options::new(home.path());
+        let mut o = Options::new(
+            home.path(),
+            transcope_testkit::engine::pipeline(home.path()),
+        );
         o.jobs = 1;
         backfill(jobs[..cut].to_vec(), &o, &|_, _| {});
         run(home.path(), &[archive()], 2);
@@ -214,7 +228,10 @@ fn one_bad_file_is_reported_and_never_stops_the_others() {
     assert_eq!(s.errors.len(), 2, "{:?}", s.errors);
     assert!(s.errors.iter().any(|e| e.path.ends_with("-bad name.jsonl")));
     assert!(s.errors.iter().any(|e| e.path.ends_with("agent-x1.jsonl")));
-    let missing = discover(&[src.path().join("nope")]);
+    let missing = discover(
+        &[src.path().join("nope")],
+        &transcope_testkit::engine::adapters(),
+    );
     assert_eq!(missing.1.len(), 1);
 }
 
@@ -222,8 +239,11 @@ fn one_bad_file_is_reported_and_never_stops_the_others() {
 fn markers_go_to_ndjson_in_one_piece_per_file() {
     let home = tempfile::tempdir().unwrap();
     let out = home.path().join("markers.ndjson");
-    let (jobs, _) = discover(&[archive()]);
-    let mut o = Options::new(home.path());
+    let (jobs, _) = discover(&[archive()], &transcope_testkit::engine::adapters());
+    let mut o = Options::new(
+        home.path(),
+        transcope_testkit::engine::pipeline(home.path()),
+    );
     o.markers = MarkersOut::Ndjson(out.clone());
     let s = backfill(jobs, &o, &|_, _| {});
     assert_eq!(s.markers, 6);
@@ -264,7 +284,7 @@ fn the_key_comes_from_the_first_line_that_answers() {
     )
     .unwrap();
     assert_eq!(
-        scope_key(&rollout).unwrap(),
+        scope_key(&transcope_testkit::engine::adapters(), &rollout).unwrap(),
         "0199aaaa-bbbb-4ccc-8ddd-eeeeffff0000"
     );
     // A flat sub-agent whose sessionId first appears on a line far into the file, and
@@ -278,7 +298,7 @@ fn the_key_comes_from_the_first_line_that_answers() {
     )
     .unwrap();
     assert_eq!(
-        scope_key(&flat).unwrap(),
+        scope_key(&transcope_testkit::engine::adapters(), &flat).unwrap(),
         "7864f562-717b-4d70-a1cb-b588f7826a1a.5eed"
     );
     // No line names one: an error, not a guess.
@@ -288,7 +308,9 @@ fn the_key_comes_from_the_first_line_that_answers() {
         format!("{{\"type\":\"user\",\"pad\":\"{long}\"}}\n"),
     )
     .unwrap();
-    assert!(scope_key(&orphan).unwrap_err().contains("sessionId"));
+    assert!(scope_key(&transcope_testkit::engine::adapters(), &orphan)
+        .unwrap_err()
+        .contains("sessionId"));
 }
 
 /// Files that share a scope-log key (one session id in two project folders) are taken
@@ -334,11 +356,19 @@ fn files_that_share_a_key_are_taken_in_path_order() {
     let by_observe = |order: &mut dyn Iterator<Item = PathBuf>| {
         let home = tempfile::tempdir().unwrap();
         for p in order {
-            observe_as(home.path(), &scope_key(&p).unwrap(), &p, ReadMode::Whole);
+            observe_as(
+                home.path(),
+                &scope_key(&transcope_testkit::engine::adapters(), &p).unwrap(),
+                &p,
+                ReadMode::Whole,
+            );
         }
         logs(home.path())
     };
-    let (jobs, _) = discover(std::slice::from_ref(&projects));
+    let (jobs, _) = discover(
+        std::slice::from_ref(&projects),
+        &transcope_testkit::engine::adapters(),
+    );
     let paths: Vec<PathBuf> = jobs.iter().map(|j| j.path.clone()).collect();
     let in_order = by_observe(&mut paths.iter().cloned());
     let reversed = by_observe(&mut paths.iter().rev().cloned());
@@ -369,13 +399,18 @@ fn the_walk_yields_each_file_once_in_path_order() {
         archive(),
         expected[3].clone(),
     ];
-    let walked: Vec<PathBuf> = transcope_backfill::walk(&given)
-        .map(|r| r.unwrap().path)
-        .collect();
+    let walked: Vec<PathBuf> =
+        transcope_backfill::walk(&given, &transcope_testkit::engine::adapters())
+            .map(|r| r.unwrap().path)
+            .collect();
     assert_eq!(walked, expected);
     // Folders, a missing path and a file named directly, in one sorted stream.
     let missing = archive().join("nope");
-    let items: Vec<_> = transcope_backfill::walk(&[missing.clone(), claude.clone()]).collect();
+    let items: Vec<_> = transcope_backfill::walk(
+        &[missing.clone(), claude.clone()],
+        &transcope_testkit::engine::adapters(),
+    )
+    .collect();
     assert_eq!(items.iter().filter(|r| r.is_err()).count(), 1);
     assert!(items
         .iter()

@@ -41,6 +41,7 @@
 
 use serde_json::Value;
 use transcope_core::{scope::normalise, timestamp, Entry, Instant, Scope, ScopeField};
+
 use transcope_identity::{ProjectIdentity, ResolveError};
 use transcope_scopelog::{RecordError, ScopeLog, Transaction};
 
@@ -87,12 +88,24 @@ pub struct Outcome {
 
 /// The stateful change-detection stage over one transcript.
 pub struct ChangeDetect<'a, R: ProjectResolver> {
-    txn: Transaction<'a>,
+    /// The batch; `None` once finished.
+    txn: Option<Transaction<'a>>,
     env: &'a Env,
     resolver: R,
     after: Option<Instant>,
+    /// The `at` text `after` was read from (a checkpoint stores it).
+    after_raw: Option<String>,
     seen: Option<Seen>,
     out: Outcome,
+}
+
+/// The name of this stage's checkpoint in a cursor.
+pub const STAGE_NAME: &str = "change-detect";
+
+fn last_id(rows: &[transcope_scopelog::Row]) -> Option<&str> {
+    rows.last()
+        .and_then(|r| r.get("transition_id"))
+        .and_then(Value::as_str)
 }
 
 impl<'a, R: ProjectResolver> ChangeDetect<'a, R> {
@@ -100,11 +113,9 @@ impl<'a, R: ProjectResolver> ChangeDetect<'a, R> {
     /// held in a [`Transaction`] and written in one piece by [`ChangeDetect::finish`].
     pub fn begin(log: &'a ScopeLog, env: &'a Env, resolver: R) -> Self {
         let txn = log.transaction();
-        let (after, seen) = match txn.rows().last() {
+        let (after_raw, seen) = match txn.rows().last() {
             Some(last) => (
-                last.get("at")
-                    .and_then(Value::as_str)
-                    .and_then(timestamp::parse),
+                last.get("at").and_then(Value::as_str).map(str::to_owned),
                 Some(Seen {
                     cwd: last.get("cwd").cloned().unwrap_or(Value::Null),
                     branch: last.get("branch").cloned().unwrap_or(Value::Null),
@@ -113,23 +124,21 @@ impl<'a, R: ProjectResolver> ChangeDetect<'a, R> {
             None => (None, None),
         };
         ChangeDetect {
-            txn,
+            txn: Some(txn),
             env,
             resolver,
-            after,
+            after: after_raw.as_deref().and_then(timestamp::parse),
+            after_raw,
             seen,
             out: Outcome::default(),
         }
     }
 
-    /// Start a run whose `seen` pair is carried over from an earlier run over the same
-    /// transcript (incremental Stop) instead of being read from the log's last row.
-    pub fn resume(log: &'a ScopeLog, env: &'a Env, resolver: R, seen: Option<Seen>) -> Self {
-        let mut s = Self::begin(log, env, resolver);
-        if seen.is_some() {
-            s.seen = seen;
-        }
-        s
+    /// What the run has done so far (complete after [`Stage::finish`]).
+    ///
+    /// [`Stage::finish`]: transcope_core::Stage::finish
+    pub fn outcome(&self) -> &Outcome {
+        &self.out
     }
 
     /// Feed one entry, in file order.
@@ -178,7 +187,8 @@ impl<'a, R: ProjectResolver> ChangeDetect<'a, R> {
             }
         };
         let scope = scope_of(identity.as_ref(), folder, &branch, self.env);
-        match self.txn.record(&scope, at, None) {
+        let Some(txn) = self.txn.as_mut() else { return };
+        match txn.record(&scope, at, None) {
             Ok(Some(_)) => self.out.recorded += 1,
             Ok(None) => {}
             Err(RecordError::Refused(_)) => self.out.refused += 1,
@@ -191,14 +201,100 @@ impl<'a, R: ProjectResolver> ChangeDetect<'a, R> {
 
     /// End the run: append the accepted transitions in one write.
     pub fn finish(mut self) -> Outcome {
-        self.out.seen = self.seen.take();
-        if let Err(err) = self.txn.commit() {
-            // Nothing of this run was written; the next run starts from the same log.
-            self.out.io_errors += 1;
-            self.out.recorded = 0;
-            self.out.first_error.get_or_insert_with(|| err.to_string());
-        }
+        self.commit();
         self.out
+    }
+
+    /// The outcome, consuming the stage (after a pipeline finished it).
+    pub fn into_outcome(self) -> Outcome {
+        self.out
+    }
+
+    fn commit(&mut self) {
+        self.out.seen = self.seen.clone();
+        if let Some(txn) = self.txn.take() {
+            if let Err(err) = txn.commit() {
+                // Nothing of this run was written; the next run starts from the same log.
+                self.out.io_errors += 1;
+                self.out.recorded = 0;
+                self.out.first_error.get_or_insert_with(|| err.to_string());
+            }
+        }
+    }
+}
+
+/// The stage's checkpoint: the pair in force and the instant the run started after,
+/// as of the log's last row then. A later read resumes with exactly this state while
+/// the log still ends with that row (nothing else has written since), which makes a
+/// transcript read in pieces record what one pass records, whatever its times do.
+impl<R: ProjectResolver + Send> transcope_core::Stage for ChangeDetect<'_, R> {
+    fn name(&self) -> &'static str {
+        STAGE_NAME
+    }
+
+    fn prepare(&mut self) -> Value {
+        if self.out.io_errors > 0 {
+            // Some entry could not be recorded (the lock, a full disk): these bytes
+            // must be read again, whatever else a stopped read got to.
+            return Value::Bool(false);
+        }
+        self.txn
+            .as_ref()
+            .and_then(|t| t.written().last())
+            .map_or(Value::Null, |w| Value::String(w.transition_id.clone()))
+    }
+
+    fn recover(&mut self, token: &Value) -> bool {
+        let Some(id) = token.as_str() else {
+            return false;
+        };
+        self.txn.as_ref().is_some_and(|t| {
+            t.rows()
+                .iter()
+                .any(|r| r.get("transition_id").and_then(Value::as_str) == Some(id))
+        })
+    }
+
+    fn finish(&mut self, _: &transcope_core::FileContext<'_>) {
+        self.commit();
+    }
+
+    fn failed(&self) -> bool {
+        self.out.io_errors > 0
+    }
+
+    fn checkpoint(&self) -> Value {
+        let rows = self.txn.as_ref().map_or(&[][..], |t| t.rows());
+        serde_json::json!({
+            "seen": self.seen.as_ref().map(|s| [s.cwd.clone(), s.branch.clone()]),
+            "after": self.after_raw,
+            "log_last": last_id(rows),
+        })
+    }
+
+    fn restore(&mut self, v: &Value) -> bool {
+        if v.is_null() {
+            return true;
+        }
+        let Some(o) = v.as_object() else {
+            return false;
+        };
+        let rows = self.txn.as_ref().map_or(&[][..], |t| t.rows());
+        // A log that has moved on since (session start recorded a launch scope, another
+        // writer) is the truth: keep the state read from it.
+        if o.get("log_last").and_then(Value::as_str) != last_id(rows) {
+            return true;
+        }
+        self.seen = match o.get("seen") {
+            Some(Value::Array(p)) if p.len() == 2 => Some(Seen {
+                cwd: p[0].clone(),
+                branch: p[1].clone(),
+            }),
+            _ => None,
+        };
+        self.after_raw = o.get("after").and_then(Value::as_str).map(str::to_owned);
+        self.after = self.after_raw.as_deref().and_then(timestamp::parse);
+        true
     }
 }
 

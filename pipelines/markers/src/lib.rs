@@ -29,7 +29,6 @@
 //! ```
 #![warn(missing_docs)]
 
-pub mod body;
 pub mod parse;
 
 use serde_json::Value;
@@ -110,10 +109,17 @@ pub struct MarkerStage {
     open: bool,
     /// The window's length after the last scan that left a block open.
     scanned: usize,
-    /// Markers settled so far, in text order.
+    /// Markers settled so far, in text order, not yet taken.
     found: Vec<Marker>,
     /// Scans run (the linearity test counts them).
     scans: usize,
+    /// Offset in the whole joined text of `window`'s first byte.
+    base: u64,
+    /// Whole-text offsets of the markers already handed on from inside a block that
+    /// was still open when a read ended ([`Stage::prepare`]); never handed on again.
+    ///
+    /// [`Stage::prepare`]: transcope_core::Stage::prepare
+    emitted: Vec<u64>,
 }
 
 impl EntrySink for MarkerStage {
@@ -173,6 +179,10 @@ impl MarkerStage {
             parse::blocks_settled(&self.window)
         };
         for b in blocks {
+            let abs = self.base + b.start as u64;
+            if self.emitted.contains(&abs) {
+                continue;
+            }
             if let Some(mut m) = marker_of(&b) {
                 m.at = time_at(&self.records, b.start);
                 self.found.push(m);
@@ -180,10 +190,12 @@ impl MarkerStage {
         }
         match rest {
             None => {
+                self.base += self.window.len() as u64;
                 self.window.clear();
                 self.records.clear();
                 self.open = false;
                 self.scanned = 0;
+                self.emitted.clear();
             }
             Some(from) => {
                 // Keep the record holding `from` and those after it.
@@ -193,8 +205,42 @@ impl MarkerStage {
                     *s = s.saturating_sub(from);
                 }
                 self.window.drain(..from);
+                self.base += from as u64;
+                let base = self.base;
+                self.emitted.retain(|a| *a >= base);
                 self.open = true;
                 self.scanned = self.window.len();
+            }
+        }
+    }
+
+    /// The markers found so far, handed on (the first `max` when given; the rest are
+    /// dropped, as the reference's per-Stop cap drops them).
+    pub fn take(&mut self, max: Option<usize>) -> Vec<Marker> {
+        let mut out = std::mem::take(&mut self.found);
+        if let Some(n) = max {
+            out.truncate(n);
+        }
+        out
+    }
+
+    /// The read ends but more text may come: hand on, besides the settled markers,
+    /// those a scan would find if the text ended here — the markers inside a block that
+    /// is still open (the reference, which rescans the whole transcript at every Stop,
+    /// finds them) — once each, keeping the open block for the text to come.
+    fn settle_for_now(&mut self) {
+        if !self.open {
+            return;
+        }
+        for b in parse::blocks(&self.window) {
+            let abs = self.base + b.start as u64;
+            if self.emitted.contains(&abs) {
+                continue;
+            }
+            if let Some(mut m) = marker_of(&b) {
+                m.at = time_at(&self.records, b.start);
+                self.found.push(m);
+                self.emitted.push(abs);
             }
         }
     }
@@ -208,6 +254,114 @@ impl MarkerStage {
             self.found.truncate(n);
         }
         self.found
+    }
+}
+
+/// The name of this stage's checkpoint in a cursor.
+pub const STAGE_NAME: &str = "markers";
+
+/// A record time in a checkpoint: `null`, `{"s": text}` or `{"o": raw JSON}`.
+fn time_to_json(t: &TimeValue<'_>) -> Value {
+    match t {
+        TimeValue::Missing => Value::Null,
+        TimeValue::Str(s) => serde_json::json!({ "s": s }),
+        TimeValue::Other(s) => serde_json::json!({ "o": s }),
+    }
+}
+
+fn time_from_json(v: &Value) -> Option<TimeValue<'static>> {
+    if v.is_null() {
+        return Some(TimeValue::Missing);
+    }
+    let o = v.as_object()?;
+    if let Some(s) = o.get("s").and_then(Value::as_str) {
+        return Some(TimeValue::Str(s.to_owned().into()));
+    }
+    o.get("o")
+        .and_then(Value::as_str)
+        .map(|s| TimeValue::Other(s.to_owned().into()))
+}
+
+/// The stage's lifecycle in a pipeline: a read hands on the settled markers and those
+/// inside a block still open ([`MarkerStage::take`] collects them); the checkpoint
+/// holds the open block's text, so a block opened in one read and closed in a later
+/// one is found.
+impl transcope_core::Stage for MarkerStage {
+    fn name(&self) -> &'static str {
+        STAGE_NAME
+    }
+
+    fn prepare(&mut self) -> Value {
+        self.settle_for_now();
+        if self.found.is_empty() {
+            Value::Null
+        } else {
+            serde_json::to_value(&self.found).unwrap_or(Value::Null)
+        }
+    }
+
+    fn replay(&mut self, token: &Value) {
+        // The markers of a read stopped before its cursor was saved: hand them on again
+        // (their idempotency keys make a repeat harmless).
+        if let Ok(mut ms) = serde_json::from_value::<Vec<Marker>>(token.clone()) {
+            ms.append(&mut self.found);
+            self.found = ms;
+        }
+    }
+
+    fn checkpoint(&self) -> Value {
+        if !self.seen {
+            return Value::Null;
+        }
+        serde_json::json!({
+            "window": self.window,
+            "records": self.records.iter().map(|(o, t)| serde_json::json!([o, time_to_json(t)])).collect::<Vec<_>>(),
+            "open": self.open,
+            "scanned": self.scanned,
+            "base": self.base,
+            "emitted": self.emitted,
+        })
+    }
+
+    fn restore(&mut self, v: &Value) -> bool {
+        if v.is_null() {
+            return true;
+        }
+        let Some(o) = v.as_object() else {
+            return false;
+        };
+        let (Some(window), Some(records)) = (
+            o.get("window").and_then(Value::as_str),
+            o.get("records").and_then(Value::as_array),
+        ) else {
+            return false;
+        };
+        let mut recs = Vec::with_capacity(records.len());
+        for r in records {
+            let Some([off, t]) = r
+                .as_array()
+                .map(Vec::as_slice)
+                .and_then(|a| <&[Value; 2]>::try_from(a).ok())
+            else {
+                return false;
+            };
+            let (Some(off), Some(t)) = (off.as_u64(), time_from_json(t)) else {
+                return false;
+            };
+            recs.push((off as usize, t));
+        }
+        self.window = window.to_owned();
+        self.records = recs;
+        self.seen = true;
+        self.open = o.get("open").and_then(Value::as_bool).unwrap_or(false);
+        self.scanned = o.get("scanned").and_then(Value::as_u64).unwrap_or(0) as usize;
+        self.base = o.get("base").and_then(Value::as_u64).unwrap_or(0);
+        self.emitted = o
+            .get("emitted")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_u64).collect())
+            .unwrap_or_default();
+        true
     }
 }
 

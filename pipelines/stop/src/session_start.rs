@@ -4,7 +4,7 @@
 use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::{Map, Value};
 use transcope_change_detect::{scope_enabled, Env};
@@ -16,10 +16,7 @@ use transcope_scopelog::{rows_from_bytes, LockWait, RecordError, ScopeLog};
 /// How long session start waits for the session index's lock before giving up.
 pub const INDEX_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// `<home>/brain/project-sessions.jsonl`.
-pub fn index_path(home: &Path) -> PathBuf {
-    home.join("brain").join("project-sessions.jsonl")
-}
+pub use transcope_scopelog::index::{index_path, lookup};
 
 /// What session start did.
 #[derive(Debug, Default)]
@@ -147,38 +144,4 @@ fn update_index(
         .open(&path)?;
     f.write_all(line.as_bytes())?;
     Ok(true)
-}
-
-/// `lookup(session_id)`: the identity of the session's last index row (scope-log.md
-/// §3.1), `project_id` `"unknown"` when missing or empty. The reference's fallback
-/// search of Claude's projects folder is not ported; the caller falls back to the
-/// folder's own identity.
-pub fn lookup(home: &Path, session: &str) -> Option<[(&'static str, String); 6]> {
-    let bytes = transcope_scopelog::read_private(&index_path(home)).ok()?;
-    let row = rows_from_bytes(&bytes)
-        .into_iter()
-        .rev()
-        .find(|r| r.get("session_id").and_then(Value::as_str) == Some(session))?;
-    let get = |k: &str| {
-        row.get(k)
-            .filter(|v| py::truthy(v))
-            .map(py::str_of)
-            .unwrap_or_default()
-    };
-    let pid = get("project_id");
-    Some([
-        ("project", get("project")),
-        ("repo", get("repo")),
-        ("worktree", get("worktree")),
-        ("cwd", get("cwd")),
-        ("remote", get("remote")),
-        (
-            "project_id",
-            if pid.is_empty() {
-                "unknown".into()
-            } else {
-                pid
-            },
-        ),
-    ])
 }

@@ -9,18 +9,18 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Map, Value};
-use transcope_change_detect::Env;
-use transcope_core::{Grant, Instant, Label, Scope, ScopeField};
-use transcope_identity::{FnResolver, ProjectIdentity};
-use transcope_markers::body::{build_body, marker_scope, BodyContext};
-use transcope_markers::Marker;
-use transcope_scopelog::ScopeLog;
-use transcope_sinks::{
+use transcope_brain::body::{build_body, marker_scope, BodyContext};
+use transcope_brain::BrainConfig;
+use transcope_brain::{
     drain, BrainClient, Delivery, HttpSink, MarkerRecord, OutboxSink, Sink, SinkError,
 };
-use transcope_stop::default_registry;
+use transcope_change_detect::Env;
+use transcope_core::Marker;
+use transcope_core::{Grant, Instant, Label, Scope, ScopeField};
+use transcope_identity::{FnResolver, ProjectIdentity};
+use transcope_scopelog::ScopeLog;
 use transcope_stop::session_start::record_session;
-use transcope_stop::stop::{run_stop, BrainConfig, StopInput, StopSummary};
+use transcope_stop::stop::{run_stop, StopInput, StopSummary};
 
 fn testdata() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata")
@@ -106,8 +106,7 @@ fn stop(
         env,
         &brain(home),
         resolver,
-        &default_registry(),
-        &Default::default(),
+        &transcope_testkit::engine::pipeline(home),
         Some(&mut rec),
     );
     (sum, rec.0)
@@ -773,7 +772,7 @@ fn record(kind: &str, content: &str) -> MarkerRecord {
     MarkerRecord {
         body: json!({"type": kind, "content": content, "attrs": {"attribution": "unknown", "session_id": "s", "source": "agent"}}),
         content: content.into(),
-        idempotency_key: transcope_markers::body::idempotency_key("s", kind, content),
+        idempotency_key: transcope_brain::body::idempotency_key("s", kind, content),
         session: Some("s".into()),
     }
 }

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 
 use transcope_core::adapter::{may_open_marker, EntrySink, Probe};
 use transcope_core::{Entry, TimeValue};
+use transcope_engine::scan::{scan_file, Buffers, Resume, Tail};
 use transcope_markers::{markers_joined, Marker, MarkerStage};
-use transcope_stop::scan::{scan_file, Buffers, Resume, Tail};
 
 /// The reference's way: every entry decoded, every text kept, one scan at the end.
 #[derive(Default)]
@@ -33,7 +33,7 @@ impl Everything {
 }
 
 fn markers(path: &Path, everything: bool) -> Vec<Marker> {
-    let registry = transcope_stop::default_registry();
+    let registry = transcope_testkit::engine::adapters();
     let mut buffers = Buffers::default();
     let scan = |sink: &mut dyn EntrySink, buffers: &mut Buffers| {
         scan_file(

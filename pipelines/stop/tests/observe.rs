@@ -8,10 +8,18 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use transcope_change_detect::{Env, NoProjects};
+use transcope_engine::Buffers;
 use transcope_scopelog::ScopeLog;
-use transcope_stop::default_registry;
-use transcope_stop::observe::{observe, ObserveReport, ReadMode};
-use transcope_stop::scan::Buffers;
+use transcope_stop::observe::{observe, Observe, ObserveReport};
+use transcope_testkit::engine::{pipeline, pipeline_full};
+
+/// How a test reads: the reference's whole file (no cursor), or through the cursor
+/// store (every byte once).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ReadMode {
+    Whole,
+    Incremental,
+}
 
 fn testdata() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata")
@@ -19,17 +27,15 @@ fn testdata() -> PathBuf {
 
 fn run(home: &Path, session: &str, transcript: &Path, mode: ReadMode) -> ObserveReport {
     let log = ScopeLog::open(home, session);
+    let p = match mode {
+        ReadMode::Whole => pipeline_full(),
+        ReadMode::Incremental => pipeline(home),
+    };
     observe(
-        home,
-        &log,
-        transcript,
-        &Env::new(),
+        &p,
+        &Observe::new(&log, transcript, &Env::new()),
         NoProjects,
-        &default_registry(),
-        &Default::default(),
-        mode,
         &mut Buffers::default(),
-        None,
     )
     .unwrap()
 }
@@ -198,32 +204,20 @@ fn switch_off_reads_nothing_and_a_missing_transcript_is_an_error_not_a_panic() {
     let mut env = Env::new();
     env.insert("AGENTIHOOKS_SESSION_SCOPE".into(), "0".into());
     let r = observe(
-        home.path(),
-        &log,
-        Path::new("/definitely/missing.jsonl"),
-        &env,
+        &pipeline_full(),
+        &Observe::new(&log, Path::new("/definitely/missing.jsonl"), &env),
         NoProjects,
-        &default_registry(),
-        &Default::default(),
-        ReadMode::Whole,
         &mut Buffers::default(),
-        None,
     )
     .unwrap();
     assert!(r.disabled);
     assert!(log.transitions().is_empty());
     env.insert("AGENTIHOOKS_SESSION_SCOPE".into(), "false".into());
     let err = observe(
-        home.path(),
-        &log,
-        Path::new("/definitely/missing.jsonl"),
-        &env,
+        &pipeline_full(),
+        &Observe::new(&log, Path::new("/definitely/missing.jsonl"), &env),
         NoProjects,
-        &default_registry(),
-        &Default::default(),
-        ReadMode::Whole,
         &mut Buffers::default(),
-        None,
     );
     assert!(err.is_err());
 }

@@ -5,10 +5,10 @@ use std::path::Path;
 
 use transcope_change_detect::{Env, NoProjects};
 use transcope_core::{Instant, ScopeField};
+use transcope_engine::Buffers;
 use transcope_identity::ProjectIdentity;
 use transcope_scopelog::ScopeLog;
-use transcope_stop::observe::{observe, ReadMode};
-use transcope_stop::scan::Buffers;
+use transcope_stop::observe::{observe, Observe};
 use transcope_stop::session_start::{launch_scope, lookup, record_session};
 
 fn alpha() -> ProjectIdentity {
@@ -131,16 +131,10 @@ fn case39_an_unwritable_scope_log_never_stops_session_start_or_stop() {
     )
     .unwrap();
     let report = observe(
-        home.path(),
-        &log,
-        &t,
-        &Env::new(),
+        &transcope_testkit::engine::pipeline(home.path()),
+        &Observe::new(&log, &t, &Env::new()),
         NoProjects,
-        &transcope_stop::default_registry(),
-        &Default::default(),
-        ReadMode::Incremental,
         &mut Buffers::default(),
-        None,
     )
     .unwrap();
     assert_eq!(report.outcome.recorded, 0);

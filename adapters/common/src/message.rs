@@ -1,4 +1,8 @@
-//! Claude marker texts: which parts of an `assistant` line the marker scan reads.
+//! Claude-rule marker texts: which parts of an `assistant` line's `message` the
+//! marker scan reads.
+//!
+//! The rule is Claude Code's, but two adapters apply it: Claude's, and Codex's to a
+//! legacy (pre-envelope) file, which the reference reads as Claude. So it lives here.
 //!
 //! Rule (scope-log.md §5.2, the reference's Claude record iterator plus the marker
 //! writer's "non-empty text" filter): for an entry of type `assistant`, when
@@ -13,17 +17,16 @@
 //! Where the reference would raise (a `text` that is a number or a list reaches its
 //! `"\n".join`), this port skips the block instead.
 //!
-//! [`crate::record::parse`] applies this rule to every line's `message` while it
-//! decodes the line (the `type` may come later), and the adapters keep the result
-//! only for `assistant` lines; [`assistant_texts`] is the same rule on its own.
+//! An adapter's record decodes every line's `message` as a [`Message`] while it
+//! decodes the line (the `type` may come later), and keeps the result only for
+//! `assistant` lines; [`assistant_texts`] is the same rule on its own.
 
 use std::borrow::Cow;
-use std::fmt;
 
-use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess};
 use serde_json::value::RawValue;
 
-use crate::record::{decode_obj, skip_value, FromMap, Loose, Obj};
+use crate::de::{decode_obj, deserialize_shape, skip_value, FromMap, FromShape, Loose, Obj};
 
 /// `message.content`, reduced to its marker texts.
 #[derive(Debug, Default)]
@@ -33,66 +36,34 @@ enum Content<'a> {
     Texts(Vec<Cow<'a, str>>),
 }
 
-impl<'de> Deserialize<'de> for Content<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Content<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-                Ok(Content::Missing)
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-                Ok(Content::Missing)
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-                Ok(Content::Missing)
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-                Ok(Content::Missing)
-            }
-            fn visit_unit<E>(self) -> Result<Self::Value, E> {
-                Ok(Content::Missing)
-            }
-            fn visit_none<E>(self) -> Result<Self::Value, E> {
-                Ok(Content::Missing)
-            }
-            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(one(Cow::Borrowed(v)))
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(one(Cow::Owned(v.to_owned())))
-            }
-            fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
-                Ok(one(Cow::Owned(v)))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                let mut texts = Vec::new();
-                while let Some(Obj(block)) = seq.next_element::<Obj<Block<'de>>>()? {
-                    if let Some(Block {
-                        is_text: true,
-                        text: Loose::Str(t),
-                    }) = block
-                    {
-                        if !t.is_empty() {
-                            texts.push(t);
-                        }
-                    }
+impl<'de> FromShape<'de> for Content<'de> {
+    const STR: bool = true;
+
+    fn from_str(s: Cow<'de, str>) -> Self {
+        Content::Texts(if s.is_empty() { Vec::new() } else { vec![s] })
+    }
+
+    fn from_seq<A: SeqAccess<'de>>(mut seq: A) -> Result<Self, A::Error> {
+        let mut texts = Vec::new();
+        while let Some(Obj(block)) = seq.next_element::<Obj<Block<'de>>>()? {
+            if let Some(Block {
+                is_text: true,
+                text: Loose::Str(t),
+            }) = block
+            {
+                if !t.is_empty() {
+                    texts.push(t);
                 }
-                Ok(Content::Texts(texts))
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-                IgnoredAny.visit_map(map).map(|_| Content::Missing)
             }
         }
-        d.deserialize_any(V)
+        Ok(Content::Texts(texts))
     }
 }
 
-fn one(s: Cow<'_, str>) -> Content<'_> {
-    Content::Texts(if s.is_empty() { Vec::new() } else { vec![s] })
+impl<'de> Deserialize<'de> for Content<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        deserialize_shape(d)
+    }
 }
 
 /// One content block: is it a `text` block, and its `text`.
@@ -115,13 +86,13 @@ impl<'de> FromMap<'de> for Block<'de> {
 
 /// The `message` object: only `content` matters.
 #[derive(Debug, Default)]
-pub(crate) struct Message<'a> {
+pub struct Message<'a> {
     content: Content<'a>,
 }
 
 impl<'a> Message<'a> {
     /// The marker-text candidates, when `content` is a string or a list.
-    pub(crate) fn texts(self) -> Option<Vec<Cow<'a, str>>> {
+    pub fn texts(self) -> Option<Vec<Cow<'a, str>>> {
         match self.content {
             Content::Missing => None,
             Content::Texts(t) => Some(t),
@@ -139,6 +110,24 @@ impl<'de> FromMap<'de> for Message<'de> {
     }
 }
 
+/// The marker-text candidates of a `message` value seen in one pass: `None` when it is
+/// not an object or has no string/list `content`.
+pub fn message_texts<'de, A: MapAccess<'de>>(
+    map: &mut A,
+) -> Result<Option<Vec<Cow<'de, str>>>, A::Error> {
+    Ok(map
+        .next_value::<Obj<Message<'de>>>()?
+        .0
+        .and_then(Message::texts))
+}
+
+/// [`message_texts`] of a `message` captured raw (the lazy fallback of a record):
+/// `None` also when it does not decode.
+pub fn raw_message_texts(raw: Option<&RawValue>) -> Option<Vec<Cow<'_, str>>> {
+    raw.and_then(decode_obj::<Message<'_>>)
+        .and_then(Message::texts)
+}
+
 /// Append the marker texts of a Claude `assistant` line's `message` to `out`.
 ///
 /// ```
@@ -147,7 +136,7 @@ impl<'de> FromMap<'de> for Message<'de> {
 ///     r#"{"content":[{"type":"thinking","thinking":"t"},{"type":"text","text":"a"},{"type":"text","text":""},{"type":"text","text":"b"}]}"#,
 /// ).unwrap();
 /// let mut out = Vec::new();
-/// transcope_adapter_claude::text::assistant_texts(Some(msg), &mut out);
+/// transcope_adapter_common::message::assistant_texts(Some(msg), &mut out);
 /// assert_eq!(out, ["a", "b"]);
 /// ```
 pub fn assistant_texts<'a>(message: Option<&'a RawValue>, out: &mut Vec<Cow<'a, str>>) {

@@ -1,4 +1,12 @@
-//! # transcope-sinks: where attributed markers go
+//! # transcope-brain: the brain writer in one place
+//!
+//! Markers found by the marker stage come here to be attributed and delivered, and
+//! nothing here depends on a pipeline:
+//!
+//! * [`writer`]: [`attribute_markers`] through the writing session's own scope log
+//!   (decision 164), the [`BrainConfig`] read from the environment;
+//! * [`body`]: the request body, the marker's attribution, the idempotency key;
+//! * the sinks below, and the outbox drain.
 //!
 //! A [`Sink`] takes one [`MarkerRecord`] — the request body the brain expects, its
 //! idempotency key, and what the outbox must remember — and delivers it. The required
@@ -16,7 +24,7 @@
 //!   answers as `.bad`, stopping at the first other refusal.
 //!
 //! ```
-//! use transcope_sinks::{MarkerRecord, NdjsonSink, Sink, Delivery};
+//! use transcope_brain::{MarkerRecord, NdjsonSink, Sink, Delivery};
 //! let rec = MarkerRecord {
 //!     body: serde_json::json!({"type": "lesson", "content": "x", "attrs": {}}),
 //!     content: "x".into(),
@@ -29,7 +37,9 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod body;
 mod outbox;
+pub mod writer;
 
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -39,6 +49,9 @@ use serde_json::Value;
 use transcope_core::py;
 
 pub use outbox::{drain, outbox_dir_from_env, DrainReport, OutboxSink, Replay};
+pub use writer::{
+    attribute_markers, legacy_identity, truthy_flag, BrainConfig, DEFAULT_MAX_MARKERS,
+};
 
 /// One marker ready to deliver.
 #[derive(Clone, Debug, PartialEq)]

@@ -6,12 +6,10 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::body::{build_body, idempotency_key, is_recorded_key, BodyContext, Identity};
 use serde_json::{Map, Value};
+use transcope_core::Marker;
 use transcope_core::{py, Instant};
-use transcope_markers::body::{
-    build_body, idempotency_key, is_recorded_key, BodyContext, Identity,
-};
-use transcope_markers::Marker;
 use transcope_scopelog::lockfile;
 use transcope_scopelog::LockWait;
 

@@ -2,14 +2,16 @@
 //!
 //! The reference's loader (scope-log.md §3.2) reads the whole file; a text starting
 //! with `[` is one JSON array of records, anything else is JSON Lines. [`scan_file`]
-//! does the same from a byte offset on, so an incremental Stop reads only new bytes.
+//! does the same from a byte offset on, so an incremental read takes only new bytes.
+//! An adapter whose format is one JSON document per file ([`Framing::Document`]) gets
+//! the whole file as one record, and so does the array form (its records one by one).
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::Path;
 
 use serde_json::value::RawValue;
-use transcope_core::adapter::{Adapter, AdapterRegistry, EntrySink, Skip};
+use transcope_core::adapter::{Adapter, AdapterRegistry, EntrySink, Framing, Skip};
 use transcope_core::LinePos;
 use transcope_jsonl::{with_whole_file, FinalLine, Framer, Line, LineSink, ReadPolicy};
 
@@ -44,8 +46,11 @@ pub struct ScanReport {
     pub oversized: u64,
     /// Where the next incremental read starts (after the last complete line).
     pub resume: Resume,
-    /// The file is one JSON array: it can only be read whole.
+    /// The file is one JSON array or one document: it can only be read whole.
     pub array: bool,
+    /// A last line without a newline was complete JSON and decoded: it ends here (the
+    /// resume point moves past it, so it is observed once).
+    pub tail_end: Option<u64>,
 }
 
 impl ScanReport {
@@ -130,6 +135,9 @@ impl LineSink for Decoder<'_, '_> {
             self.sink,
             self.report,
         );
+        if unterminated && self.tail == Tail::DecodeIfComplete {
+            self.report.tail_end = Some(line.end);
+        }
         Ok(true)
     }
 }
@@ -193,10 +201,22 @@ pub fn scan_slice(
         },
     );
     report.oversized += summary.oversized;
-    report.resume = Resume {
-        offset: from.offset + summary.bytes_consumed,
-        line: from.line + summary.lines_consumed,
-    };
+    report.resume = resume_after(from, summary.bytes_consumed, summary.lines_consumed, report);
+}
+
+/// Where the next read starts: after the last complete line, or after a complete last
+/// line without a newline that was decoded.
+fn resume_after(from: Resume, bytes: u64, lines: u64, report: &ScanReport) -> Resume {
+    match report.tail_end {
+        Some(end) => Resume {
+            offset: end,
+            line: from.line + lines + 1,
+        },
+        None => Resume {
+            offset: from.offset + bytes,
+            line: from.line + lines,
+        },
+    }
 }
 
 fn decode_one(
@@ -264,21 +284,16 @@ pub enum ScanError {
 
 /// Open `path` for reading only if it is a regular file (never blocks on a FIFO).
 pub fn open_regular(path: &Path) -> Result<(File, u64), ScanError> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let io = |source| ScanError::Io {
-        path: path.display().to_string(),
-        source,
-    };
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)
-        .map_err(io)?;
-    let meta = file.metadata().map_err(io)?;
-    if !meta.is_file() {
-        return Err(ScanError::NotAFile(path.display().to_string()));
-    }
-    Ok((file, meta.len()))
+    transcope_jsonl::open_regular(path).map_err(|source| {
+        if source.kind() == io::ErrorKind::InvalidInput {
+            ScanError::NotAFile(path.display().to_string())
+        } else {
+            ScanError::Io {
+                path: path.display().to_string(),
+                source,
+            }
+        }
+    })
 }
 
 /// Read `path` from `from.offset` to its end (as it is now) and decode it.
@@ -340,13 +355,31 @@ pub fn scan_file_with(
     let head = read_head(&file, size, framer.max_line()).map_err(io)?;
     let factory = match adapter_name.and_then(|n| registry.by_name(n)) {
         Some(f) => Some(f),
-        None => registry.detect(first_line(&head)),
+        None => registry.detect(path, first_line(&head)),
     };
     let Some(factory) = factory else {
         return Ok(report);
     };
     report.adapter = factory.name();
     let mut adapter = factory.build();
+    adapter.open(path);
+    if factory.framing(path) == Framing::Document {
+        // One document: read whole (held to the line cap like any one record).
+        report.array = true;
+        if size > framer.max_line() as u64 {
+            report.oversized += 1;
+            return Ok(report);
+        }
+        drop(file);
+        let data = &mut buffers.data;
+        with_whole_file(path, ReadPolicy::Read, data, size, |bytes| {
+            report.bytes += bytes.len() as u64;
+            decode_one(bytes, 0, 1, adapter.as_mut(), sink, &mut report);
+        })
+        .map_err(io)?;
+        report.resume = Resume::START;
+        return Ok(report);
+    }
     if from.offset > 0 {
         // Resuming: let the adapter see the file's first record (a legacy Codex
         // header decides how the rest is read).
@@ -410,10 +443,12 @@ pub fn scan_file_with(
                 other => io(std::io::Error::other(other.to_string())),
             })?;
         report.oversized += summary.oversized;
-        report.resume = Resume {
-            offset: from.offset + summary.bytes_consumed,
-            line: from.line + summary.lines_consumed,
-        };
+        report.resume = resume_after(
+            from,
+            summary.bytes_consumed,
+            summary.lines_consumed,
+            &report,
+        );
     }
     if data.capacity() > 64 * 1024 * 1024 {
         *data = Vec::new();

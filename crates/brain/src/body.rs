@@ -19,7 +19,7 @@ use serde_json::{Map, Value};
 use transcope_core::{Attribution, Grant, Label, ScopeField};
 use transcope_scopelog::{attribute_rows, Event, Row};
 
-use crate::Marker;
+use transcope_core::Marker;
 
 /// The longest `content` a body carries, in characters.
 pub const MAX_CONTENT_CHARS: usize = 4096;

@@ -1,0 +1,525 @@
+//! # transcope-adapter-gemini: Google Gemini CLI sessions → [`Entry`] values
+//!
+//! Design. The CLI records a session in one of two forms (FORMAT.md has the sources):
+//! a JSON **document** `chats/session-*.json` rewritten whole as the session grows
+//! (before 0.39), or an append-only **log** `chats/session-*.jsonl` (0.39 on) whose
+//! first line is the session's metadata and whose later lines are message records,
+//! `$set` updates and `$rewindTo` rewinds. [`GeminiFactory`] picks the framing by the
+//! file name ([`Framing::Document`] for `.json`, [`Framing::Lines`] for `.jsonl`) and
+//! [`GeminiAdapter`] turns either into the same entries:
+//!
+//! ```text
+//! open(path) ──place::Folder::beside──► the project folder, from .project_root or
+//!            │                          projects.json (never guessed)
+//!            └─(log) first line ──────► sessionId, projectHash (so a resumed read
+//!                                       still names its session)
+//! document ──record::RawRecord──► header ─► Meta entry (time = startTime, line 0)
+//!                                 messages[i] ─► one entry each (line = i + 1,
+//!                                 offset = the message's first byte)
+//! log line ──record::RawRecord──► metadata ─► Meta entry
+//!                                 message  ─► log::Seen: New/Revised → entry,
+//!                                                         Same → Skip::Ignored
+//!                                 $set     ─► sessionId; messages = checkpoint
+//!                                 $rewindTo ─► drop from the table; Skip::Ignored
+//! ```
+//!
+//! Each entry: `kind` `User` (`user`), `Assistant` (`gemini`), `Other` (`info`,
+//! `error`, `warning`, anything else), `Meta` (the session header); `time` the
+//! message's `timestamp` verbatim; `session_id` the header's `sessionId`; `uuid` the
+//! message `id`; `cwd` the project folder when the CLI recorded it, on every entry;
+//! `texts` only for `gemini` messages: their text parts concatenated with no separator
+//! (thought parts, `thoughts`, tool calls and user text are never marker text). No
+//! branch: the CLI records none.
+//!
+//! Updates and rewinds in a log. An entry is emitted when a message id first appears.
+//! A later record of the same id emits again only when its kind or marker text
+//! changed (a *revision*: same `uuid`, the new full text), so markers of the final
+//! text are always seen; a re-record that only adds tokens or tool calls (the common
+//! case: the CLI writes a reply's text once, when its stream ends) is skipped. A
+//! `$rewindTo` cannot un-observe entries already emitted, and does not try to: a
+//! marker in a rewound message was written by the agent at its time, which is what
+//! attribution asks. The rewound ids are forgotten, so a record that reuses one later
+//! is a first appearance again. A `$set.messages` checkpoint replaces the table the
+//! same way, emitting its new and changed messages at the `$set` line. A read resumed
+//! from a cursor starts with an empty table: re-records after the cursor are emitted
+//! again (the `uuid` lets a consumer drop them).
+//!
+//! ```
+//! use transcope_adapter_gemini::GeminiAdapter;
+//! use transcope_core::adapter::{from_fn, Adapter};
+//! use transcope_core::{Entry, EntryKind, LinePos};
+//!
+//! let log: [&[u8]; 4] = [
+//!     br#"{"sessionId":"s1","projectHash":"ab","startTime":"2026-05-01T10:00:00.000Z","lastUpdated":"2026-05-01T10:00:00.000Z","kind":"main"}"#,
+//!     br#"{"id":"u1","timestamp":"2026-05-01T10:00:01.000Z","type":"user","content":[{"text":"hi"}]}"#,
+//!     br#"{"id":"g1","timestamp":"2026-05-01T10:00:02.000Z","type":"gemini","content":"Done. <!-- @lesson topic=x -->Cache it.<!-- @/lesson -->"}"#,
+//!     br#"{"$set":{"lastUpdated":"2026-05-01T10:00:02.001Z"}}"#,
+//! ];
+//! let mut adapter = GeminiAdapter::new();
+//! let mut got = Vec::new();
+//! for (i, line) in log.iter().enumerate() {
+//!     let pos = LinePos { offset: 0, line: i as u64 + 1 };
+//!     let _ = adapter.decode(line, pos, &mut from_fn(|e: &Entry<'_>| {
+//!         got.push((e.kind.unwrap(), e.session_id.as_deref().map(String::from), e.texts.concat()));
+//!     }));
+//! }
+//! assert_eq!(got.len(), 3);
+//! assert_eq!(got[0].0, EntryKind::Meta);
+//! assert_eq!(got[1], (EntryKind::User, Some("s1".into()), String::new()));
+//! assert_eq!(got[2].2, "Done. <!-- @lesson topic=x -->Cache it.<!-- @/lesson -->");
+//! ```
+#![warn(missing_docs)]
+
+pub mod log;
+pub mod place;
+pub mod record;
+
+use std::borrow::Cow;
+use std::path::{Path, PathBuf};
+
+use serde_json::value::RawValue;
+use transcope_core::adapter::{
+    Adapter, AdapterFactory, Confidence, EntrySink, Framing, Layout, Skip,
+};
+use transcope_core::session::is_valid_session_id;
+use transcope_core::{Entry, EntryKind, LinePos, TimeValue};
+
+pub use place::project_hash;
+
+use crate::log::{fingerprint, Change, Seen};
+use crate::place::{chats_place, first_line, ChatsPlace, Folder};
+use crate::record::{string, time_value, Message, RawRecord, RawSet};
+
+/// Bytes read at most for a log's first line (its metadata).
+const HEAD_CAP: u64 = 1024 * 1024;
+
+/// Decodes one Gemini CLI session file: a whole document, or a log line by line.
+#[derive(Debug, Default)]
+pub struct GeminiAdapter {
+    /// `Some(true)` when [`Adapter::open`] named a `.json` document, `Some(false)` a
+    /// log; `None` (not opened): a record holding a newline is a document.
+    document: Option<bool>,
+    folder: Folder,
+    session_id: Option<String>,
+    project_hash: Option<String>,
+    seen: Seen,
+}
+
+impl GeminiAdapter {
+    /// An adapter with no file opened.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The project folder known for the current file.
+    pub fn folder(&self) -> Option<&str> {
+        self.folder.known.as_deref()
+    }
+
+    fn header(&mut self, session_id: Option<&RawValue>, project_hash: Option<&RawValue>) {
+        if let Some(s) = session_id.and_then(string) {
+            self.session_id = Some(s.into_owned());
+        }
+        if let Some(h) = project_hash.and_then(string) {
+            self.project_hash = Some(h.into_owned());
+        }
+        self.folder.resolve(self.project_hash.as_deref());
+    }
+
+    fn entry<'e>(&'e self, kind: EntryKind, time: TimeValue<'e>, at: (u64, u64)) -> Entry<'e> {
+        Entry {
+            kind: Some(kind),
+            time,
+            cwd: self.folder.known.as_deref().map(Cow::Borrowed),
+            session_id: self.session_id.as_deref().map(Cow::Borrowed),
+            offset: at.0,
+            line: at.1,
+            ..Entry::default()
+        }
+    }
+
+    fn emit(&self, m: &Message<'_>, at: (u64, u64), sink: &mut dyn EntrySink) {
+        let mut e = self.entry(m.kind, m.time.clone(), at);
+        e.uuid = m.id.as_deref().map(Cow::Borrowed);
+        if let Some(t) = &m.text {
+            e.texts.push(Cow::Borrowed(t));
+        }
+        sink.entry(&e);
+    }
+
+    /// A message record of a log: emit unless it changes nothing the stages see.
+    fn logged(&mut self, m: &Message<'_>, at: (u64, u64), sink: &mut dyn EntrySink) -> bool {
+        let change = match &m.id {
+            Some(id) => self.seen.record(id, fingerprint(m.kind, m.text.as_deref())),
+            None => Change::New,
+        };
+        if change == Change::Same {
+            return false;
+        }
+        self.emit(m, at, sink);
+        true
+    }
+
+    fn decode_document(
+        &mut self,
+        text: &str,
+        pos: LinePos,
+        sink: &mut dyn EntrySink,
+    ) -> Result<(), Skip> {
+        let rec = parse_record(text)?;
+        if rec.session_id.is_none() && rec.messages.is_none() {
+            return Err(Skip::Ignored);
+        }
+        let messages = match rec.messages {
+            None => Vec::new(),
+            Some(raw) => {
+                serde_json::from_str::<Vec<&RawValue>>(raw.get()).map_err(|_| Skip::WrongType)?
+            }
+        };
+        self.seen.clear();
+        self.header(rec.session_id, rec.project_hash);
+        let start = pos.offset + (text.len() - text.trim_start().len()) as u64;
+        let head = self.entry(EntryKind::Meta, time_value(rec.start_time), (start, 0));
+        sink.entry(&head);
+        for (i, raw) in messages.iter().enumerate() {
+            // A message that is not an object of the expected shape gives no entry.
+            let Some(m) = Message::parse(raw.get()) else {
+                continue;
+            };
+            let at = (pos.offset + offset_in(text, raw.get()), i as u64 + 1);
+            self.emit(&m, at, sink);
+        }
+        Ok(())
+    }
+
+    fn decode_line(
+        &mut self,
+        text: &str,
+        pos: LinePos,
+        sink: &mut dyn EntrySink,
+    ) -> Result<(), Skip> {
+        let rec = parse_record(text)?;
+        let at = (pos.offset, pos.line);
+        // The CLI's own reader tests the shapes in this order.
+        if let Some(target) = rec.rewind_to.and_then(string) {
+            self.seen.rewind(&target);
+            return Err(Skip::Ignored);
+        }
+        if rec.id.is_some_and(|id| string(id).is_some()) {
+            let m = Message::from_fields(rec.id, rec.timestamp, rec.kind, rec.content);
+            return if self.logged(&m, at, sink) {
+                Ok(())
+            } else {
+                Err(Skip::Ignored)
+            };
+        }
+        if let Some(set) = rec.set.filter(|s| s.get().trim_start().starts_with('{')) {
+            let set: RawSet<'_> = serde_json::from_str(set.get()).map_err(|_| Skip::WrongType)?;
+            if let Some(s) = set.session_id.and_then(string) {
+                self.session_id = Some(s.into_owned());
+            }
+            let emitted = match set.messages {
+                Some(list) => self.checkpoint(text, list, pos, sink),
+                None => false,
+            };
+            return if emitted { Ok(()) } else { Err(Skip::Ignored) };
+        }
+        let header = rec.session_id.and_then(string).is_some()
+            && rec.project_hash.and_then(string).is_some();
+        if !header {
+            return Err(Skip::Ignored);
+        }
+        self.header(rec.session_id, rec.project_hash);
+        let head = self.entry(EntryKind::Meta, time_value(rec.start_time), at);
+        sink.entry(&head);
+        // A legacy record on one line carries its messages; they join the table.
+        let list = rec
+            .messages
+            .and_then(|raw| serde_json::from_str::<Vec<&RawValue>>(raw.get()).ok())
+            .unwrap_or_default();
+        for raw in list {
+            if let Some(m) = Message::parse(raw.get()).filter(|m| m.id.is_some()) {
+                self.logged(
+                    &m,
+                    (pos.offset + offset_in(text, raw.get()), pos.line),
+                    sink,
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// `$set.messages`: the table becomes the list; its new and changed messages are
+    /// emitted. Whether any entry was.
+    fn checkpoint(
+        &mut self,
+        text: &str,
+        list: &RawValue,
+        pos: LinePos,
+        sink: &mut dyn EntrySink,
+    ) -> bool {
+        let Ok(raws) = serde_json::from_str::<Vec<&RawValue>>(list.get()) else {
+            return false;
+        };
+        let messages: Vec<(u64, Message<'_>)> = raws
+            .iter()
+            .filter_map(|raw| {
+                let m = Message::parse(raw.get()).filter(|m| m.id.is_some())?;
+                Some((pos.offset + offset_in(text, raw.get()), m))
+            })
+            .collect();
+        let table: Vec<(String, u64)> = messages
+            .iter()
+            .map(|(_, m)| {
+                let id = m.id.as_deref().unwrap_or_default().to_owned();
+                (id, fingerprint(m.kind, m.text.as_deref()))
+            })
+            .collect();
+        let changes = self.seen.checkpoint(&table);
+        let mut emitted = false;
+        for ((offset, m), change) in messages.iter().zip(changes) {
+            if change != Change::Same {
+                self.emit(m, (*offset, pos.line), sink);
+                emitted = true;
+            }
+        }
+        emitted
+    }
+}
+
+/// Read a record's top-level fields, or say why it is no record.
+fn parse_record(text: &str) -> Result<RawRecord<'_>, Skip> {
+    let trimmed = text.trim_start();
+    if trimmed.is_empty() {
+        return Err(Skip::Blank);
+    }
+    // A derived struct would also accept an array (as a tuple): tell objects first.
+    if !trimmed.starts_with('{') {
+        return match serde_json::from_str::<serde::de::IgnoredAny>(text) {
+            Ok(_) => Err(Skip::NotObject),
+            Err(_) => Err(Skip::InvalidJson),
+        };
+    }
+    match serde_json::from_str::<RawRecord<'_>>(text) {
+        Ok(rec) => Ok(rec),
+        Err(e) if e.is_data() => Err(Skip::WrongType),
+        Err(_) => Err(Skip::InvalidJson),
+    }
+}
+
+/// Where `part` (a sub-slice of `whole`) starts in `whole`.
+fn offset_in(whole: &str, part: &str) -> u64 {
+    (part.as_ptr() as usize).saturating_sub(whole.as_ptr() as usize) as u64
+}
+
+impl Adapter for GeminiAdapter {
+    fn decode(&mut self, line: &[u8], pos: LinePos, sink: &mut dyn EntrySink) -> Result<(), Skip> {
+        let text = std::str::from_utf8(line).map_err(|_| Skip::InvalidUtf8)?;
+        let document = self.document.unwrap_or_else(|| line.contains(&b'\n'));
+        if document {
+            self.decode_document(text, pos, sink)
+        } else {
+            self.decode_line(text, pos, sink)
+        }
+    }
+
+    /// Forget the last file; find this one's project folder beside it; for a log, read
+    /// its first line for the session's id and hash (a read resumed past it still names
+    /// the session).
+    fn open(&mut self, path: &Path) {
+        self.reset();
+        let document = is_document(path);
+        self.document = Some(document);
+        self.folder = Folder::beside(path);
+        if !document {
+            let head = first_line(path, HEAD_CAP).filter(|l| is_metadata_line(l));
+            if let Some(text) = head.as_deref().and_then(|h| std::str::from_utf8(h).ok()) {
+                if let Ok(rec) = serde_json::from_str::<RawRecord<'_>>(text) {
+                    self.header(rec.session_id, rec.project_hash);
+                }
+            }
+        }
+    }
+
+    fn reset(&mut self) {
+        *self = GeminiAdapter::default();
+    }
+}
+
+fn is_document(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "json")
+}
+
+/// Whether a first line is a log's metadata record (or a whole one-line document):
+/// an object with string `sessionId` and `projectHash`, and none of the other shapes.
+pub fn is_metadata_line(first_line: &[u8]) -> bool {
+    let Ok(text) = std::str::from_utf8(first_line) else {
+        return false;
+    };
+    if !text.trim_start().starts_with('{') {
+        return false;
+    }
+    serde_json::from_str::<RawRecord<'_>>(text).is_ok_and(|rec| {
+        rec.rewind_to.is_none()
+            && rec.id.and_then(string).is_none()
+            && rec.set.is_none()
+            && rec.session_id.and_then(string).is_some()
+            && rec.project_hash.and_then(string).is_some()
+    })
+}
+
+/// The `gemini` format: sniffing, framing, layout and adapters.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct GeminiFactory;
+
+impl AdapterFactory for GeminiFactory {
+    fn name(&self) -> &'static str {
+        "gemini"
+    }
+
+    /// Certain when the first line is Gemini metadata (a log, or a compact document);
+    /// or when a `.json` file opens with `{` and is named like a session
+    /// (`session-*.json`, or any `*.json` in `chats/<parent>/`). Else not this format.
+    fn sniff(&self, path: &Path, first_line: &[u8]) -> Option<Confidence> {
+        if is_metadata_line(first_line) {
+            return Some(Confidence::Certain);
+        }
+        let opens_object = first_line.trim_ascii_start().starts_with(b"{");
+        let session_name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("session-"));
+        let placed = chats_place(path).is_some() || session_name;
+        (is_document(path) && opens_object && placed).then_some(Confidence::Certain)
+    }
+
+    fn framing(&self, path: &Path) -> Framing {
+        if is_document(path) {
+            Framing::Document
+        } else {
+            Framing::Lines
+        }
+    }
+
+    fn layout(&self) -> Option<&dyn Layout> {
+        Some(&GeminiLayout)
+    }
+
+    fn build(&self) -> Box<dyn Adapter> {
+        Box::new(GeminiAdapter::new())
+    }
+}
+
+/// Where Gemini CLI keeps sessions and how a file names its session (see [`place`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct GeminiLayout;
+
+impl Layout for GeminiLayout {
+    /// `$GEMINI_CLI_HOME/.gemini/tmp`, else `<home>/.gemini/tmp`.
+    fn default_roots(&self, lookup: &dyn Fn(&str) -> Option<String>, home: &Path) -> Vec<PathBuf> {
+        vec![place::gemini_dir(lookup, home).join("tmp")]
+    }
+
+    /// `chats/session-*.json(l)` and `chats/<parent>/*.json(l)`; a `.json` document is
+    /// not claimed when its `.jsonl` twin exists (resuming a document makes the CLI
+    /// copy every message of it into `<same name>.jsonl` and continue there).
+    fn claims(&self, path: &Path) -> bool {
+        if chats_place(path).is_none() {
+            return false;
+        }
+        if is_document(path) {
+            let mut twin = path.as_os_str().to_owned();
+            twin.push("l");
+            return !Path::new(&twin).exists();
+        }
+        true
+    }
+
+    /// Certain for a file under `chats/` ([`place::chats_place`]) or a log whose first
+    /// line is Gemini metadata; `None` otherwise. The key is the session's `sessionId`
+    /// (read from the file: a main file's name holds only its first 8 characters); a
+    /// sub-agent under `chats/<parent>/` → `<parent>.<its sessionId>` (its id, else its
+    /// file name's stem).
+    fn scope_key(&self, path: &Path) -> Option<(Confidence, Result<String, String>)> {
+        let place = match chats_place(path) {
+            Some(p) => p,
+            None if !is_document(path)
+                && first_line(path, HEAD_CAP).is_some_and(|l| is_metadata_line(&l)) =>
+            {
+                ChatsPlace::Main
+            }
+            None => return None,
+        };
+        Some((Confidence::Certain, key_of(path, place)))
+    }
+
+    /// `<parent>.<id>` → `<parent>` (a Gemini parent folder name never holds a `.`:
+    /// the CLI replaces every character outside `[A-Za-z0-9_-]` with `_`).
+    fn parent(&self, key: &str) -> Option<String> {
+        let (parent, child) = key.split_once('.')?;
+        (!parent.is_empty() && !child.is_empty()).then(|| parent.to_owned())
+    }
+}
+
+/// The scope-log key of the session file at `path`, placed as `place`.
+fn key_of(path: &Path, place: ChatsPlace) -> Result<String, String> {
+    let id = session_id_of(path);
+    match place {
+        ChatsPlace::Main => {
+            let id = id.ok_or("no sessionId in the file")?;
+            if !is_valid_session_id(&id) || id.contains('.') {
+                return Err(format!("sessionId {id:?} is not a plain session id"));
+            }
+            Ok(id)
+        }
+        ChatsPlace::SubAgent { parent } => {
+            let stem = path.file_stem().and_then(|s| s.to_str()).map(String::from);
+            let id = id.or(stem).ok_or("no sub-agent id")?;
+            let key = format!("{parent}.{id}");
+            if !is_valid_session_id(&parent) || parent.contains('.') || !is_valid_session_id(&key) {
+                return Err(format!("sub-agent key {key:?} is not a plain session id"));
+            }
+            Ok(key)
+        }
+    }
+}
+
+/// The `sessionId` a session file records: a log's first line, or a document's top
+/// level (streamed, nothing else kept).
+pub fn session_id_of(path: &Path) -> Option<String> {
+    if is_document(path) {
+        #[derive(serde::Deserialize)]
+        struct Top {
+            #[serde(default, rename = "sessionId")]
+            session_id: Option<serde_json::Value>,
+        }
+        let mut reader = std::io::BufReader::new(std::fs::File::open(path).ok()?);
+        // A derived struct would also accept an array (as a tuple): refuse one first.
+        let opens_object = loop {
+            let buf = std::io::BufRead::fill_buf(&mut reader).ok()?;
+            match buf.iter().position(|b| !b.is_ascii_whitespace()) {
+                Some(i) => break buf[i] == b'{',
+                None if buf.is_empty() => return None,
+                None => {
+                    let n = buf.len();
+                    std::io::BufRead::consume(&mut reader, n);
+                }
+            }
+        };
+        if !opens_object {
+            return None;
+        }
+        let top: Top = serde_json::from_reader(reader).ok()?;
+        return match top.session_id? {
+            serde_json::Value::String(s) => Some(s),
+            _ => None,
+        };
+    }
+    let head = first_line(path, HEAD_CAP)?;
+    if !is_metadata_line(&head) {
+        return None;
+    }
+    let text = std::str::from_utf8(&head).ok()?;
+    let rec: RawRecord<'_> = serde_json::from_str(text).ok()?;
+    rec.session_id.and_then(string).map(Cow::into_owned)
+}

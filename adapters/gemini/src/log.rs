@@ -1,0 +1,151 @@
+//! The message table of a JSONL session log: which message ids are current, and what
+//! was last emitted for each.
+//!
+//! The CLI appends a message again (same `id`) whenever it changes it (tokens, tool
+//! calls, a masked result), appends `{"$rewindTo": id}` to drop that message and every
+//! later one, and may append `{"$set": {"messages": [...]}}` to replace the whole list
+//! (FORMAT.md, "Reading a log"). [`Seen`] mirrors the CLI's own reader: an insertion-
+//! ordered map from id to a fingerprint of the message's kind and marker text, so the
+//! adapter can tell a first appearance and a changed text (emit) from a re-record that
+//! changes nothing a marker scan sees (skip).
+//!
+//! ```
+//! use transcope_adapter_gemini::log::{Change, Seen};
+//! let mut seen = Seen::default();
+//! assert_eq!(seen.record("a", 1), Change::New);
+//! assert_eq!(seen.record("a", 1), Change::Same);
+//! assert_eq!(seen.record("a", 2), Change::Revised);
+//! seen.record("b", 3);
+//! seen.rewind("a");
+//! assert!(seen.is_empty());
+//! ```
+
+use std::hash::{DefaultHasher, Hash, Hasher};
+
+use indexmap::IndexMap;
+use transcope_core::EntryKind;
+
+/// What a message record is, relative to the table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Change {
+    /// An id not in the table (never seen, or dropped by a rewind or checkpoint).
+    New,
+    /// A known id whose kind or marker text differs from the last one recorded.
+    Revised,
+    /// A known id with the same kind and marker text.
+    Same,
+}
+
+/// The current messages of one log, in the CLI's order.
+#[derive(Clone, Debug, Default)]
+pub struct Seen {
+    ids: IndexMap<String, u64>,
+}
+
+impl Seen {
+    /// Record message `id` with `fingerprint` (see [`fingerprint`]); a known id keeps
+    /// its place, as the CLI's `Map.set` does.
+    pub fn record(&mut self, id: &str, fingerprint: u64) -> Change {
+        match self.ids.get_mut(id) {
+            Some(f) if *f == fingerprint => Change::Same,
+            Some(f) => {
+                *f = fingerprint;
+                Change::Revised
+            }
+            None => {
+                self.ids.insert(id.to_owned(), fingerprint);
+                Change::New
+            }
+        }
+    }
+
+    /// `$rewindTo: id`: drop `id` and every message after it; an unknown id drops all
+    /// (the CLI's reader does the same).
+    pub fn rewind(&mut self, id: &str) {
+        match self.ids.get_index_of(id) {
+            Some(i) => self.ids.truncate(i),
+            None => self.ids.clear(),
+        }
+    }
+
+    /// `$set.messages`: the table becomes exactly `messages` (id, fingerprint), in
+    /// order; returns each one's [`Change`] against the table before.
+    pub fn checkpoint(&mut self, messages: &[(String, u64)]) -> Vec<Change> {
+        let before = std::mem::take(&mut self.ids);
+        messages
+            .iter()
+            .map(|(id, f)| {
+                let change = match before.get(id) {
+                    None => Change::New,
+                    Some(old) if old == f => Change::Same,
+                    Some(_) => Change::Revised,
+                };
+                self.ids.insert(id.clone(), *f);
+                change
+            })
+            .collect()
+    }
+
+    /// No current message.
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// The number of current messages.
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Forget everything.
+    pub fn clear(&mut self) {
+        self.ids.clear();
+    }
+}
+
+/// A fingerprint of what an entry of a message carries for the stages: its kind and
+/// marker text (64-bit SipHash with fixed keys; collisions would only hide a revision).
+pub fn fingerprint(kind: EntryKind, text: Option<&str>) -> u64 {
+    let mut h = DefaultHasher::new();
+    kind.hash(&mut h);
+    text.hash(&mut h);
+    h.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rewind_to_unknown_clears() {
+        let mut s = Seen::default();
+        s.record("a", 1);
+        s.record("b", 1);
+        s.rewind("b");
+        assert_eq!(s.len(), 1);
+        s.rewind("zz");
+        assert!(s.is_empty());
+    }
+
+    #[test]
+    fn checkpoint_reports_changes() {
+        let mut s = Seen::default();
+        s.record("a", 1);
+        s.record("b", 2);
+        let c = s.checkpoint(&[("a".into(), 1), ("b".into(), 3), ("c".into(), 4)]);
+        assert_eq!(c, [Change::Same, Change::Revised, Change::New]);
+        assert_eq!(s.len(), 3);
+        assert_eq!(s.record("a", 1), Change::Same);
+    }
+
+    #[test]
+    fn fingerprints_differ_by_kind_and_text() {
+        let a = fingerprint(EntryKind::Assistant, Some("x"));
+        assert_eq!(a, fingerprint(EntryKind::Assistant, Some("x")));
+        assert_ne!(a, fingerprint(EntryKind::Assistant, Some("y")));
+        assert_ne!(a, fingerprint(EntryKind::User, Some("x")));
+        assert_ne!(
+            fingerprint(EntryKind::Assistant, None),
+            fingerprint(EntryKind::Assistant, Some(""))
+        );
+    }
+}

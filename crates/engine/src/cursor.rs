@@ -1,0 +1,162 @@
+//! The cursor store: where each transcript was read to, and every stage's state there.
+//!
+//! The reference re-reads the whole transcript every time. transcope keeps one cursor
+//! per (session key, transcript) under `<home>/transcope/cursors/`, shared by every
+//! path that observes a transcript (`observe`, a hook's Stop, `backfill`): the byte
+//! offset after the last complete line, the file's size, a fingerprint of its first
+//! 4 KiB, and each stage's [`checkpoint`](transcope_core::Stage::checkpoint) at that
+//! point. The next read starts there with the stages restored, so the bytes of a
+//! transcript are observed once, and a transcript read in appended pieces gives what
+//! one pass gives. A file that shrank, or whose first bytes changed (rewritten or
+//! replaced), is read again from the start.
+//!
+//! A document-framed file (one JSON document, rewritten as it grows) keeps its offset
+//! at 0; the cursor counts the entries already given and fingerprints them, and the
+//! next read skips those.
+//!
+//! **Kill safety.** A read whose stages are about to make effects durable (rows
+//! appended to a scope log, markers handed on) first stores an *intent*: the new
+//! cursor, the previous one, and each stage's token of what it is about to do
+//! ([`Stage::prepare`](transcope_core::Stage)). The next read resolves it: when every
+//! stage finds its effect made ([`Stage::recover`](transcope_core::Stage)) the new
+//! cursor stands, else the previous one. A process killed at any moment therefore
+//! resumes exactly where an uninterrupted run would be.
+//!
+//! Cursors are written tmp → (fsync) → rename: a crash leaves the old file or the new.
+
+use std::collections::BTreeMap;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::scan::Resume;
+
+/// Bytes of the file's head the fingerprint covers.
+pub const FINGERPRINT_BYTES: u64 = 4096;
+
+/// The version written in every cursor file (2: stage checkpoints, intents).
+pub const CURSOR_VERSION: u32 = 2;
+
+/// A saved position in one transcript for one session key.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Cursor {
+    /// Format version.
+    pub version: u32,
+    /// The scope-log key.
+    pub session: String,
+    /// The transcript path as given.
+    pub path: String,
+    /// The adapter that read it.
+    pub adapter: String,
+    /// Offset of the first unread line (0 for a document).
+    pub offset: u64,
+    /// Its 1-based line number.
+    pub line: u64,
+    /// The file's size when the cursor was written.
+    pub size: u64,
+    /// The file's modification time then (nanoseconds since the epoch).
+    #[serde(default)]
+    pub mtime_ns: i128,
+    /// How many head bytes the fingerprint covers (`min(size, 4096)`; 0 for a
+    /// document).
+    pub head_len: u64,
+    /// SHA-256 of those bytes, hex.
+    pub head_sha256: String,
+    /// The file is read whole every time (one document, or the JSON-array form): the
+    /// cursor counts entries, not bytes.
+    #[serde(default)]
+    pub whole: bool,
+    /// A document's entries already given (0 for lines).
+    #[serde(default)]
+    pub entries: u64,
+    /// SHA-256 over those entries' times and texts, hex (empty for lines).
+    #[serde(default)]
+    pub entries_sha256: String,
+    /// Each stage's checkpoint, by stage name.
+    #[serde(default)]
+    pub stages: BTreeMap<String, Value>,
+    /// An intent not yet resolved (see the module docs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intent: Option<Box<Intent>>,
+}
+
+/// What a read was about to make durable when this cursor was stored.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Intent {
+    /// The cursor before the read (`None`: the file had none).
+    pub prev: Option<Cursor>,
+    /// Each stage's token, by stage name.
+    pub tokens: BTreeMap<String, Value>,
+}
+
+impl Cursor {
+    /// Where to resume.
+    pub fn resume(&self) -> Resume {
+        Resume {
+            offset: self.offset,
+            line: self.line,
+        }
+    }
+}
+
+/// `<home>/transcope/cursors`.
+pub fn cursors_dir(home: &Path) -> PathBuf {
+    home.join("transcope").join("cursors")
+}
+
+/// The cursor file of (session, transcript).
+pub fn cursor_path(home: &Path, session: &str, transcript: &Path) -> PathBuf {
+    let mut h = Sha256::new();
+    h.update(session.as_bytes());
+    h.update([0]);
+    h.update(transcript.as_os_str().as_encoded_bytes());
+    let d = h.finalize();
+    cursors_dir(home).join(format!("{}.json", hex(&d[..16])))
+}
+
+/// SHA-256 (hex) of the first `len` bytes of the file at `path`.
+pub fn head_fingerprint(path: &Path, len: u64) -> io::Result<String> {
+    // Never blocks: the transcript may have been replaced by a FIFO since it was checked.
+    let (mut f, _) = transcope_jsonl::open_regular(path)?;
+    let mut buf = Vec::with_capacity(len as usize);
+    (&mut f).take(len).read_to_end(&mut buf)?;
+    if (buf.len() as u64) < len {
+        return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "file shrank"));
+    }
+    Ok(hex(&Sha256::digest(&buf)))
+}
+
+/// Lowercase hex of `b`.
+pub fn hex(b: &[u8]) -> String {
+    use std::fmt::Write;
+    let mut s = String::with_capacity(b.len() * 2);
+    for x in b {
+        let _ = write!(s, "{x:02x}");
+    }
+    s
+}
+
+/// Load the cursor at `path`; a missing, unreadable or foreign-version file is `None`.
+pub fn load(path: &Path) -> Option<Cursor> {
+    let text = transcope_jsonl::read_private(path).ok()?;
+    let c: Cursor = serde_json::from_slice(&text).ok()?;
+    (c.version == CURSOR_VERSION).then_some(c)
+}
+
+/// Whether `c` still describes the file at `transcript`: not shorter than the cursor,
+/// same head bytes.
+pub fn still_valid(c: &Cursor, transcript: &Path, size_now: u64) -> bool {
+    size_now >= c.offset
+        && size_now >= c.head_len
+        && (c.head_len == 0
+            || head_fingerprint(transcript, c.head_len).is_ok_and(|h| h == c.head_sha256))
+}
+
+/// Write `c` to `path` atomically, private to the user; `durable`: fsync first.
+pub fn save(path: &Path, c: &Cursor, durable: bool) -> io::Result<()> {
+    let bytes = serde_json::to_vec(c).map_err(io::Error::other)?;
+    transcope_jsonl::write_atomic(path, &bytes, durable)
+}

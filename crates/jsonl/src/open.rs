@@ -1,0 +1,104 @@
+//! Opening and writing transcope's files safely: the one place that knows how.
+//!
+//! * [`open_regular`]: a transcript, for reading, only if it is a regular file (a FIFO
+//!   or device planted in its place is an error, never a hang: `O_NONBLOCK`).
+//! * [`read_private`]: one of transcope's own files (a scope log, a cursor, the session
+//!   index), never through a symbolic link (`O_NOFOLLOW`), as of its size when opened.
+//! * [`write_atomic`]: replace one of transcope's own files whole — temporary file,
+//!   optional `fsync`, rename — private to the user (`0600`), so a crash leaves the old
+//!   content or the new, never half.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::Path;
+
+/// Open `path` for reading only if it is a regular file; its size as opened.
+pub fn open_regular(path: &Path) -> io::Result<(File, u64)> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(not_a_file(path));
+    }
+    Ok((file, meta.len()))
+}
+
+fn not_a_file(path: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("{} is not a regular file", path.display()),
+    )
+}
+
+/// Read one of transcope's own files whole, never through a symbolic link and never
+/// blocking.
+pub fn read_private(path: &Path) -> io::Result<Vec<u8>> {
+    let f = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)?;
+    let meta = f.metadata()?;
+    if !meta.is_file() {
+        return Err(not_a_file(path));
+    }
+    let mut buf = Vec::with_capacity(meta.len() as usize);
+    f.take(meta.len()).read_to_end(&mut buf)?;
+    Ok(buf)
+}
+
+/// Replace `path` with `bytes` atomically (temporary file in the same folder, then
+/// rename), creating the folder (`0700`) when missing. `durable`: `fsync` the file
+/// before the rename (a batch that syncs once at its end passes `false`). A failed
+/// write leaves no temporary file behind.
+pub fn write_atomic(path: &Path, bytes: &[u8], durable: bool) -> io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    let tmp = dir.join(format!(
+        ".{}.{}.tmp",
+        path.file_name().and_then(|n| n.to_str()).unwrap_or("file"),
+        std::process::id()
+    ));
+    let written = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(&tmp)
+        .and_then(|mut f| {
+            f.write_all(bytes)?;
+            if durable {
+                f.sync_all()?;
+            }
+            Ok(())
+        });
+    if let Err(e) = written {
+        let _ = fs::remove_file(&tmp);
+        return Err(e);
+    }
+    fs::rename(&tmp, path)
+}
+
+/// Flush everything written to the file system holding `dir` (`syncfs`): one call for
+/// a batch of [`write_atomic`] calls made with `durable: false`.
+pub fn sync_filesystem(dir: &Path) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let d = File::open(dir)?;
+    if sync_fd(d.as_raw_fd()) == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+#[allow(unsafe_code)]
+fn sync_fd(fd: std::os::fd::RawFd) -> i32 {
+    // SAFETY: `fd` is an open descriptor owned by the caller for this call.
+    unsafe { libc::syncfs(fd) }
+}
