@@ -502,6 +502,11 @@ impl Pipeline {
         stages: BTreeMap<String, Value>,
     ) -> Option<Cursor> {
         let whole = document || scan.array;
+        if !whole && scan.resume.offset == 0 {
+            // Not even a first line is complete: the format was sniffed from part of
+            // it. Keep no cursor, so the next read sniffs the whole line.
+            return None;
+        }
         let head_len = if whole {
             0
         } else {
