@@ -433,15 +433,16 @@ impl Pipeline {
             .map(|s| (s.name().to_owned(), s.checkpoint()))
             .collect();
         let next = match &store {
-            Some((_, size, _, key)) if !obs.scan.adapter.is_empty() => self.next_cursor(
-                req.path,
-                key,
-                *size,
-                mtime,
+            Some((_, size, _, key)) if !obs.scan.adapter.is_empty() => next_cursor(
+                Read {
+                    path: req.path,
+                    key,
+                    size: *size,
+                    mtime,
+                    document,
+                },
                 &obs.scan,
-                document,
-                given,
-                hash,
+                (given, hash),
                 checkpoints,
             ),
             _ => None,
@@ -487,58 +488,70 @@ impl Pipeline {
         }
         Ok(obs)
     }
+}
 
-    #[allow(clippy::too_many_arguments)]
-    fn next_cursor(
-        &self,
-        path: &Path,
-        key: &str,
-        size: u64,
-        mtime: i128,
-        scan: &ScanReport,
-        document: bool,
-        given: u64,
-        hash: Sha256,
-        stages: BTreeMap<String, Value>,
-    ) -> Option<Cursor> {
-        let whole = document || scan.array;
-        if !whole && scan.resume.offset == 0 {
-            // Not even a first line is complete: the format was sniffed from part of
-            // it. Keep no cursor, so the next read sniffs the whole line.
-            return None;
-        }
-        let head_len = if whole {
-            0
-        } else {
-            size.min(cursor::FINGERPRINT_BYTES)
-        };
-        let head_sha256 = if whole {
-            String::new()
-        } else {
-            cursor::head_fingerprint(path, head_len).ok()?
-        };
-        Some(Cursor {
-            version: cursor::CURSOR_VERSION,
-            session: key.to_owned(),
-            path: path.display().to_string(),
-            adapter: scan.adapter.to_owned(),
-            offset: if whole { 0 } else { scan.resume.offset },
-            line: if whole { 1 } else { scan.resume.line },
-            size,
-            mtime_ns: mtime,
-            head_len,
-            head_sha256,
-            entries: if whole { given } else { 0 },
-            entries_sha256: if whole {
-                cursor::hex(&hash.finalize())
-            } else {
-                String::new()
-            },
-            whole,
-            stages,
-            intent: None,
-        })
+/// What one read was of: the file as it stood, and its framing.
+struct Read<'a> {
+    path: &'a Path,
+    key: &'a str,
+    size: u64,
+    mtime: i128,
+    document: bool,
+}
+
+/// The cursor after `scan`: `entries` is how many entries were given and their
+/// fingerprint (for a file read whole).
+fn next_cursor(
+    read: Read<'_>,
+    scan: &ScanReport,
+    entries: (u64, Sha256),
+    stages: BTreeMap<String, Value>,
+) -> Option<Cursor> {
+    let Read {
+        path,
+        key,
+        size,
+        mtime,
+        document,
+    } = read;
+    let (given, hash) = entries;
+    let whole = document || scan.array;
+    if !whole && scan.resume.offset == 0 {
+        // Not even a first line is complete: the format was sniffed from part of
+        // it. Keep no cursor, so the next read sniffs the whole line.
+        return None;
     }
+    let head_len = if whole {
+        0
+    } else {
+        size.min(cursor::FINGERPRINT_BYTES)
+    };
+    let head_sha256 = if whole {
+        String::new()
+    } else {
+        cursor::head_fingerprint(path, head_len).ok()?
+    };
+    Some(Cursor {
+        version: cursor::CURSOR_VERSION,
+        session: key.to_owned(),
+        path: path.display().to_string(),
+        adapter: scan.adapter.to_owned(),
+        offset: if whole { 0 } else { scan.resume.offset },
+        line: if whole { 1 } else { scan.resume.line },
+        size,
+        mtime_ns: mtime,
+        head_len,
+        head_sha256,
+        entries: if whole { given } else { 0 },
+        entries_sha256: if whole {
+            cursor::hex(&hash.finalize())
+        } else {
+            String::new()
+        },
+        whole,
+        stages,
+        intent: None,
+    })
 }
 
 fn mtime_ns(path: &Path) -> i128 {
