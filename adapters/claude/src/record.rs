@@ -134,62 +134,15 @@ impl<'a> Record<'a> {
     }
 }
 
-/// The entry kind of a Claude Code line type, or `None` for a type Claude does not
-/// define.
-pub fn claude_kind(ty: &str) -> Option<EntryKind> {
-    Some(match ty {
-        "user" => EntryKind::User,
-        "assistant" => EntryKind::Assistant,
-        "summary" => EntryKind::Summary,
-        "system"
-        | "attachment"
-        | "progress"
-        | "file-history-snapshot"
-        | "queue-operation"
-        | "permission-mode"
-        | "last-prompt"
-        | "custom-title"
-        | "ai-title"
-        | "agent-name"
-        | "mode"
-        | "pr-link"
-        | "frame-link"
-        | "worktree-state"
-        | "relocated"
-        | "started"
-        | "result"
-        | "bridge-session"
-        | "atis-latch" => EntryKind::System,
-        _ => return None,
-    })
-}
+pub use transcope_adapter_common::record::kind;
 
-/// The entry kind of another agent's record type met in a file this adapter reads
-/// (it is the fallback for every file no other format claims, and the reference reads
-/// every such file as Claude): the Codex envelope types, named as in a Codex file.
-pub fn foreign_kind(ty: &str) -> Option<EntryKind> {
-    Some(match ty {
-        "session_meta" => EntryKind::Meta,
-        "turn_context" => EntryKind::Context,
-        "response_item" => EntryKind::Tool,
-        "event_msg" => EntryKind::Event,
-        "compacted"
-        | "world_state"
-        | "inter_agent_communication"
-        | "inter_agent_communication_metadata" => EntryKind::Other,
-        _ => return None,
-    })
-}
-
-/// The entry kind this adapter gives a line of type `ty` ([`claude_kind`], else
-/// [`foreign_kind`]), or `None` for a type it does not know.
-pub fn kind(ty: &str) -> Option<EntryKind> {
-    claude_kind(ty).or_else(|| foreign_kind(ty))
-}
-
-/// Whether `ty` is one of the Claude Code line types (used by sniffing).
+/// Whether `ty` is one of the Claude Code line types (used by sniffing): the types
+/// [`kind`] maps to Claude's kinds.
 pub fn is_claude_type(ty: &str) -> bool {
-    claude_kind(ty).is_some()
+    matches!(
+        kind(ty),
+        Some(EntryKind::User | EntryKind::Assistant | EntryKind::Summary | EntryKind::System)
+    )
 }
 
 #[cfg(test)]

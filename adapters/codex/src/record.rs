@@ -28,7 +28,7 @@ use serde_json::value::RawValue;
 use transcope_adapter_common::de::{decode_obj, skip_value, FromMap, Loose, Obj};
 use transcope_adapter_common::message::{message_texts, raw_message_texts};
 use transcope_adapter_common::record::{Base, LineRecord, TypeField};
-use transcope_core::entry::{Entry, EntryKind, LinePos};
+use transcope_core::entry::{Entry, LinePos};
 
 /// The top-level keys of one Codex line that any rule reads. Everything else in the
 /// line is skipped without allocation.
@@ -164,56 +164,7 @@ impl<'a> Record<'a> {
 pub const ENVELOPE_TYPES: [&str; 4] =
     ["session_meta", "response_item", "event_msg", "turn_context"];
 
-/// The entry kind of a Codex record type, or `None` for a type Codex does not define.
-pub fn codex_kind(ty: &str) -> Option<EntryKind> {
-    Some(match ty {
-        "session_meta" => EntryKind::Meta,
-        "turn_context" => EntryKind::Context,
-        "response_item" => EntryKind::Tool,
-        "event_msg" => EntryKind::Event,
-        "compacted"
-        | "world_state"
-        | "inter_agent_communication"
-        | "inter_agent_communication_metadata" => EntryKind::Other,
-        _ => return None,
-    })
-}
-
-/// The entry kind of a Claude Code line type met in a Codex file (the reference reads
-/// a legacy file as Claude), named as in a Claude file.
-pub fn foreign_kind(ty: &str) -> Option<EntryKind> {
-    Some(match ty {
-        "user" => EntryKind::User,
-        "assistant" => EntryKind::Assistant,
-        "summary" => EntryKind::Summary,
-        "system"
-        | "attachment"
-        | "progress"
-        | "file-history-snapshot"
-        | "queue-operation"
-        | "permission-mode"
-        | "last-prompt"
-        | "custom-title"
-        | "ai-title"
-        | "agent-name"
-        | "mode"
-        | "pr-link"
-        | "frame-link"
-        | "worktree-state"
-        | "relocated"
-        | "started"
-        | "result"
-        | "bridge-session"
-        | "atis-latch" => EntryKind::System,
-        _ => return None,
-    })
-}
-
-/// The entry kind this adapter gives a record of type `ty` ([`codex_kind`], else
-/// [`foreign_kind`]), or `None` for a type it does not know.
-pub fn kind(ty: &str) -> Option<EntryKind> {
-    codex_kind(ty).or_else(|| foreign_kind(ty))
-}
+pub use transcope_adapter_common::record::kind;
 
 #[cfg(test)]
 mod tests {

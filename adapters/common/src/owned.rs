@@ -9,8 +9,6 @@
 //! assert_eq!(e.cwd.as_deref(), Some("/w"));
 //! ```
 
-use std::borrow::Cow;
-
 use transcope_core::adapter::{Adapter, Skip};
 use transcope_core::entry::{Entry, LinePos};
 
@@ -29,24 +27,7 @@ pub fn decode_owned(
     Ok(out)
 }
 
-/// Deep-copy an entry so it outlives its line.
+/// Deep-copy an entry so it outlives its line ([`Entry::to_static`]).
 pub fn owned_entry(e: &Entry<'_>) -> Entry<'static> {
-    fn own(c: &Option<Cow<'_, str>>) -> Option<Cow<'static, str>> {
-        c.as_ref().map(|s| Cow::Owned(s.to_string()))
-    }
-    Entry {
-        kind: e.kind,
-        time: e.time.clone().into_owned(),
-        cwd: own(&e.cwd),
-        branch: own(&e.branch),
-        session_id: own(&e.session_id),
-        agent_id: own(&e.agent_id),
-        uuid: own(&e.uuid),
-        parent_uuid: own(&e.parent_uuid),
-        logical_parent_uuid: own(&e.logical_parent_uuid),
-        is_sidechain: e.is_sidechain,
-        texts: e.texts.iter().map(|t| Cow::Owned(t.to_string())).collect(),
-        offset: e.offset,
-        line: e.line,
-    }
+    e.to_static()
 }

@@ -260,6 +260,49 @@ pub fn emit(
     Ok(())
 }
 
+/// The entry kind of a record of type `ty`, or `None` for a type neither format the
+/// reference reads defines. The reference reads every file as Claude or as Codex and
+/// meets both vocabularies in either (a Codex `turn_context` in a file read as Claude,
+/// Claude line types in a legacy Codex file), so both adapters map types through this
+/// one table.
+pub fn kind(ty: &str) -> Option<EntryKind> {
+    Some(match ty {
+        // Claude Code line types.
+        "user" => EntryKind::User,
+        "assistant" => EntryKind::Assistant,
+        "summary" => EntryKind::Summary,
+        "system"
+        | "attachment"
+        | "progress"
+        | "file-history-snapshot"
+        | "queue-operation"
+        | "permission-mode"
+        | "last-prompt"
+        | "custom-title"
+        | "ai-title"
+        | "agent-name"
+        | "mode"
+        | "pr-link"
+        | "frame-link"
+        | "worktree-state"
+        | "relocated"
+        | "started"
+        | "result"
+        | "bridge-session"
+        | "atis-latch" => EntryKind::System,
+        // Codex record types.
+        "session_meta" => EntryKind::Meta,
+        "turn_context" => EntryKind::Context,
+        "response_item" => EntryKind::Tool,
+        "event_msg" => EntryKind::Event,
+        "compacted"
+        | "world_state"
+        | "inter_agent_communication"
+        | "inter_agent_communication_metadata" => EntryKind::Other,
+        _ => return None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

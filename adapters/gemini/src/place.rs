@@ -30,8 +30,6 @@ use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
-
 /// Bytes read at most from `.project_root` (a folder path).
 const PROJECT_ROOT_CAP: u64 = 64 * 1024;
 /// Bytes read at most from `projects.json`.
@@ -47,13 +45,7 @@ const REGISTRY_CAP: u64 = 16 * 1024 * 1024;
 /// );
 /// ```
 pub fn project_hash(folder: &str) -> String {
-    let digest = Sha256::digest(folder.as_bytes());
-    let mut out = String::with_capacity(64);
-    for b in digest {
-        out.push(char::from(b"0123456789abcdef"[usize::from(b >> 4)]));
-        out.push(char::from(b"0123456789abcdef"[usize::from(b & 15)]));
-    }
-    out
+    transcope_core::digest::sha256_hex(folder.as_bytes())
 }
 
 /// Where a session file sits under a `chats` folder.
@@ -206,22 +198,10 @@ pub(crate) fn read_capped(path: &Path, cap: u64) -> Option<String> {
     (text.len() as u64 <= cap).then_some(text)
 }
 
-/// The first line of a file (without its terminator), read with at most `cap` bytes.
+/// The first line of the file at `path` (without its `\n`), read only as far as that
+/// line and never past `cap` bytes (a longer line comes back cut short).
 pub(crate) fn first_line(path: &Path, cap: u64) -> Option<Vec<u8>> {
-    let file = fs::File::open(path).ok()?;
-    let mut head = Vec::new();
-    file.take(cap).read_to_end(&mut head).ok()?;
-    match head.iter().position(|b| *b == b'\n') {
-        Some(end) => head.truncate(end),
-        // A file of one unterminated line (the CLI always ends a record with `\n`,
-        // but a copy may not).
-        None if (head.len() as u64) < cap => {}
-        None => return None,
-    }
-    if head.last() == Some(&b'\r') {
-        head.pop();
-    }
-    Some(head)
+    transcope_adapter_common::head::find_line(path, cap, |l| Some(l.to_vec()))
 }
 
 #[cfg(test)]

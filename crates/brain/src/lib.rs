@@ -3,7 +3,7 @@
 //! Markers found by the marker stage come here to be attributed and delivered, and
 //! nothing here depends on a pipeline:
 //!
-//! * [`writer`]: [`attribute_markers`] through the writing session's own scope log
+//! * [`writer`]: [`Writer::attribute`] through the writing session's own scope log
 //!   (decision 164), the [`BrainConfig`] read from the environment;
 //! * [`body`]: the request body, the marker's attribution, the idempotency key;
 //! * the sinks below, and the outbox drain.
@@ -49,9 +49,7 @@ use serde_json::Value;
 use transcope_core::py;
 
 pub use outbox::{drain, outbox_dir_from_env, DrainReport, OutboxSink, Replay};
-pub use writer::{
-    attribute_markers, legacy_identity, truthy_flag, BrainConfig, DEFAULT_MAX_MARKERS,
-};
+pub use writer::{legacy_identity, truthy_flag, BrainConfig, Writer, DEFAULT_MAX_MARKERS};
 
 /// One marker ready to deliver.
 #[derive(Clone, Debug, PartialEq)]

@@ -1,7 +1,6 @@
 //! The brain-writer outbox (scope-log.md §5.7) and its drain.
 
 use std::fs::{self, OpenOptions};
-use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -221,7 +220,6 @@ impl OutboxSink {
         let now = self.now.unwrap_or_else(Instant::now);
         let name = format!("{}{suffix}", now.to_compact_utc());
         let path = self.dir.join(&name);
-        let tmp = self.dir.join(format!(".{name}.{}.tmp", std::process::id()));
         let mut text = String::new();
         py::write_value(
             &mut text,
@@ -231,22 +229,8 @@ impl OutboxSink {
                 sort_keys: false,
             },
         );
-        {
-            let mut f = OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .mode(0o600)
-                .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-                .open(&tmp)
-                .map_err(io("writing an outbox file"))?;
-            if let Err(e) = f.write_all(text.as_bytes()).and_then(|()| f.sync_all()) {
-                // A full disk: leave no partial temporary behind.
-                let _ = fs::remove_file(&tmp);
-                return Err(io("writing an outbox file")(e));
-            }
-        }
-        fs::rename(&tmp, &path).map_err(io("renaming an outbox file"))?;
+        transcope_jsonl::write_atomic(&path, text.as_bytes(), true)
+            .map_err(io("writing an outbox file"))?;
         if let Some(l) = &mut self.listing {
             l.add(&name);
         }

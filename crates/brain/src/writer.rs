@@ -75,57 +75,78 @@ impl BrainConfig {
     }
 }
 
-/// Attribute `markers` through the writing session's `rows` and build their records
-/// (scope-log.md §5.3–§5.6, decision 164). Returns the records and
-/// `unattributed_session_events_total`.
-#[allow(clippy::too_many_arguments)]
-pub fn attribute_markers<R: ProjectResolver>(
-    home: &Path,
-    session: Option<&str>,
-    markers: &[Marker],
-    rows: &[transcope_scopelog::Row],
-    scope_on: bool,
-    env: &Env,
-    folder: &str,
-    source: &str,
-    resolver: &mut R,
-) -> (Vec<MarkerRecord>, u64) {
-    let mut unattributed = 0;
-    let mut out = Vec::with_capacity(markers.len());
-    for m in markers {
-        let scope: Option<Attribution> = match session {
-            Some(_) => marker_scope(rows, m, None, false, scope_on),
-            // No identity: unknown, unless the marker says fleet (decision 164).
-            None if scope_on => Some(
-                marker_scope(&[], m, None, false, true)
-                    .unwrap_or_else(|| Attribution::bare(Label::Unknown)),
-            ),
-            None => None,
-        };
-        if scope.as_ref().is_some_and(|s| s.label.is_unattributed()) {
-            unattributed += 1;
+/// Who writes markers, and how: what attribution needs besides the markers.
+#[derive(Clone, Copy, Debug)]
+pub struct Writer<'a> {
+    /// The agentihooks home (the session index).
+    pub home: &'a Path,
+    /// The writing session's scope-log key; `None` when none could be established.
+    pub session: Option<&'a str>,
+    /// The event-time scope switch is on.
+    pub scope_on: bool,
+    /// The environment a marker's own folder is resolved with.
+    pub env: &'a Env,
+    /// The live folder (the fallback for a marker with no `cwd`).
+    pub folder: &'a str,
+    /// The body's `source`.
+    pub source: &'a str,
+}
+
+impl Writer<'_> {
+    /// Attribute `markers` through the writing session's `rows` and build their
+    /// records (scope-log.md §5.3–§5.6, decision 164). Returns the records and
+    /// `unattributed_session_events_total`.
+    pub fn attribute<R: ProjectResolver>(
+        &self,
+        markers: &[Marker],
+        rows: &[transcope_scopelog::Row],
+        resolver: &mut R,
+    ) -> (Vec<MarkerRecord>, u64) {
+        let Writer {
+            home,
+            session,
+            scope_on,
+            env,
+            folder,
+            source,
+        } = *self;
+        let mut unattributed = 0;
+        let mut out = Vec::with_capacity(markers.len());
+        for m in markers {
+            let scope: Option<Attribution> = match session {
+                Some(_) => marker_scope(rows, m, None, false, scope_on),
+                // No identity: unknown, unless the marker says fleet (decision 164).
+                None if scope_on => Some(
+                    marker_scope(&[], m, None, false, true)
+                        .unwrap_or_else(|| Attribution::bare(Label::Unknown)),
+                ),
+                None => None,
+            };
+            if scope.as_ref().is_some_and(|s| s.label.is_unattributed()) {
+                unattributed += 1;
+            }
+            let mut look = |attrs: &Map<String, Value>| {
+                legacy_identity(home, session, attrs, folder, env, resolver)
+            };
+            let body = build_body(
+                m,
+                BodyContext {
+                    session,
+                    scope: scope.as_ref(),
+                    live: true,
+                    lookup: &mut look,
+                    source,
+                },
+            );
+            out.push(MarkerRecord {
+                body,
+                content: m.content.clone(),
+                idempotency_key: idempotency_key(session.unwrap_or(""), &m.kind, &m.content),
+                session: session.map(str::to_owned),
+            });
         }
-        let mut look = |attrs: &Map<String, Value>| {
-            legacy_identity(home, session, attrs, folder, env, resolver)
-        };
-        let body = build_body(
-            m,
-            BodyContext {
-                session,
-                scope: scope.as_ref(),
-                live: true,
-                lookup: &mut look,
-                source,
-            },
-        );
-        out.push(MarkerRecord {
-            body,
-            content: m.content.clone(),
-            idempotency_key: idempotency_key(session.unwrap_or(""), &m.kind, &m.content),
-            session: session.map(str::to_owned),
-        });
+        (out, unattributed)
     }
-    (out, unattributed)
 }
 
 /// The preceding identity: the session index's row for the writing session, else the

@@ -110,6 +110,34 @@ pub struct Entry<'a> {
     pub line: u64,
 }
 
+impl Entry<'_> {
+    /// A deep copy that outlives the line it borrowed from.
+    pub fn to_static(&self) -> Entry<'static> {
+        fn own(c: &Option<Cow<'_, str>>) -> Option<Cow<'static, str>> {
+            c.as_ref().map(|s| Cow::Owned(s.to_string()))
+        }
+        Entry {
+            kind: self.kind,
+            time: self.time.clone().into_owned(),
+            cwd: own(&self.cwd),
+            branch: own(&self.branch),
+            session_id: own(&self.session_id),
+            agent_id: own(&self.agent_id),
+            uuid: own(&self.uuid),
+            parent_uuid: own(&self.parent_uuid),
+            logical_parent_uuid: own(&self.logical_parent_uuid),
+            is_sidechain: self.is_sidechain,
+            texts: self
+                .texts
+                .iter()
+                .map(|t| Cow::Owned(t.to_string()))
+                .collect(),
+            offset: self.offset,
+            line: self.line,
+        }
+    }
+}
+
 /// Where a line sits in its file (filled in by the framing layer).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LinePos {

@@ -28,6 +28,7 @@
 #![warn(missing_docs)]
 
 pub mod adapter;
+pub mod digest;
 pub mod entry;
 pub mod env;
 pub mod marker;

@@ -19,7 +19,6 @@ use std::collections::BTreeSet;
 use std::fmt;
 
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 
 use crate::py;
 
@@ -176,12 +175,7 @@ impl Scope {
     /// The SV2-IDN-03 `transition_id`: lowercase hex SHA-256 of
     /// [`Scope::transition_id_input`].
     pub fn transition_id(&self, session_id: &str, at: &str) -> String {
-        let digest = Sha256::digest(self.transition_id_input(session_id, at).as_bytes());
-        let mut hex = String::with_capacity(64);
-        for b in digest {
-            hex.push_str(&format!("{b:02x}"));
-        }
-        hex
+        crate::digest::sha256_hex(self.transition_id_input(session_id, at).as_bytes())
     }
 }
 

@@ -91,14 +91,6 @@ impl<T, S: Sink<T>> Sink<T> for Option<S> {
     }
 }
 
-/// A sink that drops everything (a stage run only for its side effects or counts).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Discard;
-
-impl<T> Sink<T> for Discard {
-    fn push_item(&mut self, _: T) {}
-}
-
 /// What a stage is told about the file it is about to read.
 #[derive(Clone, Copy, Debug)]
 pub struct FileContext<'a> {
@@ -176,86 +168,52 @@ pub trait Stage: EntrySink + Send {
     }
 }
 
-impl<S: Stage + ?Sized> Stage for &mut S {
-    fn name(&self) -> &'static str {
-        (**self).name()
-    }
-    fn begin(&mut self, file: &FileContext<'_>) {
-        (**self).begin(file)
-    }
-    fn finish(&mut self, file: &FileContext<'_>) {
-        (**self).finish(file)
-    }
-    fn failed(&self) -> bool {
-        (**self).failed()
-    }
-    fn prepare(&mut self) -> Value {
-        (**self).prepare()
-    }
-    fn recover(&mut self, token: &Value) -> bool {
-        (**self).recover(token)
-    }
-    fn replay(&mut self, token: &Value) {
-        (**self).replay(token)
-    }
-    fn checkpoint(&self) -> Value {
-        (**self).checkpoint()
-    }
-    fn restore(&mut self, checkpoint: &Value) -> bool {
-        (**self).restore(checkpoint)
-    }
+/// A stage (and an entry sink) behind `&mut` or `Box` is one too: every method goes
+/// through to the pointee.
+macro_rules! through_pointer {
+    ($($ptr:ty),*) => {$(
+        impl<S: EntrySink + ?Sized> EntrySink for $ptr {
+            fn entry(&mut self, e: &Entry<'_>) {
+                (**self).entry(e)
+            }
+            fn wants(&self, p: &Probe<'_>) -> bool {
+                (**self).wants(p)
+            }
+        }
+
+        impl<S: Stage + ?Sized> Stage for $ptr {
+            fn name(&self) -> &'static str {
+                (**self).name()
+            }
+            fn begin(&mut self, file: &FileContext<'_>) {
+                (**self).begin(file)
+            }
+            fn finish(&mut self, file: &FileContext<'_>) {
+                (**self).finish(file)
+            }
+            fn failed(&self) -> bool {
+                (**self).failed()
+            }
+            fn prepare(&mut self) -> Value {
+                (**self).prepare()
+            }
+            fn recover(&mut self, token: &Value) -> bool {
+                (**self).recover(token)
+            }
+            fn replay(&mut self, token: &Value) {
+                (**self).replay(token)
+            }
+            fn checkpoint(&self) -> Value {
+                (**self).checkpoint()
+            }
+            fn restore(&mut self, checkpoint: &Value) -> bool {
+                (**self).restore(checkpoint)
+            }
+        }
+    )*};
 }
 
-impl<S: Stage + ?Sized> Stage for Box<S> {
-    fn name(&self) -> &'static str {
-        (**self).name()
-    }
-    fn begin(&mut self, file: &FileContext<'_>) {
-        (**self).begin(file)
-    }
-    fn finish(&mut self, file: &FileContext<'_>) {
-        (**self).finish(file)
-    }
-    fn failed(&self) -> bool {
-        (**self).failed()
-    }
-    fn prepare(&mut self) -> Value {
-        (**self).prepare()
-    }
-    fn recover(&mut self, token: &Value) -> bool {
-        (**self).recover(token)
-    }
-    fn replay(&mut self, token: &Value) {
-        (**self).replay(token)
-    }
-    fn checkpoint(&self) -> Value {
-        (**self).checkpoint()
-    }
-    fn restore(&mut self, checkpoint: &Value) -> bool {
-        (**self).restore(checkpoint)
-    }
-}
-
-/// The stages of a pipeline, in order: each entry goes to every stage that wants it.
-pub type Stages<'s> = Vec<Box<dyn Stage + 's>>;
-
-impl<S: EntrySink + ?Sized> EntrySink for &mut S {
-    fn entry(&mut self, e: &Entry<'_>) {
-        (**self).entry(e)
-    }
-    fn wants(&self, p: &Probe<'_>) -> bool {
-        (**self).wants(p)
-    }
-}
-
-impl<S: EntrySink + ?Sized> EntrySink for Box<S> {
-    fn entry(&mut self, e: &Entry<'_>) {
-        (**self).entry(e)
-    }
-    fn wants(&self, p: &Probe<'_>) -> bool {
-        (**self).wants(p)
-    }
-}
+through_pointer!(&mut S, Box<S>);
 
 /// `None` wants nothing, so an absent stage never causes a decode.
 impl<S: EntrySink> EntrySink for Option<S> {

@@ -25,7 +25,8 @@
 //! Cursors are written tmp → (fsync) → rename: a crash leaves the old file or the new.
 
 use std::collections::BTreeMap;
-use std::io::{self, Read};
+use std::fs::File;
+use std::io;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -114,29 +115,17 @@ pub fn cursor_path(home: &Path, session: &str, transcript: &Path) -> PathBuf {
     h.update([0]);
     h.update(transcript.as_os_str().as_encoded_bytes());
     let d = h.finalize();
-    cursors_dir(home).join(format!("{}.json", hex(&d[..16])))
+    cursors_dir(home).join(format!("{}.json", transcope_core::digest::hex(&d[..16])))
 }
 
-/// SHA-256 (hex) of the first `len` bytes of the file at `path`.
-pub fn head_fingerprint(path: &Path, len: u64) -> io::Result<String> {
-    // Never blocks: the transcript may have been replaced by a FIFO since it was checked.
-    let (mut f, _) = transcope_jsonl::open_regular(path)?;
-    let mut buf = Vec::with_capacity(len as usize);
-    (&mut f).take(len).read_to_end(&mut buf)?;
-    if (buf.len() as u64) < len {
-        return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "file shrank"));
-    }
-    Ok(hex(&Sha256::digest(&buf)))
-}
-
-/// Lowercase hex of `b`.
-pub fn hex(b: &[u8]) -> String {
-    use std::fmt::Write;
-    let mut s = String::with_capacity(b.len() * 2);
-    for x in b {
-        let _ = write!(s, "{x:02x}");
-    }
-    s
+/// SHA-256 (hex) of the first `len` bytes of the open transcript `file` (read in place,
+/// without moving its position).
+pub fn head_fingerprint(file: &File, len: u64) -> io::Result<String> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = vec![0; len as usize];
+    // A file that shrank below `len` since it was opened is an error (`UnexpectedEof`).
+    file.read_exact_at(&mut buf, 0)?;
+    Ok(transcope_core::digest::hex(&Sha256::digest(&buf)))
 }
 
 /// Load the cursor at `path`; a missing, unreadable or foreign-version file is `None`.
@@ -146,13 +135,12 @@ pub fn load(path: &Path) -> Option<Cursor> {
     (c.version == CURSOR_VERSION).then_some(c)
 }
 
-/// Whether `c` still describes the file at `transcript`: not shorter than the cursor,
-/// same head bytes.
-pub fn still_valid(c: &Cursor, transcript: &Path, size_now: u64) -> bool {
+/// Whether `c` still describes the open transcript `file` (`size_now` bytes): not
+/// shorter than the cursor, same head bytes.
+pub fn still_valid(c: &Cursor, file: &File, size_now: u64) -> bool {
     size_now >= c.offset
         && size_now >= c.head_len
-        && (c.head_len == 0
-            || head_fingerprint(transcript, c.head_len).is_ok_and(|h| h == c.head_sha256))
+        && (c.head_len == 0 || head_fingerprint(file, c.head_len).is_ok_and(|h| h == c.head_sha256))
 }
 
 /// Write `c` to `path` atomically, private to the user; `durable`: fsync first.

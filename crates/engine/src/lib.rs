@@ -90,7 +90,7 @@ use transcope_core::{Entry, TimeValue};
 use transcope_jsonl::{Framer, ReadPolicy};
 
 pub use cursor::{Cursor, Intent};
-pub use scan::{open_regular, Buffers, Resume, ScanError, ScanReport, Tail};
+pub use scan::{open_regular, Buffers, Resume, ScanError, ScanReport, Source, Tail};
 
 /// Where a pipeline keeps its cursors.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -179,8 +179,6 @@ pub struct Request<'a> {
     pub key: Option<&'a str>,
     /// How a whole-file read reads (a growing file is never mapped).
     pub read: ReadPolicy,
-    /// The adapter, when the caller already knows it (else sniffed).
-    pub adapter: Option<&'a str>,
 }
 
 impl<'a> Request<'a> {
@@ -190,7 +188,6 @@ impl<'a> Request<'a> {
             path,
             key,
             read: ReadPolicy::Read,
-            adapter: None,
         }
     }
 
@@ -296,23 +293,21 @@ impl Pipeline {
         buffers: &mut Buffers,
     ) -> Result<Observation, ScanError> {
         let mut obs = Observation::default();
+        // One open serves the cursor's checks, the fingerprint and the read.
+        let (file, size) = open_regular(req.path)?;
         let store = match (&self.inner.cursors, req.key) {
-            (CursorPolicy::Store { home, durable }, Some(key)) => {
-                let (_, size) = open_regular(req.path)?;
-                Some((
-                    cursor::cursor_path(home, key, req.path),
-                    size,
-                    *durable,
-                    key,
-                ))
-            }
+            (CursorPolicy::Store { home, durable }, Some(key)) => Some(Store {
+                file: cursor::cursor_path(home, key, req.path),
+                durable: *durable,
+                key,
+            }),
             _ => None,
         };
         // The saved cursor as it is on disk (what the next intent falls back to), and
         // the cursor this read resumes from, its intent resolved.
         let on_disk: Option<Cursor> = store
             .as_ref()
-            .and_then(|(file, _, _, key)| cursor::load(file).filter(|c| c.session == *key));
+            .and_then(|st| cursor::load(&st.file).filter(|c| c.session == st.key));
         let mut saved = on_disk.clone();
         while let Some(mut c) = saved.take() {
             let Some(intent) = c.intent.take() else {
@@ -335,16 +330,14 @@ impl Pipeline {
             // Not made: the read before it stands (itself perhaps an intent).
             saved = intent.prev;
         }
-        if let Some((_, size, _, _)) = &store {
-            saved = saved.filter(|c| cursor::still_valid(c, req.path, *size));
-        }
-        let mtime = mtime_ns(req.path);
-        let document = saved.as_ref().is_some_and(|c| c.whole);
-        if let (Some(c), Some((_, size, _, _))) = (&saved, &store) {
-            let unchanged = if document {
-                c.size == *size && c.mtime_ns == mtime
+        saved = saved.filter(|c| cursor::still_valid(c, &file, size));
+        // Only a file read whole is told unchanged by its modification time.
+        let saved_mtime = saved.as_ref().filter(|c| c.whole).map(|_| mtime_ns(&file));
+        if let Some(c) = &saved {
+            let unchanged = if c.whole {
+                c.size == size && Some(c.mtime_ns) == saved_mtime
             } else {
-                c.offset == *size
+                c.offset == size
             };
             if unchanged && obs.recovered != Some(true) {
                 obs.up_to_date = true;
@@ -362,26 +355,40 @@ impl Pipeline {
             }
         }
         obs.resumed = saved.is_some();
+        let document = saved.as_ref().is_some_and(|c| c.whole);
         let from = match &saved {
             Some(c) if !document => c.resume(),
             _ => Resume::START,
         };
-        let adapter = req
-            .adapter
-            .or(saved.as_ref().map(|c| c.adapter.as_str()))
-            .and_then(|n| self.inner.registry.by_name(n))
-            .map(|f| f.name());
-        let ctx_adapter = adapter.unwrap_or("");
-        {
-            let ctx = FileContext {
-                path: req.path,
-                key: req.key,
-                adapter: ctx_adapter,
-                resumed: obs.resumed,
-            };
-            for s in stages.iter_mut() {
-                s.begin(&ctx);
-            }
+        // The head's fingerprint for the new cursor: the saved one when it covers the
+        // same bytes (it was just checked), else read now, before the file is read.
+        let head_len = size.min(cursor::FINGERPRINT_BYTES);
+        let head_sha256 = match &saved {
+            Some(c) if c.head_len == head_len => Some(c.head_sha256.clone()),
+            _ if store.is_some() => cursor::head_fingerprint(&file, head_len).ok(),
+            _ => None,
+        };
+        let source = Source::detect(
+            req.path,
+            (file, size),
+            &self.inner.registry,
+            saved.as_ref().map(|c| c.adapter.as_str()),
+            &self.inner.framer,
+        )?;
+        let whole = source.as_ref().is_some_and(Source::whole);
+        let mtime = match (&source, saved_mtime) {
+            (Some(src), None) if whole && store.is_some() => src.modified_ns(),
+            (_, Some(t)) => t,
+            _ => 0,
+        };
+        let ctx = FileContext {
+            path: req.path,
+            key: req.key,
+            adapter: source.as_ref().map_or("", Source::adapter),
+            resumed: obs.resumed,
+        };
+        for s in stages.iter_mut() {
+            s.begin(&ctx);
         }
         let tail = if store.is_some() {
             Tail::DecodeIfComplete
@@ -389,40 +396,32 @@ impl Pipeline {
             Tail::Decode
         };
         let skip = match &saved {
-            Some(c) if document => c.entries,
+            Some(c) if document && whole => c.entries,
             _ => 0,
         };
         let mut fan = Fan {
             stages: &mut *stages,
             skip,
-            given: 0,
-            hash: Sha256::new(),
+            // Only a file read whole is fingerprinted by its entries.
+            hash: whole.then(Sha256::new),
             skipped_hash: None,
         };
-        obs.scan = scan::scan_file_with(
-            req.path,
-            from,
-            &self.inner.registry,
-            adapter,
-            &self.inner.framer,
-            tail,
-            req.read,
-            buffers,
-            &mut fan,
-        )?;
-        let (given, hash, skipped_hash) = (fan.given, fan.hash, fan.skipped_hash);
+        obs.scan = match source {
+            Some(source) => {
+                source.read(from, &self.inner.framer, tail, req.read, buffers, &mut fan)?
+            }
+            None => ScanReport {
+                resume: from,
+                ..ScanReport::default()
+            },
+        };
+        let (hash, skipped_hash) = (fan.hash, fan.skipped_hash);
         // A rewritten document whose first entries changed: read it again whole.
         if let (true, Some(c)) = (document && skip > 0, &saved) {
             if skipped_hash.as_deref() != Some(c.entries_sha256.as_str()) {
                 obs.resumed = false;
             }
         }
-        let ctx = FileContext {
-            path: req.path,
-            key: req.key,
-            adapter: obs.scan.adapter,
-            resumed: obs.resumed,
-        };
         let tokens: BTreeMap<String, Value> = stages
             .iter_mut()
             .map(|s| (s.name().to_owned(), s.prepare()))
@@ -432,23 +431,23 @@ impl Pipeline {
             .iter()
             .map(|s| (s.name().to_owned(), s.checkpoint()))
             .collect();
-        let next = match &store {
-            Some((_, size, _, key)) if !obs.scan.adapter.is_empty() => next_cursor(
+        let next = match (&store, head_sha256) {
+            (Some(st), Some(head_sha256)) if !obs.scan.adapter.is_empty() => next_cursor(
                 Read {
                     path: req.path,
-                    key,
-                    size: *size,
+                    key: st.key,
+                    size,
                     mtime,
-                    document,
+                    head: (head_len, head_sha256),
                 },
                 &obs.scan,
-                (given, hash),
+                hash,
                 checkpoints,
             ),
             _ => None,
         };
         // The intent: what finish is about to make durable, beside both cursors.
-        if let (Some(n), Some((file, _, _, _)), false) = (&next, &store, tokens.is_empty()) {
+        if let (Some(n), Some(st), false) = (&next, &store, tokens.is_empty()) {
             let mut with_intent = n.clone();
             with_intent.intent = Some(Box::new(Intent {
                 // What stands if this read is stopped: the cursor as it was on disk,
@@ -457,7 +456,7 @@ impl Pipeline {
                 tokens,
             }));
             // Not synced: a kill (the case it serves) keeps the page cache.
-            let _ = cursor::save(file, &with_intent, false);
+            let _ = cursor::save(&st.file, &with_intent, false);
         }
         for s in stages.iter_mut() {
             s.finish(&ctx);
@@ -465,10 +464,10 @@ impl Pipeline {
         obs.failed = stages.iter().any(|s| s.failed());
         if obs.failed {
             // Put back what was on disk: these bytes are read again next time.
-            if let Some((file, _, durable, _)) = &store {
+            if let Some(st) = &store {
                 let _ = match &on_disk {
-                    Some(c) => cursor::save(file, c, *durable),
-                    None => std::fs::remove_file(file).or_else(|e| {
+                    Some(c) => cursor::save(&st.file, c, st.durable),
+                    None => std::fs::remove_file(&st.file).or_else(|e| {
                         if e.kind() == std::io::ErrorKind::NotFound {
                             Ok(())
                         } else {
@@ -477,76 +476,64 @@ impl Pipeline {
                     }),
                 };
             }
-        } else {
-            if let (Some(n), Some((file, _, durable, _))) = (next, store) {
-                obs.pending = Some(PendingCursor {
-                    path: file,
-                    cursor: n,
-                    durable,
-                });
-            }
+        } else if let (Some(n), Some(st)) = (next, store) {
+            obs.pending = Some(PendingCursor {
+                path: st.file,
+                cursor: n,
+                durable: st.durable,
+            });
         }
         Ok(obs)
     }
 }
 
-/// What one read was of: the file as it stood, and its framing.
+/// Where one read's cursor lives.
+struct Store<'a> {
+    file: PathBuf,
+    durable: bool,
+    key: &'a str,
+}
+
+/// What one read was of: the file as it stood.
 struct Read<'a> {
     path: &'a Path,
     key: &'a str,
     size: u64,
     mtime: i128,
-    document: bool,
+    /// The head fingerprint's length and SHA-256 (hex).
+    head: (u64, String),
 }
 
-/// The cursor after `scan`: `entries` is how many entries were given and their
-/// fingerprint (for a file read whole).
+/// The cursor after `scan`; `entries` is the fingerprint of the entries given, for a
+/// file read whole (whose cursor counts entries, not bytes).
 fn next_cursor(
     read: Read<'_>,
     scan: &ScanReport,
-    entries: (u64, Sha256),
+    entries: Option<Sha256>,
     stages: BTreeMap<String, Value>,
 ) -> Option<Cursor> {
-    let Read {
-        path,
-        key,
-        size,
-        mtime,
-        document,
-    } = read;
-    let (given, hash) = entries;
-    let whole = document || scan.array;
+    let whole = scan.array;
     if !whole && scan.resume.offset == 0 {
         // Not even a first line is complete: the format was sniffed from part of
         // it. Keep no cursor, so the next read sniffs the whole line.
         return None;
     }
-    let head_len = if whole {
-        0
-    } else {
-        size.min(cursor::FINGERPRINT_BYTES)
-    };
-    let head_sha256 = if whole {
-        String::new()
-    } else {
-        cursor::head_fingerprint(path, head_len).ok()?
-    };
+    let (head_len, head_sha256) = if whole { (0, String::new()) } else { read.head };
     Some(Cursor {
         version: cursor::CURSOR_VERSION,
-        session: key.to_owned(),
-        path: path.display().to_string(),
+        session: read.key.to_owned(),
+        path: read.path.display().to_string(),
         adapter: scan.adapter.to_owned(),
         offset: if whole { 0 } else { scan.resume.offset },
         line: if whole { 1 } else { scan.resume.line },
-        size,
-        mtime_ns: mtime,
+        size: read.size,
+        mtime_ns: read.mtime,
         head_len,
         head_sha256,
-        entries: if whole { given } else { 0 },
-        entries_sha256: if whole {
-            cursor::hex(&hash.finalize())
-        } else {
-            String::new()
+        entries: if whole { scan.entries } else { 0 },
+        entries_sha256: match entries {
+            Some(h) if whole => transcope_core::digest::hex(&h.finalize()),
+            _ => String::new(),
         },
         whole,
         stages,
@@ -554,8 +541,9 @@ fn next_cursor(
     })
 }
 
-fn mtime_ns(path: &Path) -> i128 {
-    std::fs::metadata(path)
+/// The modification time of `file`, in nanoseconds since the epoch (0 when unknown).
+pub(crate) fn mtime_ns(file: &std::fs::File) -> i128 {
+    file.metadata()
         .and_then(|m| m.modified())
         .ok()
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
@@ -563,22 +551,27 @@ fn mtime_ns(path: &Path) -> i128 {
 }
 
 /// Feeds every stage; for a whole-read file resumed from a cursor, drops the entries an
-/// earlier read gave (fingerprinting them, to notice a rewritten start).
+/// earlier read gave (fingerprinting a file read whole, to notice a rewritten start).
 struct Fan<'s, 'a, 'o> {
     stages: &'s mut [&'a mut (dyn Stage + 'o)],
+    /// Entries still to drop.
     skip: u64,
-    given: u64,
-    hash: Sha256,
+    hash: Option<Sha256>,
     skipped_hash: Option<String>,
 }
 
 impl EntrySink for Fan<'_, '_, '_> {
     fn entry(&mut self, e: &Entry<'_>) {
-        self.given += 1;
-        fingerprint(&mut self.hash, e);
-        if self.given <= self.skip {
-            if self.given == self.skip {
-                self.skipped_hash = Some(cursor::hex(&self.hash.clone().finalize()));
+        if let Some(h) = &mut self.hash {
+            fingerprint(h, e);
+        }
+        if self.skip > 0 {
+            self.skip -= 1;
+            if self.skip == 0 {
+                self.skipped_hash = self
+                    .hash
+                    .as_ref()
+                    .map(|h| transcope_core::digest::hex(&h.clone().finalize()));
             }
             return;
         }
@@ -589,7 +582,7 @@ impl EntrySink for Fan<'_, '_, '_> {
 
     fn wants(&self, p: &Probe<'_>) -> bool {
         // While skipping, every entry must be decoded to be counted.
-        self.skip > self.given || self.stages.iter().any(|s| s.wants(p))
+        self.skip > 0 || self.stages.iter().any(|s| s.wants(p))
     }
 }
 

@@ -1,8 +1,10 @@
 //! Reading one transcript into entries: framing, format detection, decoding.
 //!
 //! The reference's loader (scope-log.md §3.2) reads the whole file; a text starting
-//! with `[` is one JSON array of records, anything else is JSON Lines. [`scan_file`]
-//! does the same from a byte offset on, so an incremental read takes only new bytes.
+//! with `[` is one JSON array of records, anything else is JSON Lines. [`Source`]
+//! does the same from a byte offset on, so an incremental read takes only new bytes:
+//! [`Source::detect`] opens the file's head and picks the adapter, [`Source::read`]
+//! decodes.
 //! An adapter whose format is one JSON document per file ([`Framing::Document`]) gets
 //! the whole file as one record, and so does the array form (its records one by one).
 
@@ -11,7 +13,7 @@ use std::io::{self, Read, Seek, SeekFrom};
 use std::path::Path;
 
 use serde_json::value::RawValue;
-use transcope_core::adapter::{Adapter, AdapterRegistry, EntrySink, Framing, Skip};
+use transcope_core::adapter::{Adapter, AdapterFactory, AdapterRegistry, EntrySink, Framing, Skip};
 use transcope_core::LinePos;
 use transcope_jsonl::{with_whole_file, FinalLine, Framer, Line, LineSink, ReadPolicy};
 
@@ -72,8 +74,8 @@ impl ScanReport {
 pub enum Tail {
     /// Decode it (a whole-file read, as the reference does).
     Decode,
-    /// Decode it only when it is a complete JSON value, but do not move the resume
-    /// point past it (an agent may still be writing the line).
+    /// Decode it only when it is a complete JSON value (an agent may still be writing
+    /// an incomplete one, which is left for the next read); a decoded one is consumed.
     DecodeIfComplete,
     /// Leave it for the next read.
     Hold,
@@ -282,7 +284,8 @@ pub enum ScanError {
     NotAFile(String),
 }
 
-/// Open `path` for reading only if it is a regular file (never blocks on a FIFO).
+/// Open `path` for reading only if it is a regular file (never blocks on a FIFO), with
+/// its size as opened.
 pub fn open_regular(path: &Path) -> Result<(File, u64), ScanError> {
     transcope_jsonl::open_regular(path).map_err(|source| {
         if source.kind() == io::ErrorKind::InvalidInput {
@@ -296,164 +299,208 @@ pub fn open_regular(path: &Path) -> Result<(File, u64), ScanError> {
     })
 }
 
-/// Read `path` from `from.offset` to its end (as it is now) and decode it.
-/// `adapter` is chosen by `registry` from the file's first non-empty line unless given.
-/// `policy` applies to whole-file reads (`from` at the start); an incremental read
-/// always reads.
-#[allow(clippy::too_many_arguments)]
-pub fn scan_file(
-    path: &Path,
-    from: Resume,
-    registry: &AdapterRegistry,
-    adapter_name: Option<&str>,
-    framer: &Framer,
-    tail: Tail,
-    buffers: &mut Buffers,
-    sink: &mut dyn EntrySink,
-) -> Result<ScanReport, ScanError> {
-    scan_file_with(
-        path,
-        from,
-        registry,
-        adapter_name,
-        framer,
-        tail,
-        ReadPolicy::Read,
-        buffers,
-        sink,
-    )
+/// A transcript opened and its format detected: everything a read must know before
+/// it reads (the adapter, and whether the file can only be read whole), from one open
+/// and one read of the head.
+pub struct Source<'a> {
+    path: &'a Path,
+    file: File,
+    size: u64,
+    head: Vec<u8>,
+    factory: &'a dyn AdapterFactory,
+    document: bool,
+    array: bool,
 }
 
-/// [`scan_file`] with an explicit read policy for whole-file reads.
-///
-/// Lines are streamed through the reusable buffer in `buffers` (memory stays bounded
-/// by the buffer and the longest line) unless `policy` maps the file; a file in the
-/// reference's JSON-array form is read whole, and skipped (counted as oversized) when
-/// it is larger than the framer's line cap.
-#[allow(clippy::too_many_arguments)]
-pub fn scan_file_with(
+impl<'a> Source<'a> {
+    /// Detect the format of `file` (opened from `path`, `size` bytes): the adapter
+    /// named `adapter` when the registry has it, else the one `registry` picks from
+    /// the first non-empty line. `None` when no adapter claims the file.
+    pub fn detect(
+        path: &'a Path,
+        (file, size): (File, u64),
+        registry: &'a AdapterRegistry,
+        adapter: Option<&str>,
+        framer: &Framer,
+    ) -> Result<Option<Source<'a>>, ScanError> {
+        // The first non-empty line decides the format (and the JSON-array form).
+        let head = read_head(&file, size, framer.max_line()).map_err(io_error(path))?;
+        let factory = match adapter.and_then(|n| registry.by_name(n)) {
+            Some(f) => Some(f),
+            None => registry.detect(path, first_line(&head)),
+        };
+        Ok(factory.map(|factory| Source {
+            path,
+            document: factory.framing(path) == Framing::Document,
+            array: trim(&head).first() == Some(&b'['),
+            file,
+            size,
+            head,
+            factory,
+        }))
+    }
+
+    /// The adapter's name.
+    pub fn adapter(&self) -> &'static str {
+        self.factory.name()
+    }
+
+    /// The file's modification time (nanoseconds since the epoch).
+    pub fn modified_ns(&self) -> i128 {
+        crate::mtime_ns(&self.file)
+    }
+
+    /// The file can only be read whole: one document, or the JSON-array form.
+    pub fn whole(&self) -> bool {
+        self.document || self.array
+    }
+
+    /// Read the file from `from.offset` to its end (as it is now) and decode it into
+    /// `sink`. `policy` applies to whole-file reads (`from` at the start); an
+    /// incremental read always reads.
+    ///
+    /// Lines are streamed through the reusable buffer in `buffers` (memory stays
+    /// bounded by the buffer and the longest line) unless `policy` maps the file. A
+    /// file read whole (one document, or the reference's JSON-array form) is held to
+    /// the framer's line cap like any one record: a larger one is skipped and counted
+    /// as oversized, so a hostile file cannot take memory without bound.
+    pub fn read(
+        self,
+        from: Resume,
+        framer: &Framer,
+        tail: Tail,
+        policy: ReadPolicy,
+        buffers: &mut Buffers,
+        sink: &mut dyn EntrySink,
+    ) -> Result<ScanReport, ScanError> {
+        let Source {
+            path,
+            mut file,
+            size,
+            head,
+            factory,
+            document,
+            array,
+        } = self;
+        let io = io_error(path);
+        let mut report = ScanReport {
+            adapter: factory.name(),
+            resume: from,
+            ..ScanReport::default()
+        };
+        let mut adapter = factory.build();
+        adapter.open(path);
+        let array = !document && from.offset == 0 && array;
+        if document || array {
+            report.array = true;
+            if size > framer.max_line() as u64 {
+                report.oversized += 1;
+                return Ok(report);
+            }
+        } else if from.offset > 0 {
+            // Resuming: let the adapter see the file's first record (a legacy Codex
+            // header decides how the rest is read).
+            let _ = adapter.decode(
+                first_line(&head),
+                LinePos { offset: 0, line: 1 },
+                &mut transcope_core::adapter::from_fn(|_: &transcope_core::Entry<'_>| {}),
+            );
+        }
+        let mapped = match policy {
+            ReadPolicy::Read | ReadPolicy::Auto { growing: true } => false,
+            ReadPolicy::Mmap => true,
+            ReadPolicy::Auto { growing: false } => size >= transcope_jsonl::MMAP_THRESHOLD,
+        };
+        let data = &mut buffers.data;
+        if document || array || (from.offset == 0 && mapped) {
+            let policy = if document || array {
+                ReadPolicy::Read
+            } else {
+                policy
+            };
+            drop(file);
+            with_whole_file(path, policy, data, size, |bytes| {
+                if document {
+                    report.bytes += bytes.len() as u64;
+                    decode_one(bytes, 0, 1, adapter.as_mut(), sink, &mut report);
+                } else {
+                    scan_slice(
+                        bytes,
+                        from,
+                        adapter.as_mut(),
+                        framer,
+                        tail,
+                        sink,
+                        &mut report,
+                    )
+                }
+            })
+            .map_err(&io)?;
+        } else {
+            file.seek(SeekFrom::Start(from.offset)).map_err(&io)?;
+            let len = size.saturating_sub(from.offset);
+            report.bytes += len;
+            let summary = tail
+                .framer(framer)
+                .frame_reader(
+                    (&mut file).take(len),
+                    data,
+                    from.offset,
+                    from.line,
+                    Decoder {
+                        adapter: adapter.as_mut(),
+                        sink,
+                        report: &mut report,
+                        tail,
+                    },
+                )
+                .map_err(|e| match e {
+                    transcope_jsonl::Error::Io { source, .. } => io(source),
+                    other => io(std::io::Error::other(other.to_string())),
+                })?;
+            report.oversized += summary.oversized;
+            report.resume = resume_after(
+                from,
+                summary.bytes_consumed,
+                summary.lines_consumed,
+                &report,
+            );
+        }
+        if data.capacity() > 64 * 1024 * 1024 {
+            *data = Vec::new();
+        }
+        Ok(report)
+    }
+}
+
+fn io_error(path: &Path) -> impl Fn(io::Error) -> ScanError + '_ {
+    move |source| ScanError::Io {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+/// The whole file at `path`, decoded by the adapter `registry` detects, as the
+/// reference reads it (the last line decoded whether or not it ends with a newline).
+/// An empty report when no adapter claims the file.
+pub fn scan_path(
     path: &Path,
-    from: Resume,
     registry: &AdapterRegistry,
-    adapter_name: Option<&str>,
-    framer: &Framer,
-    tail: Tail,
-    policy: ReadPolicy,
     buffers: &mut Buffers,
     sink: &mut dyn EntrySink,
 ) -> Result<ScanReport, ScanError> {
-    let (mut file, size) = open_regular(path)?;
-    let io = |source| ScanError::Io {
-        path: path.display().to_string(),
-        source,
-    };
-    let mut report = ScanReport {
-        resume: from,
-        ..ScanReport::default()
-    };
-    // The first non-empty line decides the format (and the JSON-array form).
-    let head = read_head(&file, size, framer.max_line()).map_err(io)?;
-    let factory = match adapter_name.and_then(|n| registry.by_name(n)) {
-        Some(f) => Some(f),
-        None => registry.detect(path, first_line(&head)),
-    };
-    let Some(factory) = factory else {
-        return Ok(report);
-    };
-    report.adapter = factory.name();
-    let mut adapter = factory.build();
-    adapter.open(path);
-    if factory.framing(path) == Framing::Document {
-        // One document: read whole (held to the line cap like any one record).
-        report.array = true;
-        if size > framer.max_line() as u64 {
-            report.oversized += 1;
-            return Ok(report);
-        }
-        drop(file);
-        let data = &mut buffers.data;
-        with_whole_file(path, ReadPolicy::Read, data, size, |bytes| {
-            report.bytes += bytes.len() as u64;
-            decode_one(bytes, 0, 1, adapter.as_mut(), sink, &mut report);
-        })
-        .map_err(io)?;
-        report.resume = Resume::START;
-        return Ok(report);
+    let framer = Framer::default();
+    match Source::detect(path, open_regular(path)?, registry, None, &framer)? {
+        Some(source) => source.read(
+            Resume::START,
+            &framer,
+            Tail::Decode,
+            ReadPolicy::Read,
+            buffers,
+            sink,
+        ),
+        None => Ok(ScanReport::default()),
     }
-    if from.offset > 0 {
-        // Resuming: let the adapter see the file's first record (a legacy Codex
-        // header decides how the rest is read).
-        let fl = first_line(&head);
-        let _ = adapter.decode(
-            fl,
-            LinePos { offset: 0, line: 1 },
-            &mut transcope_core::adapter::from_fn(|_: &transcope_core::Entry<'_>| {}),
-        );
-    }
-    let array = from.offset == 0 && trim(&head).first() == Some(&b'[');
-    if array && size > framer.max_line() as u64 {
-        // The JSON-array form is one value that can only be read whole: it is held to
-        // the line cap like any one record, so a hostile file cannot take memory
-        // without bound. Skipped and counted as oversized.
-        report.array = true;
-        report.oversized += 1;
-        return Ok(report);
-    }
-    let mapped = match policy {
-        ReadPolicy::Read | ReadPolicy::Auto { growing: true } => false,
-        ReadPolicy::Mmap => true,
-        ReadPolicy::Auto { growing: false } => size >= transcope_jsonl::MMAP_THRESHOLD,
-    };
-    let data = &mut buffers.data;
-    if array || (from.offset == 0 && mapped) {
-        let policy = if array { ReadPolicy::Read } else { policy };
-        drop(file);
-        with_whole_file(path, policy, data, size, |bytes| {
-            scan_slice(
-                bytes,
-                from,
-                adapter.as_mut(),
-                framer,
-                tail,
-                sink,
-                &mut report,
-            )
-        })
-        .map_err(io)?;
-    } else {
-        file.seek(SeekFrom::Start(from.offset)).map_err(io)?;
-        let len = size.saturating_sub(from.offset);
-        report.bytes += len;
-        let summary = tail
-            .framer(framer)
-            .frame_reader(
-                (&mut file).take(len),
-                data,
-                from.offset,
-                from.line,
-                Decoder {
-                    adapter: adapter.as_mut(),
-                    sink,
-                    report: &mut report,
-                    tail,
-                },
-            )
-            .map_err(|e| match e {
-                transcope_jsonl::Error::Io { source, .. } => io(source),
-                other => io(std::io::Error::other(other.to_string())),
-            })?;
-        report.oversized += summary.oversized;
-        report.resume = resume_after(
-            from,
-            summary.bytes_consumed,
-            summary.lines_consumed,
-            &report,
-        );
-    }
-    if data.capacity() > 64 * 1024 * 1024 {
-        *data = Vec::new();
-    }
-    Ok(report)
 }
 
 /// The file's first bytes, up to and including its first non-empty line (bounded).

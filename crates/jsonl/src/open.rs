@@ -49,35 +49,46 @@ pub fn read_private(path: &Path) -> io::Result<Vec<u8>> {
     Ok(buf)
 }
 
-/// Replace `path` with `bytes` atomically (temporary file in the same folder, then
-/// rename), creating the folder (`0700`) when missing. `durable`: `fsync` the file
-/// before the rename (a batch that syncs once at its end passes `false`). A failed
-/// write leaves no temporary file behind.
+/// Replace `path` with `bytes` atomically (temporary file `.<name>.<pid>.tmp` in the
+/// same folder, then rename), creating the folder (`0700`) only when it is missing.
+/// `durable`: `fsync` the file before the rename (a batch that syncs once at its end
+/// passes `false`). A failed write leaves no temporary file behind.
 pub fn write_atomic(path: &Path, bytes: &[u8], durable: bool) -> io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
+    // The process id, asked of the kernel once (a backfill writes a file per
+    // transcript).
+    static PID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
     let tmp = dir.join(format!(
         ".{}.{}.tmp",
         path.file_name().and_then(|n| n.to_str()).unwrap_or("file"),
-        std::process::id()
+        PID.get_or_init(std::process::id)
     ));
-    let written = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(&tmp)
-        .and_then(|mut f| {
-            f.write_all(bytes)?;
-            if durable {
-                f.sync_all()?;
-            }
-            Ok(())
-        });
+    let create = || {
+        OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(&tmp)
+    };
+    let file = match create() {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)?;
+            create()
+        }
+        opened => opened,
+    };
+    let written = file.and_then(|mut f| {
+        f.write_all(bytes)?;
+        if durable {
+            f.sync_all()?;
+        }
+        Ok(())
+    });
     if let Err(e) = written {
         let _ = fs::remove_file(&tmp);
         return Err(e);

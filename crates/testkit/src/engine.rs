@@ -6,11 +6,12 @@ use std::path::Path;
 use transcope_core::adapter::AdapterRegistry;
 use transcope_engine::{CursorPolicy, Pipeline};
 
-/// Claude (the fallback) then Codex, as the binary registers them.
+/// Claude (the fallback), Codex, then Gemini CLI, as the binary registers them.
 pub fn adapters() -> AdapterRegistry {
     let mut r = AdapterRegistry::new();
     r.register(Box::new(transcope_adapter_claude::ClaudeFactory));
     r.register(Box::new(transcope_adapter_codex::CodexFactory));
+    r.register(Box::new(transcope_adapter_gemini::GeminiFactory));
     r
 }
 

@@ -61,8 +61,7 @@ use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rayon::prelude::*;
-use transcope_brain::attribute_markers;
-use transcope_brain::{OutboxSink, Sink};
+use transcope_brain::{OutboxSink, Sink, Writer};
 use transcope_change_detect::{Env, NoProjects, ProjectResolver};
 use transcope_core::Stage;
 use transcope_engine::{Buffers, Pipeline};
@@ -509,17 +508,15 @@ fn process_file(
         return o;
     }
     let rows = log.transitions();
-    let (records, unattributed) = attribute_markers(
-        &opts.home,
-        Some(key),
-        &markers,
-        &rows,
-        true,
-        &opts.env,
-        "",
-        "agent",
-        &mut w.resolver,
-    );
+    let writer = Writer {
+        home: &opts.home,
+        session: Some(key),
+        scope_on: true,
+        env: &opts.env,
+        folder: "",
+        source: "agent",
+    };
+    let (records, unattributed) = writer.attribute(&markers, &rows, &mut w.resolver);
     o.markers = records.len() as u64;
     o.unattributed = unattributed;
     match destination {

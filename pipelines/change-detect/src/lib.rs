@@ -2,8 +2,9 @@
 //!
 //! [`ChangeDetect`] is the stateful stage of the pipeline (`observe_transcript` in the
 //! reference, scope-log.md §3.2). It is built once per transcript with
-//! [`ChangeDetect::begin`], which reads the session's scope log for the instant of the
-//! latest transition (`after`) and the (folder, branch) pair it names (`seen`); it is
+//! [`ChangeDetect::begin`], which reads the session's scope log (when first needed)
+//! for the instant of the latest transition (`after`) and the (folder, branch) pair it
+//! names (`seen`); it is
 //! then fed [`Entry`] values in file order with [`ChangeDetect::entry`], and
 //! [`ChangeDetect::finish`] reports what was recorded.
 //!
@@ -88,8 +89,12 @@ pub struct Outcome {
 
 /// The stateful change-detection stage over one transcript.
 pub struct ChangeDetect<'a, R: ProjectResolver> {
-    /// The batch; `None` once finished.
+    log: &'a ScopeLog,
+    /// The batch, opened (reading the log) when first needed; `None` before that and
+    /// once finished.
     txn: Option<Transaction<'a>>,
+    /// The log has been read (`after` and `seen` are its).
+    loaded: bool,
     env: &'a Env,
     resolver: R,
     after: Option<Instant>,
@@ -109,40 +114,44 @@ fn last_id(rows: &[transcope_scopelog::Row]) -> Option<&str> {
 }
 
 impl<'a, R: ProjectResolver> ChangeDetect<'a, R> {
-    /// Start a run: read `after` and `seen` from the log. Accepted transitions are
-    /// held in a [`Transaction`] and written in one piece by [`ChangeDetect::finish`].
+    /// Start a run over `log`: `after` and `seen` are read from it when the run first
+    /// needs them (a pipeline that finds nothing new never reads the log). Accepted
+    /// transitions are held in a [`Transaction`] and written in one piece by
+    /// [`ChangeDetect::finish`].
     pub fn begin(log: &'a ScopeLog, env: &'a Env, resolver: R) -> Self {
-        let txn = log.transaction();
-        let (after_raw, seen) = match txn.rows().last() {
-            Some(last) => (
-                last.get("at").and_then(Value::as_str).map(str::to_owned),
-                Some(Seen {
-                    cwd: last.get("cwd").cloned().unwrap_or(Value::Null),
-                    branch: last.get("branch").cloned().unwrap_or(Value::Null),
-                }),
-            ),
-            None => (None, None),
-        };
         ChangeDetect {
-            txn: Some(txn),
+            log,
+            txn: None,
+            loaded: false,
             env,
             resolver,
-            after: after_raw.as_deref().and_then(timestamp::parse),
-            after_raw,
-            seen,
+            after: None,
+            after_raw: None,
+            seen: None,
             out: Outcome::default(),
         }
     }
 
-    /// What the run has done so far (complete after [`Stage::finish`]).
-    ///
-    /// [`Stage::finish`]: transcope_core::Stage::finish
-    pub fn outcome(&self) -> &Outcome {
-        &self.out
+    /// Read the log, once: `after` and `seen` from its last row.
+    fn load(&mut self) {
+        if std::mem::replace(&mut self.loaded, true) {
+            return;
+        }
+        let txn = self.log.transaction();
+        if let Some(last) = txn.rows().last() {
+            self.after_raw = last.get("at").and_then(Value::as_str).map(str::to_owned);
+            self.after = self.after_raw.as_deref().and_then(timestamp::parse);
+            self.seen = Some(Seen {
+                cwd: last.get("cwd").cloned().unwrap_or(Value::Null),
+                branch: last.get("branch").cloned().unwrap_or(Value::Null),
+            });
+        }
+        self.txn = Some(txn);
     }
 
     /// Feed one entry, in file order.
     pub fn entry(&mut self, e: &Entry<'_>) {
+        self.load();
         self.out.entries += 1;
         let Some(folder) = e.cwd.as_deref().filter(|f| !f.is_empty()) else {
             return;
@@ -211,6 +220,7 @@ impl<'a, R: ProjectResolver> ChangeDetect<'a, R> {
     }
 
     fn commit(&mut self) {
+        self.load();
         self.out.seen = self.seen.clone();
         if let Some(txn) = self.txn.take() {
             if let Err(err) = txn.commit() {
@@ -244,10 +254,15 @@ impl<R: ProjectResolver + Send> transcope_core::Stage for ChangeDetect<'_, R> {
             .map_or(Value::Null, |w| Value::String(w.transition_id.clone()))
     }
 
+    fn begin(&mut self, _: &transcope_core::FileContext<'_>) {
+        self.load();
+    }
+
     fn recover(&mut self, token: &Value) -> bool {
         let Some(id) = token.as_str() else {
             return false;
         };
+        self.load();
         self.txn.as_ref().is_some_and(|t| {
             t.rows()
                 .iter()
@@ -279,6 +294,7 @@ impl<R: ProjectResolver + Send> transcope_core::Stage for ChangeDetect<'_, R> {
         let Some(o) = v.as_object() else {
             return false;
         };
+        self.load();
         let rows = self.txn.as_ref().map_or(&[][..], |t| t.rows());
         // A log that has moved on since (session start recorded a launch scope, another
         // writer) is the truth: keep the state read from it.

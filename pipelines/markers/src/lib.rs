@@ -119,7 +119,7 @@ pub struct MarkerStage {
     /// was still open when a read ended ([`Stage::prepare`]); never handed on again.
     ///
     /// [`Stage::prepare`]: transcope_core::Stage::prepare
-    emitted: Vec<u64>,
+    emitted: std::collections::BTreeSet<u64>,
 }
 
 impl EntrySink for MarkerStage {
@@ -178,16 +178,14 @@ impl MarkerStage {
         } else {
             parse::blocks_settled(&self.window)
         };
-        for b in blocks {
-            let abs = self.base + b.start as u64;
-            if self.emitted.contains(&abs) {
-                continue;
-            }
-            if let Some(mut m) = marker_of(&b) {
-                m.at = time_at(&self.records, b.start);
-                self.found.push(m);
-            }
-        }
+        keep(
+            &blocks,
+            &self.records,
+            self.base,
+            &mut self.emitted,
+            &mut self.found,
+            false,
+        );
         match rest {
             None => {
                 self.base += self.window.len() as u64;
@@ -206,8 +204,7 @@ impl MarkerStage {
                 }
                 self.window.drain(..from);
                 self.base += from as u64;
-                let base = self.base;
-                self.emitted.retain(|a| *a >= base);
+                self.emitted = self.emitted.split_off(&self.base);
                 self.open = true;
                 self.scanned = self.window.len();
             }
@@ -232,17 +229,15 @@ impl MarkerStage {
         if !self.open {
             return;
         }
-        for b in parse::blocks(&self.window) {
-            let abs = self.base + b.start as u64;
-            if self.emitted.contains(&abs) {
-                continue;
-            }
-            if let Some(mut m) = marker_of(&b) {
-                m.at = time_at(&self.records, b.start);
-                self.found.push(m);
-                self.emitted.push(abs);
-            }
-        }
+        let blocks = parse::blocks(&self.window);
+        keep(
+            &blocks,
+            &self.records,
+            self.base,
+            &mut self.emitted,
+            &mut self.found,
+            true,
+        );
     }
 
     /// Settle what is left; keep the first `max` markers when given.
@@ -254,6 +249,33 @@ impl MarkerStage {
             self.found.truncate(n);
         }
         self.found
+    }
+}
+
+/// Push the markers of `blocks` (found in a window starting at `base` of the whole
+/// text, its records at `records`) that were not handed on already; `remember`: they
+/// come from inside a block still open, and must not be handed on again when it
+/// settles.
+fn keep(
+    blocks: &[parse::Block<'_>],
+    records: &[(usize, TimeValue<'static>)],
+    base: u64,
+    emitted: &mut std::collections::BTreeSet<u64>,
+    found: &mut Vec<Marker>,
+    remember: bool,
+) {
+    for b in blocks {
+        let abs = base + b.start as u64;
+        if emitted.contains(&abs) {
+            continue;
+        }
+        if let Some(mut m) = marker_of(b) {
+            m.at = time_at(records, b.start);
+            found.push(m);
+            if remember {
+                emitted.insert(abs);
+            }
+        }
     }
 }
 

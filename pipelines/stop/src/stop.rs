@@ -6,8 +6,8 @@ use std::path::Path;
 
 use serde_json::{json, Map, Value};
 use transcope_brain::{
-    attribute_markers, drain, legacy_identity, BrainClient, BrainConfig, Delivery, DrainReport,
-    HttpSink, MarkerRecord, OutboxSink, Sink, DEFAULT_TIMEOUT,
+    drain, legacy_identity, BrainClient, BrainConfig, Delivery, DrainReport, HttpSink,
+    MarkerRecord, OutboxSink, Sink, Writer, DEFAULT_TIMEOUT,
 };
 use transcope_change_detect::{scope_enabled, Env, ProjectResolver};
 use transcope_core::{Instant, Marker, Stage};
@@ -149,8 +149,12 @@ pub fn run_stop<R: ProjectResolver + Send>(
             markers.truncate(brain.max_markers);
         }
     }
-    // 4. Attribution through the writing session's own log, read once.
-    let rows = log.as_ref().map(|l| l.transitions()).unwrap_or_default();
+    // 4. Attribution through the writing session's own log, read once (and not at all
+    // when there is nothing to attribute: the common Stop).
+    let rows = match &log {
+        Some(l) if !markers.is_empty() => l.transitions(),
+        _ => Vec::new(),
+    };
     let mut owned_sink;
     let sink: &mut dyn Sink = match sink {
         Some(s) => s,
@@ -163,17 +167,15 @@ pub fn run_stop<R: ProjectResolver + Send>(
             &mut owned_sink
         }
     };
-    let (records, unattributed) = attribute_markers(
+    let writer = Writer {
         home,
-        input.session,
-        &markers,
-        &rows,
+        session: input.session,
         scope_on,
         env,
-        &brain.folder,
-        &brain.source,
-        &mut resolver,
-    );
+        folder: &brain.folder,
+        source: &brain.source,
+    };
+    let (records, unattributed) = writer.attribute(&markers, &rows, &mut resolver);
     sum.unattributed = unattributed;
     let mut delivered_all = true;
     for rec in records {

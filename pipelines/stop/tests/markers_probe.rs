@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use transcope_core::adapter::{may_open_marker, EntrySink, Probe};
 use transcope_core::{Entry, TimeValue};
-use transcope_engine::scan::{scan_file, Buffers, Resume, Tail};
+use transcope_engine::scan::{scan_path, Buffers};
 use transcope_markers::{markers_joined, Marker, MarkerStage};
 
 /// The reference's way: every entry decoded, every text kept, one scan at the end.
@@ -36,17 +36,7 @@ fn markers(path: &Path, everything: bool) -> Vec<Marker> {
     let registry = transcope_testkit::engine::adapters();
     let mut buffers = Buffers::default();
     let scan = |sink: &mut dyn EntrySink, buffers: &mut Buffers| {
-        scan_file(
-            path,
-            Resume::START,
-            &registry,
-            None,
-            &Default::default(),
-            Tail::Decode,
-            buffers,
-            sink,
-        )
-        .unwrap();
+        scan_path(path, &registry, buffers, sink).unwrap();
     };
     if everything {
         let mut all = Everything::default();

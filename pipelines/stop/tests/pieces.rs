@@ -10,19 +10,11 @@ use std::path::Path;
 
 use transcope_change_detect::{Env, NoProjects};
 use transcope_core::Marker;
-use transcope_engine::{Buffers, Pipeline};
+use transcope_engine::Buffers;
 use transcope_markers::MarkerStage;
 use transcope_scopelog::ScopeLog;
 use transcope_stop::observe::{observe_deferred, Observe};
 use transcope_testkit::Rng;
-
-fn pipeline(home: &Path) -> Pipeline {
-    let mut r = transcope_testkit::engine::adapters();
-    r.register(Box::new(transcope_adapter_gemini::GeminiFactory));
-    Pipeline::builder(r)
-        .cursors(transcope_engine::CursorPolicy::store(home))
-        .build()
-}
 
 /// One observation of `t` for session `s` under `home`: (transitions written, markers).
 fn observe_once(home: &Path, s: &str, t: &Path) -> (u64, Vec<Marker>) {
@@ -30,7 +22,7 @@ fn observe_once(home: &Path, s: &str, t: &Path) -> (u64, Vec<Marker>) {
     let env = Env::new();
     let mut markers = MarkerStage::default();
     let (r, pending) = observe_deferred(
-        &pipeline(home),
+        &transcope_testkit::engine::pipeline(home),
         &Observe::new(&log, t, &env),
         NoProjects,
         &mut Buffers::default(),

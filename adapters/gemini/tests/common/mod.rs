@@ -2,7 +2,6 @@
 //! document once or each line), collecting owned entries and the skips.
 #![allow(dead_code)]
 
-use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 use transcope_adapter_gemini::GeminiFactory;
@@ -25,24 +24,7 @@ pub fn public(rel: &str) -> PathBuf {
 
 /// An entry with every borrow made owned.
 pub fn owned(e: &Entry<'_>) -> Entry<'static> {
-    fn own(c: &Option<Cow<'_, str>>) -> Option<Cow<'static, str>> {
-        c.as_ref().map(|s| Cow::Owned(s.to_string()))
-    }
-    Entry {
-        kind: e.kind,
-        time: e.time.clone().into_owned(),
-        cwd: own(&e.cwd),
-        branch: own(&e.branch),
-        session_id: own(&e.session_id),
-        agent_id: own(&e.agent_id),
-        uuid: own(&e.uuid),
-        parent_uuid: own(&e.parent_uuid),
-        logical_parent_uuid: own(&e.logical_parent_uuid),
-        is_sidechain: e.is_sidechain,
-        texts: e.texts.iter().map(|t| Cow::Owned(t.to_string())).collect(),
-        offset: e.offset,
-        line: e.line,
-    }
+    e.to_static()
 }
 
 /// Decode `data` as the file at `path`, by the factory's framing.
