@@ -56,6 +56,18 @@ def peak_rss_kb(cmd, stdin=None):
     return int(p.stderr.decode().strip().splitlines()[-1])
 
 
+# BASELINE=path: a transcope binary of an earlier build, timed in the same run (its
+# runs alternate with this build's), each transcope case reported for both with the
+# ratio of the medians.
+BASELINE = os.environ.get("BASELINE")
+
+
+def row(label, ts, nbytes, rss):
+    med = statistics.median(ts)
+    return {"case": label, "median_ms": med * 1e3, "min_ms": min(ts) * 1e3, "max_ms": max(ts) * 1e3,
+            "gbps": nbytes / med / 1e9 if nbytes else None, "rss_kb": rss}
+
+
 def series(label, make_cmd, nbytes, runs=RUNS, stdin=None, fresh_home=False):
     ts = []
     for i in range(runs + 1):
@@ -66,9 +78,33 @@ def series(label, make_cmd, nbytes, runs=RUNS, stdin=None, fresh_home=False):
             rss = peak_rss_kb(make_cmd(home), stdin=stdin)
         if home:
             shutil.rmtree(home, ignore_errors=True)
-    med = statistics.median(ts)
-    return {"case": label, "median_ms": med * 1e3, "min_ms": min(ts) * 1e3, "max_ms": max(ts) * 1e3,
-            "gbps": nbytes / med / 1e9 if nbytes else None, "rss_kb": rss}
+    return row(label, ts, nbytes, rss)
+
+
+def compared(label, make_cmd, nbytes, runs=RUNS, stdin=None, fresh_home=False, warm=None):
+    """`make_cmd(bin, home)` for this build and, with BASELINE, the baseline, runs
+    alternating; `warm(bin)` gives a prepared home per binary instead of a fresh one."""
+    bins = [BIN] + ([BASELINE] if BASELINE else [])
+    homes = {b: warm(b) for b in bins} if warm else {}
+    ts = {b: [] for b in bins}
+    rss = {}
+    for i in range(runs + 1):
+        for b in bins:
+            home = tempfile.mkdtemp(dir=HOMES) if fresh_home else homes.get(b)
+            if i < runs:
+                ts[b].append(run(make_cmd(b, home), stdin=stdin))
+            else:
+                rss[b] = peak_rss_kb(make_cmd(b, home), stdin=stdin)
+            if fresh_home:
+                shutil.rmtree(home, ignore_errors=True)
+    for h in homes.values():
+        shutil.rmtree(h, ignore_errors=True)
+    out = [row(label, ts[BIN], nbytes, rss[BIN])]
+    if BASELINE:
+        base = row(label + " [baseline]", ts[BASELINE], nbytes, rss[BASELINE])
+        out[0]["vs_baseline"] = out[0]["median_ms"] / base["median_ms"]
+        out.append(base)
+    return out
 
 
 def main():
@@ -92,15 +128,15 @@ def main():
         series("wc -l", lambda h: ["wc", "-l"] + files, nbytes),
     ]
     for jobs in (1, 2):
-        rows.append(series(f"backfill --jobs {jobs} --no-markers",
-                           lambda h, j=jobs: [BIN, "--home", h, "backfill", "--jobs", str(j), "--no-markers", "--json"] + srcs,
-                           nbytes, fresh_home=True))
-    rows.append(series("backfill --jobs 2 (markers to NDJSON)",
-                       lambda h: [BIN, "--home", h, "backfill", "--jobs", "2", "--json", "--markers-out", os.path.join(h, "m.ndjson")] + srcs,
-                       nbytes, fresh_home=True))
-    rows.append(series("backfill --jobs 2 (markers to the outbox, the default)",
-                       lambda h: [BIN, "--home", h, "backfill", "--jobs", "2", "--json"] + srcs,
-                       nbytes, fresh_home=True))
+        rows += compared(f"backfill --jobs {jobs} --no-markers",
+                         lambda b, h, j=jobs: [b, "--home", h, "backfill", "--jobs", str(j), "--no-markers", "--json"] + srcs,
+                         nbytes, fresh_home=True)
+    rows += compared("backfill --jobs 2 (markers to NDJSON)",
+                     lambda b, h: [b, "--home", h, "backfill", "--jobs", "2", "--json", "--markers-out", os.path.join(h, "m.ndjson")] + srcs,
+                     nbytes, fresh_home=True)
+    rows += compared("backfill --jobs 2 (markers to the outbox, the default)",
+                     lambda b, h: [b, "--home", h, "backfill", "--jobs", "2", "--json"] + srcs,
+                     nbytes, fresh_home=True)
     # An existing transcript reader over the same files, when given: CCUSAGE=path to
     # the ccusage binary (npm ccusage with its native @ccusage/ccusage-linux-x64). It
     # reads Claude and Codex usage (every line parsed) and prints a daily report.
@@ -114,25 +150,31 @@ def main():
         shutil.rmtree(empty, ignore_errors=True)
     single = os.path.getsize(SINGLE)
     payload = json.dumps({"session_id": "bench", "transcript_path": SINGLE}).encode()
-    rows.append(series("hook stop, first (100 MB)", lambda h: [BIN, "--home", h, "hook", "stop"],
-                       single, stdin=payload, fresh_home=True))
-    warm = tempfile.mkdtemp(dir=HOMES)
-    run([BIN, "--home", warm, "hook", "stop"], stdin=payload)
-    rows.append(series("hook stop, nothing new (100 MB)", lambda h: [BIN, "--home", warm, "hook", "stop"],
-                       None, runs=20, stdin=payload))
-    shutil.rmtree(warm, ignore_errors=True)
+    rows += compared("hook stop, first (100 MB)", lambda b, h: [b, "--home", h, "hook", "stop"],
+                     single, stdin=payload, fresh_home=True)
+
+    def warmed(b):
+        home = tempfile.mkdtemp(dir=HOMES)
+        run([b, "--home", home, "hook", "stop"], stdin=payload)
+        return home
+
+    rows += compared("hook stop, nothing new (100 MB)", lambda b, h: [b, "--home", h, "hook", "stop"],
+                     None, runs=20, stdin=payload, warm=warmed)
     base = {r["case"]: r for r in rows}
     cat, wc = base["cat"]["median_ms"], base["wc -l"]["median_ms"]
     load = os.getloadavg()
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.machine())
     lines = [f"## {time.strftime('%Y-%m-%d %H:%M')} — {SIZE} corpus ({len(files)} files, {nbytes/1e6:.0f} MB), "
              f"{os.cpu_count()} CPUs ({cpu}), load {load[0]:.2f}, homes in {HOMES}", "",
-             "| case | median ms | min–max ms | GB/s | × cat time | × wc time | peak RSS MB |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+             "| case | median ms | min–max ms | GB/s | × cat time | × wc time | × baseline | peak RSS MB |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    if BASELINE:
+        lines[0] += f"; baseline {BASELINE}"
     for r in rows:
         g = f"{r['gbps']:.2f}" if r["gbps"] else "–"
+        vb = f"{r['vs_baseline']:.3f}" if "vs_baseline" in r else "–"
         lines.append(f"| {r['case']} | {r['median_ms']:.1f} | {r['min_ms']:.1f}–{r['max_ms']:.1f} | {g} | "
-                     f"{r['median_ms']/cat:.2f} | {r['median_ms']/wc:.2f} | {r['rss_kb']/1024:.1f} |")
+                     f"{r['median_ms']/cat:.2f} | {r['median_ms']/wc:.2f} | {vb} | {r['rss_kb']/1024:.1f} |")
     j1 = base["backfill --jobs 1 --no-markers"]["median_ms"]
     j2 = base["backfill --jobs 2 --no-markers"]["median_ms"]
     lines += ["", f"2 threads vs 1: {j1/j2:.2f}×", ""]

@@ -6,6 +6,8 @@
 #   HOME_DIR=DIR    where the agentihooks homes go (default target/bench/homes;
 #                   /dev/shm takes file-creation cost out of the figures)
 #   RUNS=N          runs per case (default 7)
+#   BASELINE=BIN    also time an earlier build's transcope binary, alternating runs
+#                   with this build's, and give the ratio of the medians
 #   CCUSAGE=BIN     also time an existing transcript reader, ccusage, over the same
 #                   files (npm install ccusage @ccusage/ccusage-linux-x64; BIN is
 #                   node_modules/@ccusage/ccusage-linux-x64/bin/ccusage)
