@@ -31,8 +31,9 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use transcope_adapter_common::head::{checked_key, find_line};
+use transcope_adapter_common::head::checked_key;
 use transcope_core::adapter::{Confidence, Layout};
+use transcope_core::head::Head;
 
 /// How far into a flat sub-agent transcript its `sessionId` is looked for.
 const SESSION_ID_LIMIT: u64 = 4 * 1024 * 1024;
@@ -42,8 +43,8 @@ const SESSION_ID_LIMIT: u64 = 4 * 1024 * 1024;
 pub struct ClaudeLayout;
 
 /// The first string value of `key` on any line within the file's first 4 MiB.
-fn first_field(path: &Path, key: &str) -> Option<String> {
-    find_line(path, SESSION_ID_LIMIT, |l| {
+fn first_field(head: &Head<'_>, key: &str) -> Option<String> {
+    head.find_line(SESSION_ID_LIMIT, |l| {
         let v: Value = serde_json::from_slice(l.trim_ascii()).ok()?;
         v.get(key)?.as_str().map(str::to_owned)
     })
@@ -51,11 +52,11 @@ fn first_field(path: &Path, key: &str) -> Option<String> {
 
 /// The key of sub-agent `aid` at `path`: `<sid>.<aid>`, `<sid>` the folder before
 /// `subagents`, else the file's first `sessionId`.
-fn subagent_key(path: &Path, aid: &str) -> Result<String, String> {
-    let components: Vec<&str> = path.iter().filter_map(|c| c.to_str()).collect();
+fn subagent_key(head: &Head<'_>, aid: &str) -> Result<String, String> {
+    let components: Vec<&str> = head.path().iter().filter_map(|c| c.to_str()).collect();
     let sid = match components.iter().rposition(|c| *c == "subagents") {
         Some(i) if i >= 1 => components[i - 1].to_owned(),
-        _ => first_field(path, "sessionId").ok_or("sub-agent transcript names no sessionId")?,
+        _ => first_field(head, "sessionId").ok_or("sub-agent transcript names no sessionId")?,
     };
     Ok(format!("{sid}.{aid}"))
 }
@@ -72,14 +73,15 @@ impl Layout for ClaudeLayout {
         path.extension().is_some_and(|x| x == "jsonl")
     }
 
-    fn scope_key(&self, path: &Path) -> Option<(Confidence, Result<String, String>)> {
+    fn key_of(&self, head: &Head<'_>) -> Option<(Confidence, Result<String, String>)> {
+        let path = head.path();
         let Some(stem) = path.file_stem().and_then(|s| s.to_str()) else {
             return Some((Confidence::Fallback, Err("file name is not UTF-8".into())));
         };
         Some(match stem.strip_prefix("agent-") {
             Some(aid) => (
                 Confidence::Certain,
-                subagent_key(path, aid).and_then(checked_key),
+                subagent_key(head, aid).and_then(checked_key),
             ),
             None => (Confidence::Fallback, checked_key(stem.to_owned())),
         })

@@ -28,8 +28,9 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use transcope_adapter_common::head::{checked_key, find_line};
+use transcope_adapter_common::head::checked_key;
 use transcope_core::adapter::{Confidence, Layout};
+use transcope_core::head::Head;
 
 use crate::record::ENVELOPE_TYPES;
 
@@ -41,8 +42,8 @@ const FIRST_OBJECT_LIMIT: u64 = 1024 * 1024;
 pub struct CodexLayout;
 
 /// The first line within the file's first 1 MiB that is a JSON object, parsed.
-fn first_object(path: &Path) -> Option<serde_json::Map<String, Value>> {
-    find_line(path, FIRST_OBJECT_LIMIT, |l| {
+fn first_object(head: &Head<'_>) -> Option<serde_json::Map<String, Value>> {
+    head.find_line(FIRST_OBJECT_LIMIT, |l| {
         let l = l.trim_ascii();
         if l.is_empty() {
             return None;
@@ -118,9 +119,9 @@ impl Layout for CodexLayout {
         path.extension().is_some_and(|x| x == "jsonl")
     }
 
-    fn scope_key(&self, path: &Path) -> Option<(Confidence, Result<String, String>)> {
-        let stem = path.file_stem().and_then(|s| s.to_str());
-        let first = first_object(path);
+    fn key_of(&self, head: &Head<'_>) -> Option<(Confidence, Result<String, String>)> {
+        let stem = head.path().file_stem().and_then(|s| s.to_str());
+        let first = first_object(head);
         codex_key(stem, first.as_ref()).map(|key| (Confidence::Certain, key))
     }
 }

@@ -17,30 +17,17 @@
 //! std::fs::remove_file(&path).unwrap();
 //! ```
 
-use std::fs;
-use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
+
+pub use transcope_core::head::Head;
 
 use transcope_core::session::is_valid_session_id;
 
 /// The first `Some` that `f` gives for the lines (without their `\n`; the last may be
-/// cut short) of the file's first `limit` bytes. The file is read only as far as the
-/// line that answers: the key of a transcript is on its first line, and reading the
-/// whole head of every file was a second pass over most of a corpus.
-pub fn find_line<T>(path: &Path, limit: u64, mut f: impl FnMut(&[u8]) -> Option<T>) -> Option<T> {
-    let file = fs::File::open(path).ok()?;
-    let mut reader = BufReader::with_capacity(16 * 1024, file.take(limit));
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        if reader.read_until(b'\n', &mut line).ok()? == 0 {
-            return None;
-        }
-        let l = line.strip_suffix(b"\n").unwrap_or(&line);
-        if let Some(found) = f(l) {
-            return Some(found);
-        }
-    }
+/// cut short) of the file's first `limit` bytes, read only as far as the line that
+/// answers ([`Head::find_line`] of a head of its own).
+pub fn find_line<T>(path: &Path, limit: u64, f: impl FnMut(&[u8]) -> Option<T>) -> Option<T> {
+    Head::new(path).find_line(limit, f)
 }
 
 /// `key` when it is a valid scope-log key

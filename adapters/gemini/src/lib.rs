@@ -81,6 +81,7 @@ use serde_json::value::RawValue;
 use transcope_core::adapter::{
     Adapter, AdapterFactory, Confidence, EntrySink, Framing, Layout, Skip,
 };
+use transcope_core::head::Head;
 use transcope_core::session::is_valid_session_id;
 use transcope_core::{Entry, EntryKind, LinePos, TimeValue};
 
@@ -440,11 +441,14 @@ impl Layout for GeminiLayout {
     /// (read from the file: a main file's name holds only its first 8 characters); a
     /// sub-agent under `chats/<parent>/` → `<parent>.<its sessionId>` (its id, else its
     /// file name's stem).
-    fn scope_key(&self, path: &Path) -> Option<(Confidence, Result<String, String>)> {
+    fn key_of(&self, head: &Head<'_>) -> Option<(Confidence, Result<String, String>)> {
+        let path = head.path();
         let place = match chats_place(path) {
             Some(p) => p,
             None if !is_document(path)
-                && first_line(path, HEAD_CAP).is_some_and(|l| is_metadata_line(&l)) =>
+                && head
+                    .find_line(HEAD_CAP, |l| Some(is_metadata_line(l)))
+                    .unwrap_or(false) =>
             {
                 ChatsPlace::Main
             }

@@ -32,6 +32,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::entry::{Entry, LinePos};
+use crate::head::Head;
 
 /// Receives decoded entries.
 pub trait EntrySink {
@@ -199,11 +200,17 @@ pub trait Layout: Send + Sync {
     /// (by its name and place alone: no read).
     fn claims(&self, path: &Path) -> bool;
 
-    /// The scope-log key of the session that wrote `path` (reading as little of the
-    /// file as it needs), or why there is none — with how sure this layout is that the
-    /// file is its own; `None` when it is not. The most confident layout names the
-    /// file, the earliest registered on a tie ([`AdapterRegistry::scope_key`]).
-    fn scope_key(&self, path: &Path) -> Option<(Confidence, Result<String, String>)>;
+    /// The scope-log key of the session that wrote the file `head` is of (reading as
+    /// little of it as needed, through `head`, which every layout asked about the file
+    /// shares), or why there is none — with how sure this layout is that the file is
+    /// its own; `None` when it is not. The most confident layout names the file, the
+    /// earliest registered on a tie ([`AdapterRegistry::scope_key`]).
+    fn key_of(&self, head: &Head<'_>) -> Option<(Confidence, Result<String, String>)>;
+
+    /// [`Layout::key_of`] the file at `path`, asked of this layout alone.
+    fn scope_key(&self, path: &Path) -> Option<(Confidence, Result<String, String>)> {
+        self.key_of(&Head::new(path))
+    }
 
     /// The root session's key of a sub-agent's `key`, else `None`.
     fn parent(&self, key: &str) -> Option<String> {
@@ -297,8 +304,10 @@ impl AdapterRegistry {
     /// knows the file.
     pub fn scope_key(&self, path: &Path) -> Option<(&'static str, Result<String, String>)> {
         let mut best: Option<(Confidence, &'static str, Result<String, String>)> = None;
+        // One read of the file's head, whichever layouts look at it.
+        let head = Head::new(path);
         for (name, layout) in self.layouts() {
-            if let Some((c, key)) = layout.scope_key(path) {
+            if let Some((c, key)) = layout.key_of(&head) {
                 if best.as_ref().is_none_or(|(b, _, _)| c > *b) {
                     best = Some((c, name, key));
                 }

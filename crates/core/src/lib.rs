@@ -31,6 +31,7 @@ pub mod adapter;
 pub mod digest;
 pub mod entry;
 pub mod env;
+pub mod head;
 pub mod marker;
 pub mod py;
 pub mod scope;
