@@ -20,6 +20,19 @@ pub fn hex(bytes: &[u8]) -> String {
     out
 }
 
+/// The bytes of a hex string ([`hex`]'s inverse; either case); `None` when it is not
+/// one.
+pub fn unhex(text: &str) -> Option<Vec<u8>> {
+    let t = text.as_bytes();
+    if !t.len().is_multiple_of(2) {
+        return None;
+    }
+    let digit = |c: u8| char::from(c).to_digit(16).map(|d| d as u8);
+    t.chunks_exact(2)
+        .map(|p| Some(digit(p[0])? << 4 | digit(p[1])?))
+        .collect()
+}
+
 /// Lowercase hex SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))

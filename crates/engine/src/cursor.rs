@@ -1,7 +1,7 @@
 //! The cursor store: where each transcript was read to, and every stage's state there.
 //!
 //! The reference re-reads the whole transcript every time. transcope keeps one cursor
-//! per (session key, transcript) under `<home>/transcope/cursors/`, shared by every
+//! per (session key, transcript) in its cursor store ([`crate::store`]), shared by every
 //! path that observes a transcript (`observe`, a hook's Stop, `backfill`): the byte
 //! offset after the last complete line, the file's size, a fingerprint of its first
 //! 4 KiB, and each stage's [`checkpoint`](transcope_core::Stage::checkpoint) at that
@@ -21,8 +21,6 @@
 //! stage finds its effect made ([`Stage::recover`](transcope_core::Stage)) the new
 //! cursor stands, else the previous one. A process killed at any moment therefore
 //! resumes exactly where an uninterrupted run would be.
-//!
-//! Cursors are written tmp → (fsync) → rename: a crash leaves the old file or the new.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -103,19 +101,10 @@ impl Cursor {
     }
 }
 
-/// `<home>/transcope/cursors`.
+/// `<home>/transcope/cursors`: where versions before the cursor database kept one file
+/// per cursor (imported by [`crate::store`], then removed).
 pub fn cursors_dir(home: &Path) -> PathBuf {
     home.join("transcope").join("cursors")
-}
-
-/// The cursor file of (session, transcript).
-pub fn cursor_path(home: &Path, session: &str, transcript: &Path) -> PathBuf {
-    let mut h = Sha256::new();
-    h.update(session.as_bytes());
-    h.update([0]);
-    h.update(transcript.as_os_str().as_encoded_bytes());
-    let d = h.finalize();
-    cursors_dir(home).join(format!("{}.json", transcope_core::digest::hex(&d[..16])))
 }
 
 /// SHA-256 (hex) of the first `len` bytes of the open transcript `file` (read in place,
@@ -128,7 +117,8 @@ pub fn head_fingerprint(file: &File, len: u64) -> io::Result<String> {
     Ok(transcope_core::digest::hex(&Sha256::digest(&buf)))
 }
 
-/// Load the cursor at `path`; a missing, unreadable or foreign-version file is `None`.
+/// Load the cursor file at `path` (an earlier version's); a missing, unreadable or
+/// foreign-version file is `None`.
 pub fn load(path: &Path) -> Option<Cursor> {
     let text = transcope_jsonl::read_private(path).ok()?;
     let c: Cursor = serde_json::from_slice(&text).ok()?;
@@ -141,10 +131,4 @@ pub fn still_valid(c: &Cursor, file: &File, size_now: u64) -> bool {
     size_now >= c.offset
         && size_now >= c.head_len
         && (c.head_len == 0 || head_fingerprint(file, c.head_len).is_ok_and(|h| h == c.head_sha256))
-}
-
-/// Write `c` to `path` atomically, private to the user; `durable`: fsync first.
-pub fn save(path: &Path, c: &Cursor, durable: bool) -> io::Result<()> {
-    let bytes = serde_json::to_vec(c).map_err(io::Error::other)?;
-    transcope_jsonl::write_atomic(path, &bytes, durable)
 }

@@ -77,6 +77,7 @@
 
 pub mod cursor;
 pub mod scan;
+pub mod store;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -91,6 +92,7 @@ use transcope_jsonl::{Framer, ReadPolicy};
 
 pub use cursor::{Cursor, Intent};
 pub use scan::{open_regular, Buffers, Resume, ScanError, ScanReport, Source, Tail};
+pub use store::{CursorStore, Encoded, StoreError};
 
 /// Where a pipeline keeps its cursors.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -98,12 +100,12 @@ pub enum CursorPolicy {
     /// None: every read is a whole read from the start (`observe --full`, the
     /// reference's algorithm).
     Off,
-    /// Under `<home>/transcope/cursors/`.
+    /// In `<home>/transcope/cursors.sqlite` ([`store`]).
     Store {
         /// The agentihooks home.
         home: PathBuf,
-        /// `fsync` each saved cursor (a hook); a batch passes `false` and syncs once
-        /// per batch ([`Pipeline::sync`]).
+        /// Commit and sync each saved cursor (a hook); a batch passes `false` and
+        /// writes its cursors in batches, one sync each ([`Pipeline::sync`] at its end).
         durable: bool,
     },
 }
@@ -130,6 +132,7 @@ struct Inner {
     registry: AdapterRegistry,
     framer: Framer,
     cursors: CursorPolicy,
+    store: Option<CursorStore>,
 }
 
 /// The read engine: adapters, framing and the cursor store, built once.
@@ -160,11 +163,16 @@ impl Builder {
 
     /// The pipeline.
     pub fn build(self) -> Pipeline {
+        let store = match &self.cursors {
+            CursorPolicy::Store { home, durable } => Some(CursorStore::new(home, *durable)),
+            CursorPolicy::Off => None,
+        };
         Pipeline {
             inner: Arc::new(Inner {
                 registry: self.registry,
                 framer: self.framer,
                 cursors: self.cursors,
+                store,
             }),
         }
     }
@@ -218,7 +226,7 @@ pub struct Observation {
 impl Observation {
     /// Save the new cursor, if any (a cursor that cannot be saved only costs a read of
     /// the same bytes next time).
-    pub fn save(self) -> std::io::Result<()> {
+    pub fn save(self) -> Result<(), StoreError> {
         match self.pending {
             Some(p) => p.save(),
             None => Ok(()),
@@ -229,17 +237,31 @@ impl Observation {
 /// A cursor not yet saved: the caller saves it once everything taken from the bytes
 /// it covers has been handed on, so a crash or a failed hand-off before that reads
 /// those bytes again (or resolves the intent) next time.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct PendingCursor {
-    path: PathBuf,
-    cursor: Cursor,
-    durable: bool,
+    pipeline: Pipeline,
+    key: String,
+    transcript: PathBuf,
+    cursor: Encoded,
+}
+
+impl std::fmt::Debug for PendingCursor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PendingCursor")
+            .field("key", &self.key)
+            .field("transcript", &self.transcript)
+            .field("cursor", &self.cursor)
+            .finish_non_exhaustive()
+    }
 }
 
 impl PendingCursor {
-    /// Write the cursor (atomically, see [`cursor::save`]).
-    pub fn save(self) -> std::io::Result<()> {
-        cursor::save(&self.path, &self.cursor, self.durable)
+    /// Save the cursor in the store (a batched store writes it with its batch).
+    pub fn save(self) -> Result<(), StoreError> {
+        match &self.pipeline.inner.store {
+            Some(store) => store.put(&self.key, &self.transcript, self.cursor),
+            None => Ok(()),
+        }
     }
 }
 
@@ -268,18 +290,16 @@ impl Pipeline {
         &self.inner.cursors
     }
 
-    /// Flush cursors saved with a batched policy (one `syncfs` for the batch).
-    pub fn sync(&self) -> std::io::Result<()> {
-        match &self.inner.cursors {
-            CursorPolicy::Store { home, .. } => {
-                let dir = cursor::cursors_dir(home);
-                if dir.is_dir() {
-                    transcope_jsonl::sync_filesystem(&dir)
-                } else {
-                    Ok(())
-                }
-            }
-            CursorPolicy::Off => Ok(()),
+    /// The cursor store (`None` with [`CursorPolicy::Off`]).
+    pub fn store(&self) -> Option<&CursorStore> {
+        self.inner.store.as_ref()
+    }
+
+    /// Write the cursors a batched policy still holds (one synced transaction).
+    pub fn sync(&self) -> Result<(), StoreError> {
+        match &self.inner.store {
+            Some(store) => store.flush(),
+            None => Ok(()),
         }
     }
 
@@ -295,19 +315,17 @@ impl Pipeline {
         let mut obs = Observation::default();
         // One open serves the cursor's checks, the fingerprint and the read.
         let (file, size) = open_regular(req.path)?;
-        let store = match (&self.inner.cursors, req.key) {
-            (CursorPolicy::Store { home, durable }, Some(key)) => Some(Store {
-                file: cursor::cursor_path(home, key, req.path),
-                durable: *durable,
-                key,
-            }),
+        let store = match (&self.inner.store, req.key) {
+            (Some(store), Some(key)) => Some(Store { store, key }),
             _ => None,
         };
         // The saved cursor as it is on disk (what the next intent falls back to), and
-        // the cursor this read resumes from, its intent resolved.
+        // the cursor this read resumes from, its intent resolved. A store that cannot
+        // be read is no cursor: the file is read from its start, and saving the new
+        // cursor reports the problem.
         let on_disk: Option<Cursor> = store
             .as_ref()
-            .and_then(|st| cursor::load(&st.file).filter(|c| c.session == st.key));
+            .and_then(|st| st.store.load(st.key, req.path).ok().flatten());
         let mut saved = on_disk.clone();
         while let Some(mut c) = saved.take() {
             let Some(intent) = c.intent.take() else {
@@ -360,14 +378,7 @@ impl Pipeline {
             Some(c) if !document => c.resume(),
             _ => Resume::START,
         };
-        // The head's fingerprint for the new cursor: the saved one when it covers the
-        // same bytes (it was just checked), else read now, before the file is read.
         let head_len = size.min(cursor::FINGERPRINT_BYTES);
-        let head_sha256 = match &saved {
-            Some(c) if c.head_len == head_len => Some(c.head_sha256.clone()),
-            _ if store.is_some() => cursor::head_fingerprint(&file, head_len).ok(),
-            _ => None,
-        };
         let source = Source::detect(
             req.path,
             (file, size),
@@ -375,6 +386,17 @@ impl Pipeline {
             saved.as_ref().map(|c| c.adapter.as_str()),
             &self.inner.framer,
         )?;
+        // The head's fingerprint for the new cursor: the saved one when it covers the
+        // same bytes (it was just checked), else of the bytes read to sniff the file,
+        // before the file is read.
+        let head_sha256 = match (&saved, &source) {
+            (Some(c), _) if c.head_len == head_len => Some(c.head_sha256.clone()),
+            (_, Some(src)) if store.is_some() => match src.head().get(..head_len as usize) {
+                Some(bytes) => Some(transcope_core::digest::hex(&Sha256::digest(bytes))),
+                None => cursor::head_fingerprint(src.file(), head_len).ok(),
+            },
+            _ => None,
+        };
         let whole = source.as_ref().is_some_and(Source::whole);
         let mtime = match (&source, saved_mtime) {
             (Some(src), None) if whole && store.is_some() => src.modified_ns(),
@@ -446,17 +468,18 @@ impl Pipeline {
             ),
             _ => None,
         };
+        // Encoded once, for the intent and the cursor saved after it.
+        let next = next.and_then(|n| Encoded::new(&n).ok());
         // The intent: what finish is about to make durable, beside both cursors.
         if let (Some(n), Some(st), false) = (&next, &store, tokens.is_empty()) {
-            let mut with_intent = n.clone();
-            with_intent.intent = Some(Box::new(Intent {
+            let intent = Intent {
                 // What stands if this read is stopped: the cursor as it was on disk,
                 // its own unresolved intent included.
                 prev: on_disk.clone(),
                 tokens,
-            }));
+            };
             // Not synced: a kill (the case it serves) keeps the page cache.
-            let _ = cursor::save(&st.file, &with_intent, false);
+            let _ = st.store.put_intent(st.key, req.path, n, &intent);
         }
         for s in stages.iter_mut() {
             s.finish(&ctx);
@@ -465,22 +488,14 @@ impl Pipeline {
         if obs.failed {
             // Put back what was on disk: these bytes are read again next time.
             if let Some(st) = &store {
-                let _ = match &on_disk {
-                    Some(c) => cursor::save(&st.file, c, st.durable),
-                    None => std::fs::remove_file(&st.file).or_else(|e| {
-                        if e.kind() == std::io::ErrorKind::NotFound {
-                            Ok(())
-                        } else {
-                            Err(e)
-                        }
-                    }),
-                };
+                let _ = st.store.reset(st.key, req.path, on_disk.as_ref());
             }
         } else if let (Some(n), Some(st)) = (next, store) {
             obs.pending = Some(PendingCursor {
-                path: st.file,
+                pipeline: self.clone(),
+                key: st.key.to_owned(),
+                transcript: req.path.to_path_buf(),
                 cursor: n,
-                durable: st.durable,
             });
         }
         Ok(obs)
@@ -489,8 +504,7 @@ impl Pipeline {
 
 /// Where one read's cursor lives.
 struct Store<'a> {
-    file: PathBuf,
-    durable: bool,
+    store: &'a CursorStore,
     key: &'a str,
 }
 

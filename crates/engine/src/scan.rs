@@ -340,6 +340,17 @@ impl<'a> Source<'a> {
         }))
     }
 
+    /// The bytes of the file's start read to sniff it (at least its first 8 KiB, or the
+    /// whole of a smaller file, unless it could not be read).
+    pub fn head(&self) -> &[u8] {
+        &self.head
+    }
+
+    /// The open file.
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+
     /// The adapter's name.
     pub fn adapter(&self) -> &'static str {
         self.factory.name()

@@ -72,16 +72,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8], durable: bool) -> io::Result<()> 
             .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
             .open(&tmp)
     };
-    let file = match create() {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(dir)?;
-            create()
-        }
-        opened => opened,
-    };
+    let file = in_private_dir(dir, create);
     let written = file.and_then(|mut f| {
         f.write_all(bytes)?;
         if durable {
@@ -94,6 +85,21 @@ pub fn write_atomic(path: &Path, bytes: &[u8], durable: bool) -> io::Result<()> 
         return Err(e);
     }
     fs::rename(&tmp, path)
+}
+
+/// `create()` a file in `dir`; when `dir` is missing, make it (and its parents,
+/// `0700`: created only when missing, never re-moded) and try once more.
+pub fn in_private_dir<T>(dir: &Path, create: impl Fn() -> io::Result<T>) -> io::Result<T> {
+    match create() {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)?;
+            create()
+        }
+        opened => opened,
+    }
 }
 
 /// Flush everything written to the file system holding `dir` (`syncfs`): one call for

@@ -94,7 +94,7 @@ fn files_0600_and_folders_0700_whatever_the_umask() {
             "brain/session-scopes/perm.jsonl",
             "brain/session-scopes/perm.jsonl.lock",
             "brain/session-scopes/rec.jsonl",
-            "transcope/cursors",
+            "transcope/cursors.sqlite",
             "brain-outbox",
         ] {
             assert!(
@@ -102,9 +102,6 @@ fn files_0600_and_folders_0700_whatever_the_umask() {
                 "{want} missing: {files:?}"
             );
         }
-        assert!(tree(&sb.home.join("transcope/cursors"))
-            .iter()
-            .any(|f| f.ends_with(".json")));
         assert!(!tree(&sb.home.join("brain-outbox")).is_empty());
         assert!(
             files.iter().any(|f| f == "brain/project-sessions.jsonl"),
@@ -207,18 +204,23 @@ fn own_files_are_never_followed_through_a_symlink() {
         1
     );
 
-    // A cursor replaced by a symlink: the next save replaces the link, never writes
-    // through it.
+    // The cursor database and its sidecars replaced by symlinks: the links are removed
+    // (never written or read through) and the store starts again, empty.
     let out = run(sb.cmd(&["hook", "stop"]), &payload("cur", &t));
     assert_eq!(out.status.code(), Some(0));
-    let cursors = sb.home.join("transcope/cursors");
-    let name = tree(&cursors)
-        .into_iter()
-        .find(|f| f.ends_with(".json"))
-        .unwrap();
+    let db = sb.home.join("transcope/cursors.sqlite");
+    assert!(db.is_file());
     let (cursor_target, cursor_body) = precious(&sb, "cursor-target.json");
-    std::fs::remove_file(cursors.join(&name)).unwrap();
-    std::os::unix::fs::symlink(&cursor_target, cursors.join(&name)).unwrap();
+    let (wal_target, wal_body) = precious(&sb, "wal-target");
+    for (name, target) in [
+        ("cursors.sqlite", &cursor_target),
+        ("cursors.sqlite-wal", &wal_target),
+    ] {
+        let link = sb.home.join("transcope").join(name);
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(target, &link).unwrap();
+    }
+    let _ = std::fs::remove_file(sb.home.join("transcope/cursors.sqlite-shm"));
     std::fs::write(
         &t,
         [
@@ -231,13 +233,24 @@ fn own_files_are_never_followed_through_a_symlink() {
     .unwrap();
     let out = run(sb.cmd(&["hook", "stop", "--json"]), &payload("cur", &t));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // No cursor: the file is read from its start, and the log (which has /w/a) takes
+    // only what is new.
     assert_eq!(v["transitions_recorded"], 1, "{v}");
     assert_eq!(std::fs::read(&cursor_target).unwrap(), cursor_body);
-    assert!(!std::fs::symlink_metadata(cursors.join(&name))
+    assert_eq!(std::fs::read(&wal_target).unwrap(), wal_body);
+    // The database is a private file again; its write-ahead log, gone with the last
+    // connection, is no link either.
+    assert!(std::fs::symlink_metadata(&db)
         .unwrap()
         .file_type()
-        .is_symlink());
-    assert_eq!(mode(&cursors.join(&name)), 0o600);
+        .is_file());
+    assert_eq!(mode(&db), 0o600);
+    let wal = sb.home.join("transcope/cursors.sqlite-wal");
+    assert!(std::fs::symlink_metadata(&wal).map_or(true, |m| !m.file_type().is_symlink()));
+    // And the new store works: the same bytes again are nothing new.
+    let out = run(sb.cmd(&["hook", "stop", "--json"]), &payload("cur", &t));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["transitions_recorded"], 0, "{v}");
 
     // The session index is a symlink.
     let repo = sb.user.join("alpha");
@@ -271,7 +284,8 @@ fn own_files_are_never_followed_through_a_symlink() {
             "outside/cursor-target.json",
             "outside/index-target.jsonl",
             "outside/lock-target",
-            "outside/log-target.jsonl"
+            "outside/log-target.jsonl",
+            "outside/wal-target"
         ]
         .iter()
         .map(|s| s.to_string())

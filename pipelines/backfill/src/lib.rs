@@ -389,11 +389,11 @@ where
             let _ = f.sync_all();
         }
     }
-    // The run's cursors, saved unsynced as files ended, made durable in one call.
+    // The run's last cursors, held for their batch, written in one synced transaction.
     if let Err(e) = opts.pipeline.sync() {
         summary.errors.push(Problem {
-            path: transcope_engine::cursor::cursors_dir(&opts.home),
-            reason: format!("syncing the cursors: {e}"),
+            path: transcope_engine::store::database_path(&opts.home),
+            reason: format!("saving the cursors: {e}"),
         });
     }
     summary.seconds = start.elapsed().as_secs_f64();

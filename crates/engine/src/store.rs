@@ -1,0 +1,611 @@
+//! Where cursors are kept: one embedded SQLite database, `<home>/transcope/cursors.sqlite`.
+//!
+//! One row per (session key, transcript path) holds that transcript's [`Cursor`] as
+//! JSON. A hook's Stop reads one row and, when it read something, writes two (the
+//! intent, then the cursor); a backfill writes thousands, and a file per cursor made
+//! it pay two file creations per transcript (a fifth of its time, measured in
+//! `benches/README.md`). In the database a backfill's cursors are buffered and written
+//! in one transaction per batch ([`CursorStore::BATCH`] cursors, and the rest at
+//! [`CursorStore::flush`]), with one `fsync` each.
+//!
+//! * **Lazily opened, never created by a read:** a Stop with nothing new opens the
+//!   database once and reads one row; when it does not exist nothing is created.
+//! * **Kill safe:** an intent is stored before the stages make anything durable (not
+//!   synced: a killed process leaves the page cache). A durable store (a hook) commits
+//!   it as its own transaction and each cursor with `synchronous=FULL`. A batched store
+//!   appends it to the run's *intent journal* (`<home>/transcope/intents/<pid>-<n>.jsonl`,
+//!   one line, one `write`; a transaction per file cost a backfill more than the file
+//!   per cursor did), and each batch's transaction also stores the intents still in
+//!   flight, then empties the journal. The journal is locked (`flock`) while its
+//!   process lives; the next store to open folds in any journal left unlocked by a
+//!   killed run. SQLite's write-ahead log keeps either the old row or the new.
+//! * **Private and not followed:** the database and its `-wal`/`-shm`/`-journal`
+//!   sidecars are created `0600` in a `0700` folder and opened with
+//!   `SQLITE_OPEN_NOFOLLOW`; a symbolic link planted at any of them is removed (never
+//!   written through) and the store starts empty; any other non-file there is an error.
+//! * **Shared by processes:** WAL mode, a busy timeout; one connection per process,
+//!   shared by its workers behind a mutex held for one statement.
+//! * **Upgraded in place:** the per-file cursors of earlier versions
+//!   (`<home>/transcope/cursors/*.json`) are imported when the database is created,
+//!   then removed.
+
+use std::collections::HashMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
+
+use crate::cursor::{self, Cursor, Intent};
+
+/// The schema version (`PRAGMA user_version`).
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// How long a statement waits for another process's write to end.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// `<home>/transcope/cursors.sqlite`.
+pub fn database_path(home: &Path) -> PathBuf {
+    home.join("transcope").join("cursors.sqlite")
+}
+
+/// The cursor store of one home (see the module docs).
+pub struct CursorStore {
+    path: PathBuf,
+    legacy: PathBuf,
+    durable: bool,
+    conn: Mutex<Option<Connection>>,
+    /// A batched store's cursors and intents not yet in the database.
+    batch: Mutex<Batch>,
+}
+
+/// What a batched store holds between two of its transactions.
+#[derive(Default)]
+struct Batch {
+    /// Cursors saved (JSON), by key and transcript.
+    saved: HashMap<RowKey, String>,
+    /// Intents stored and not yet followed by their cursor (JSON), by key and
+    /// transcript.
+    inflight: HashMap<RowKey, String>,
+    /// The intent journal, once an intent was stored.
+    journal: Option<(File, PathBuf)>,
+}
+
+impl std::fmt::Debug for CursorStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CursorStore")
+            .field("path", &self.path)
+            .field("durable", &self.durable)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A failure of the store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database.
+    #[error("the cursor store {path}: {source}")]
+    Sqlite {
+        /// The database file.
+        path: PathBuf,
+        /// What SQLite said.
+        source: rusqlite::Error,
+    },
+    /// The file system.
+    #[error("the cursor store {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What the system said.
+        source: io::Error,
+    },
+    /// A cursor that could not be encoded.
+    #[error("encoding a cursor: {0}")]
+    Encode(#[from] serde_json::Error),
+}
+
+impl From<StoreError> for io::Error {
+    fn from(e: StoreError) -> io::Error {
+        match e {
+            StoreError::Io { source, .. } => source,
+            other => io::Error::other(other),
+        }
+    }
+}
+
+impl CursorStore {
+    /// Cursors written by a batched store per transaction.
+    pub const BATCH: usize = 512;
+
+    /// The store under `home`; `durable`: each saved cursor is committed and synced at
+    /// once (a hook), else saved cursors are written in batches ([`CursorStore::flush`]).
+    pub fn new(home: &Path, durable: bool) -> CursorStore {
+        CursorStore {
+            path: database_path(home),
+            legacy: cursor::cursors_dir(home),
+            durable,
+            conn: Mutex::new(None),
+            batch: Mutex::new(Batch::default()),
+        }
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The saved cursor of (`key`, `transcript`): a batch's unwritten one first, else
+    /// the database's. `None` when there is none (or no database yet: a read creates
+    /// nothing).
+    pub fn load(&self, key: &str, transcript: &Path) -> Result<Option<Cursor>, StoreError> {
+        let held = if self.durable {
+            None
+        } else {
+            lock(&self.batch)
+                .saved
+                .get(&row_key(key, transcript))
+                .cloned()
+        };
+        let text = match held {
+            Some(text) => Some(text),
+            None => {
+                let mut guard = self.connection(false)?;
+                let Some(conn) = guard.as_mut() else {
+                    return Ok(None);
+                };
+                conn.prepare_cached("SELECT cursor FROM cursors WHERE session = ?1 AND path = ?2")
+                    .and_then(|mut st| {
+                        st.query_row(params![key, path_bytes(transcript)], |r| r.get(0))
+                            .optional()
+                    })
+                    .map_err(|e| self.sqlite(e))?
+            }
+        };
+        // A row that is not a cursor of this version is no cursor: the file is read
+        // from its start.
+        Ok(text
+            .and_then(|t: String| serde_json::from_str::<Cursor>(&t).ok())
+            .filter(|c| c.version == cursor::CURSOR_VERSION && c.session == key))
+    }
+
+    /// Store `next` with `intent` before the stages make anything durable (not synced:
+    /// a kill, the case it serves, keeps the page cache): a durable store commits it,
+    /// a batched one appends it to its journal.
+    pub fn put_intent(
+        &self,
+        key: &str,
+        transcript: &Path,
+        next: &Encoded,
+        intent: &Intent,
+    ) -> Result<(), StoreError> {
+        let text = next.with_intent(intent)?;
+        if self.durable {
+            return self.write(&[(key, path_bytes(transcript), &text)], false);
+        }
+        let line = format!(
+            "{{\"key\":{},\"path\":\"{}\",\"cursor\":{text}}}\n",
+            serde_json::to_string(key)?,
+            transcope_core::digest::hex(path_bytes(transcript)),
+        );
+        let mut batch = lock(&self.batch);
+        let k = row_key(key, transcript);
+        batch.saved.remove(&k);
+        if batch.journal.is_none() {
+            batch.journal = Some(self.new_journal().map_err(|source| StoreError::Io {
+                path: self.intents_dir(),
+                source,
+            })?);
+        }
+        let (file, path) = batch.journal.as_mut().expect("opened");
+        file.write_all(line.as_bytes())
+            .map_err(|source| StoreError::Io {
+                path: path.clone(),
+                source,
+            })?;
+        batch.inflight.insert(k, text);
+        Ok(())
+    }
+
+    /// Save a cursor: committed and synced now by a durable store; by a batched one,
+    /// kept for the batch (written when [`CursorStore::BATCH`] are waiting, or at
+    /// [`CursorStore::flush`]).
+    pub fn put(&self, key: &str, transcript: &Path, c: Encoded) -> Result<(), StoreError> {
+        if self.durable {
+            return self.write(&[(key, path_bytes(transcript), &c.0)], true);
+        }
+        let mut batch = lock(&self.batch);
+        let k = row_key(key, transcript);
+        batch.inflight.remove(&k);
+        batch.saved.insert(k, c.0);
+        if batch.saved.len() >= Self::BATCH {
+            self.write_batch(&mut batch)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Put back `prev` for (`key`, `transcript`) — or no cursor at all — after a read
+    /// whose stages failed: committed and synced now.
+    pub fn reset(
+        &self,
+        key: &str,
+        transcript: &Path,
+        prev: Option<&Cursor>,
+    ) -> Result<(), StoreError> {
+        if !self.durable {
+            let mut batch = lock(&self.batch);
+            let k = row_key(key, transcript);
+            batch.saved.remove(&k);
+            batch.inflight.remove(&k);
+        }
+        match prev {
+            Some(c) => {
+                let text = serde_json::to_string(c)?;
+                self.write(&[(key, path_bytes(transcript), &text)], true)
+            }
+            None => {
+                let mut guard = self.connection(false)?;
+                let Some(conn) = guard.as_mut() else {
+                    return Ok(());
+                };
+                conn.execute(
+                    "DELETE FROM cursors WHERE session = ?1 AND path = ?2",
+                    params![key, path_bytes(transcript)],
+                )
+                .map(drop)
+                .map_err(|e| self.sqlite(e))
+            }
+        }
+    }
+
+    /// Write what a batched store is holding in one synced transaction; with no
+    /// intent left in flight, the journal goes too.
+    pub fn flush(&self) -> Result<(), StoreError> {
+        let mut batch = lock(&self.batch);
+        self.write_batch(&mut batch)?;
+        if batch.inflight.is_empty() {
+            if let Some((_, path)) = batch.journal.take() {
+                let _ = fs::remove_file(&path);
+                let _ = fs::remove_dir(self.intents_dir());
+            }
+        }
+        Ok(())
+    }
+
+    /// The saved cursors and the intents in flight, in one synced transaction; then the
+    /// journal is emptied (everything in it is in the database).
+    fn write_batch(&self, batch: &mut Batch) -> Result<(), StoreError> {
+        if batch.saved.is_empty() && batch.inflight.is_empty() {
+            return Ok(());
+        }
+        let rows: Vec<Row<'_>> = batch
+            .inflight
+            .iter()
+            .chain(&batch.saved)
+            .map(|((k, p), text)| (k.as_str(), p.as_slice(), text.as_str()))
+            .collect();
+        self.write(&rows, true)?;
+        batch.saved.clear();
+        if let Some((file, path)) = &batch.journal {
+            file.set_len(0).map_err(|source| StoreError::Io {
+                path: path.clone(),
+                source,
+            })?;
+        }
+        Ok(())
+    }
+
+    fn intents_dir(&self) -> PathBuf {
+        self.path.with_file_name("intents")
+    }
+
+    /// A journal of this process's own, locked for its lifetime.
+    fn new_journal(&self) -> io::Result<(File, PathBuf)> {
+        static SEQ: AtomicU64 = AtomicU64::new(0);
+        let dir = self.intents_dir();
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)?;
+        let path = dir.join(format!(
+            "{}-{}.jsonl",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        ));
+        let file = OpenOptions::new()
+            .append(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(&path)?;
+        file.lock()?;
+        file.set_len(0)?;
+        Ok((file, path))
+    }
+
+    /// Fold in the journals of runs that were stopped (unlocked ones), each in one
+    /// transaction, then remove them.
+    fn fold_journals(&self, conn: &mut Connection) {
+        let Ok(dir) = fs::read_dir(self.intents_dir()) else {
+            return;
+        };
+        for entry in dir.flatten() {
+            let path = entry.path();
+            let Ok(file) = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+                .open(&path)
+            else {
+                continue;
+            };
+            if file.try_lock().is_err() {
+                // Its run is still going.
+                continue;
+            }
+            let Ok(text) = fs::read(&path) else {
+                continue;
+            };
+            // A torn last line is an intent whose effects were never started.
+            let lines: Vec<JournalLine> = text
+                .split(|&b| b == b'\n')
+                .filter_map(|l| serde_json::from_slice(l).ok())
+                .collect();
+            let keyed: Vec<(String, Vec<u8>, &Cursor)> = lines
+                .iter()
+                .filter_map(|l| {
+                    Some((
+                        l.key.clone(),
+                        transcope_core::digest::unhex(&l.path)?,
+                        &l.cursor,
+                    ))
+                })
+                .collect();
+            let run = |conn: &mut Connection| -> rusqlite::Result<()> {
+                let tx = conn.transaction()?;
+                for (key, path, c) in &keyed {
+                    tx.execute(
+                        UPSERT,
+                        params![key, path, serde_json::to_string(c).unwrap_or_default()],
+                    )?;
+                }
+                tx.commit()
+            };
+            if run(conn).is_ok() {
+                let _ = fs::remove_file(&path);
+            }
+        }
+        let _ = fs::remove_dir(self.intents_dir());
+    }
+
+    /// Upsert `rows` in one transaction; `sync`: `synchronous=FULL` for it.
+    fn write(&self, rows: &[Row<'_>], sync: bool) -> Result<(), StoreError> {
+        let mut guard = self.connection(true)?;
+        let conn = guard.as_mut().expect("created");
+        let run = |conn: &mut Connection| -> rusqlite::Result<()> {
+            conn.pragma_update(None, "synchronous", if sync { "FULL" } else { "OFF" })?;
+            let tx = conn.transaction()?;
+            {
+                let mut st = tx.prepare_cached(UPSERT)?;
+                for (key, path, text) in rows {
+                    st.execute(params![key, path, text])?;
+                }
+            }
+            tx.commit()
+        };
+        run(conn).map_err(|e| self.sqlite(e))
+    }
+
+    /// The connection, opened on first use; `create`: make the database when it does
+    /// not exist (else `None` for a missing one).
+    fn connection(&self, create: bool) -> Result<MutexGuard<'_, Option<Connection>>, StoreError> {
+        let mut guard = lock(&self.conn);
+        if guard.is_none() {
+            *guard = self.open(create)?;
+        }
+        Ok(guard)
+    }
+
+    fn open(&self, create: bool) -> Result<Option<Connection>, StoreError> {
+        let io = |source| StoreError::Io {
+            path: self.path.clone(),
+            source,
+        };
+        let mut created = false;
+        for suffix in ["-wal", "-shm", "-journal", ""] {
+            let p = sidecar(&self.path, suffix);
+            let mut meta = fs::symlink_metadata(&p);
+            if meta.as_ref().is_ok_and(|m| m.file_type().is_symlink()) {
+                // Planted: removed, never followed; the store starts again.
+                fs::remove_file(&p).map_err(io)?;
+                meta = fs::symlink_metadata(&p);
+            }
+            match meta {
+                Ok(m) if !m.is_file() => {
+                    return Err(io(io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        format!("{} is not a regular file", p.display()),
+                    )))
+                }
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    if suffix.is_empty() {
+                        // A read creates the database only to bring in what an
+                        // earlier version or a stopped run left.
+                        if !(create || self.legacy.is_dir() || self.intents_dir().is_dir()) {
+                            return Ok(None);
+                        }
+                        created = self.create_file().map_err(io)?;
+                    }
+                }
+                Err(e) => return Err(io(e)),
+            }
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_NOFOLLOW;
+        let conn = Connection::open_with_flags(&self.path, flags).map_err(|e| self.sqlite(e))?;
+        let setup = |conn: &Connection| -> rusqlite::Result<i64> {
+            conn.busy_timeout(BUSY_TIMEOUT)?;
+            conn.pragma_update(None, "journal_mode", "WAL")?;
+            let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+            if version < SCHEMA_VERSION {
+                conn.execute_batch(
+                    "BEGIN IMMEDIATE;
+                     CREATE TABLE IF NOT EXISTS cursors (
+                         session TEXT NOT NULL,
+                         path BLOB NOT NULL,
+                         cursor TEXT NOT NULL,
+                         PRIMARY KEY (session, path)
+                     ) WITHOUT ROWID;
+                     PRAGMA user_version = 1;
+                     COMMIT;",
+                )?;
+            }
+            Ok(version)
+        };
+        let version = setup(&conn).map_err(|e| self.sqlite(e))?;
+        if version > SCHEMA_VERSION {
+            // A newer transcope's store: not ours to write.
+            return Err(self.sqlite(rusqlite::Error::InvalidQuery));
+        }
+        let mut conn = conn;
+        if created {
+            self.import_legacy(&mut conn);
+        }
+        self.fold_journals(&mut conn);
+        Ok(Some(conn))
+    }
+
+    /// Create the database file, private, its folder too; `false` when another process
+    /// created it first.
+    fn create_file(&self) -> io::Result<bool> {
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        let create = || {
+            OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+                .open(&self.path)
+        };
+        match transcope_jsonl::in_private_dir(dir, create) {
+            Ok(_) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Bring in the cursor files of earlier versions, then remove them (a file that
+    /// is not a cursor is left where it is).
+    fn import_legacy(&self, conn: &mut Connection) {
+        let Ok(dir) = fs::read_dir(&self.legacy) else {
+            return;
+        };
+        let mut found = Vec::new();
+        for entry in dir.flatten() {
+            let p = entry.path();
+            if p.extension().is_some_and(|e| e == "json") {
+                if let Some(c) = cursor::load(&p) {
+                    found.push((p, c));
+                }
+            }
+        }
+        let run = |conn: &mut Connection| -> rusqlite::Result<()> {
+            let tx = conn.transaction()?;
+            for (_, c) in &found {
+                tx.execute(
+                    "INSERT OR REPLACE INTO cursors (session, path, cursor) VALUES (?1, ?2, ?3)",
+                    params![
+                        c.session,
+                        c.path.as_bytes(),
+                        serde_json::to_string(c).unwrap_or_default()
+                    ],
+                )?;
+            }
+            tx.commit()
+        };
+        if run(conn).is_ok() {
+            for (p, _) in &found {
+                let _ = fs::remove_file(p);
+            }
+            let _ = fs::remove_dir(&self.legacy);
+        }
+    }
+
+    fn sqlite(&self, source: rusqlite::Error) -> StoreError {
+        StoreError::Sqlite {
+            path: self.path.clone(),
+            source,
+        }
+    }
+}
+
+/// Insert or replace one cursor row.
+const UPSERT: &str = "INSERT INTO cursors (session, path, cursor) VALUES (?1, ?2, ?3)
+     ON CONFLICT (session, path) DO UPDATE SET cursor = excluded.cursor";
+
+/// One intent in the journal.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct JournalLine {
+    /// The session key.
+    key: String,
+    /// The transcript path's bytes, hex.
+    path: String,
+    /// The cursor with its intent.
+    cursor: Cursor,
+}
+
+/// One row to write: the key, the transcript path's bytes, the cursor's JSON.
+type Row<'a> = (&'a str, &'a [u8], &'a str);
+
+/// A row's primary key: the session key and the transcript path's bytes.
+type RowKey = (String, Vec<u8>);
+
+fn row_key(key: &str, transcript: &Path) -> RowKey {
+    (key.to_owned(), path_bytes(transcript).to_vec())
+}
+
+/// A cursor encoded once for the store (its intent added to the same text).
+#[derive(Clone, Debug)]
+pub struct Encoded(String);
+
+impl Encoded {
+    /// `c`'s JSON (without an intent: one is given to [`CursorStore::put_intent`]).
+    pub fn new(c: &Cursor) -> Result<Encoded, StoreError> {
+        debug_assert!(c.intent.is_none());
+        Ok(Encoded(serde_json::to_string(c)?))
+    }
+
+    /// The JSON of the same cursor carrying `intent`: the intent is the cursor's last
+    /// field, so it is this text with one more member before the closing brace.
+    fn with_intent(&self, intent: &Intent) -> Result<String, StoreError> {
+        let body = self.0.strip_suffix('}').unwrap_or(&self.0);
+        Ok(format!(
+            "{body},\"intent\":{}}}",
+            serde_json::to_string(intent)?
+        ))
+    }
+}
+
+fn sidecar(db: &Path, suffix: &str) -> PathBuf {
+    let mut s = db.as_os_str().to_owned();
+    s.push(suffix);
+    PathBuf::from(s)
+}
+
+fn path_bytes(p: &Path) -> &[u8] {
+    p.as_os_str().as_bytes()
+}
+
+/// A lock that a panicking holder did not poison for the others (the values guarded
+/// are a connection and a map, valid after any partial update).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
