@@ -105,23 +105,28 @@ impl<S> EntrySink for Activity<S> {
                 st.folder = Some(f.to_owned());
             }
         }
-        let (messages, tool_calls) = match e.kind {
+        let (messages, tool_calls): (u64, u64) = match e.kind {
             Some(EntryKind::User | EntryKind::Assistant) => (1, 0),
             Some(EntryKind::Tool) => (0, 1),
             _ => (0, 0),
         };
-        let words: usize = e.texts.iter().map(|t| t.split_whitespace().count()).sum();
+        let words: u64 = e
+            .texts
+            .iter()
+            .map(|t| t.split_whitespace().count() as u64)
+            .sum();
         if messages + tool_calls + words == 0 {
             return;
         }
         let folder = st.folder.as_deref().unwrap_or(NO_FOLDER);
+        // Looked up by `&str` first: a folder's name is allocated once, not per entry.
         let c = match st.folders.get_mut(folder) {
             Some(c) => c,
             None => st.folders.entry(folder.to_owned()).or_default(),
         };
-        c.messages += messages as u64;
-        c.tool_calls += tool_calls as u64;
-        c.words += words as u64;
+        c.messages += messages;
+        c.tool_calls += tool_calls;
+        c.words += words;
     }
 }
 
