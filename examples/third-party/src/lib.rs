@@ -8,8 +8,8 @@
 //!   [`Adapter`](transcope_core::adapter::Adapter) and its
 //!   [`Layout`](transcope_core::adapter::Layout));
 //! * [`activity`]: a third-party **stage** counting messages, tool calls and words per
-//!   folder, with a checkpoint ([`Stage`](transcope_core::Stage) and its
-//!   [`StageFactory`]);
+//!   folder, with a checkpoint ([`Stage`] and its
+//!   [`StageFactory`](transcope_core::stage::StageFactory));
 //! * [`adapters`], [`stages`] and [`pipeline`]: the composition — the built-in
 //!   adapters plus the plain log, one line each, and the activity stage, one line —
 //!   in the shape of transcope's own `crates/cli/src/compose.rs`;
