@@ -11,7 +11,8 @@
 //!   the push-model [`Adapter`](adapter::Adapter) trait, framing and the agent's
 //!   [`Layout`](adapter::Layout);
 //! * [`stage`]: the [`Stage`](stage::Stage) trait (entries in, outputs pushed to a
-//!   [`Sink`](stage::Sink), a checkpoint the cursor stores);
+//!   [`Sink`](stage::Sink), a checkpoint the cursor stores), and the
+//!   [`StageFactory`](stage::StageFactory) a composition lists to build one per file;
 //! * [`marker`] and [`env`]: the brain [`Marker`](marker::Marker) and the explicit
 //!   [`Env`](env::Env) that stages and sinks share;
 //! * [`session`]: the session-id grammar.
@@ -43,5 +44,5 @@ pub use entry::{Entry, EntryKind, LinePos, TimeValue};
 pub use env::Env;
 pub use marker::Marker;
 pub use scope::{Attribution, Grant, Label, Scope, ScopeField};
-pub use stage::{FileContext, Sink, Stage};
+pub use stage::{BuildContext, FileContext, Sink, Stage, StageFactory, StageRegistry};
 pub use timestamp::Instant;

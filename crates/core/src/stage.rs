@@ -51,6 +51,71 @@
 //! none.push_item(8); // dropped: no sink
 //! assert_eq!(out, [7]);
 //! ```
+//!
+//! ## Listing stages: [`StageFactory`] and [`StageRegistry`]
+//!
+//! A stage is built fresh for every file (the engine restores its checkpoint into it),
+//! so what a composition lists is not stages but their factories: a
+//! [`StageFactory`] has a name and [`StageFactory::build`], given a [`BuildContext`]
+//! — the transcript, its session key and the [`Env`] the run sees, which every
+//! composition knows for every file and nothing more. Anything else a stage needs
+//! (where it writes, a shared cache) the factory holds from the moment it was listed,
+//! and hands to each stage it builds. A [`StageRegistry`] is the ordered list, built
+//! once where the binary composes its pipeline (`crates/cli/src/compose.rs`, one line
+//! a stage) and carried by the engine's `Pipeline` beside the adapters; the
+//! compositions build every listed stage for each file they read and feed it the
+//! same entries, in the same pass, under the same cursor as their own stages.
+//!
+//! The list holds the stages whose results the compositions never read: a listed
+//! stage pushes its outputs to the sinks its factory gave it. The two stages whose
+//! results *are* the compositions' product — change detection (the transitions it
+//! recorded) and markers (handed to the brain writer) — are built by the compositions
+//! themselves, by type, so reading their results needs no downcast. So the list
+//! starts empty, and a new stage (a token-usage count, a third party's) is one line
+//! in the composition and no edit to the compositions.
+//!
+//! A stage listed after transcripts already have cursors is restored from `Null` at
+//! its first read of each ([`Stage::restore`]): accepting it, the stage sees the bytes
+//! appended from then on; refusing it, every stage reads the transcript again from
+//! its start.
+//!
+//! ```
+//! use std::sync::mpsc;
+//! use transcope_core::adapter::EntrySink;
+//! use transcope_core::stage::{BuildContext, FileContext, Stage, StageFactory, StageRegistry};
+//! use transcope_core::{Entry, Env};
+//!
+//! /// Counts a file's entries and reports the count when the file is read.
+//! struct Count<'a> {
+//!     n: u64,
+//!     out: &'a mpsc::Sender<u64>,
+//! }
+//! impl EntrySink for Count<'_> {
+//!     fn entry(&mut self, _: &Entry<'_>) { self.n += 1 }
+//! }
+//! impl Stage for Count<'_> {
+//!     fn name(&self) -> &'static str { "count" }
+//!     fn finish(&mut self, _: &FileContext<'_>) { let _ = self.out.send(self.n); }
+//! }
+//! struct CountFactory(mpsc::Sender<u64>);
+//! impl StageFactory for CountFactory {
+//!     fn name(&self) -> &'static str { "count" }
+//!     fn build<'a>(&'a self, _: &BuildContext<'a>) -> Box<dyn Stage + 'a> {
+//!         Box::new(Count { n: 0, out: &self.0 })
+//!     }
+//! }
+//!
+//! let (tx, rx) = mpsc::channel();
+//! let mut listed = StageRegistry::new();
+//! listed.register(Box::new(CountFactory(tx)));
+//! let env = Env::new();
+//! let path = std::path::Path::new("t.jsonl");
+//! let mut stages = listed.build(&BuildContext::new(path, Some("s1"), &env));
+//! stages.entry(&Entry::default());
+//! let file = FileContext { path, key: Some("s1"), adapter: "toy", resumed: false };
+//! stages.iter_mut().for_each(|s| s.finish(&file));
+//! assert_eq!(rx.try_recv(), Ok(1));
+//! ```
 
 use std::path::Path;
 
@@ -58,6 +123,7 @@ use serde_json::Value;
 
 use crate::adapter::{EntrySink, Probe};
 use crate::entry::Entry;
+use crate::env::Env;
 
 /// Receives a stage's outputs, one at a time.
 pub trait Sink<T> {
@@ -237,5 +303,96 @@ impl<S: EntrySink> EntrySink for Vec<S> {
     }
     fn wants(&self, p: &Probe<'_>) -> bool {
         self.iter().any(|s| s.wants(p))
+    }
+}
+
+/// What a [`StageFactory`] is told when it builds a stage for one file: what every
+/// composition knows about every file it reads (more may be added, hence
+/// `non_exhaustive`; build one with [`BuildContext::new`]).
+#[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
+pub struct BuildContext<'a> {
+    /// The transcript about to be read.
+    pub path: &'a Path,
+    /// The scope-log key of the session that wrote it (`None`: none could be
+    /// established, and the read keeps no cursor).
+    pub key: Option<&'a str>,
+    /// The environment the run sees (a backfill's is bare: no swarm variables).
+    pub env: &'a Env,
+}
+
+impl<'a> BuildContext<'a> {
+    /// The context of `path`, for `key`, seeing `env`.
+    pub fn new(path: &'a Path, key: Option<&'a str>, env: &'a Env) -> BuildContext<'a> {
+        BuildContext { path, key, env }
+    }
+}
+
+/// Builds one kind of [`Stage`], fresh for each file (see the module docs): what a
+/// composition lists in a [`StageRegistry`].
+pub trait StageFactory: Send + Sync {
+    /// The [`Stage::name`] of the stages it builds (the key of their checkpoint in a
+    /// cursor; unique in a registry). `change-detect` and `markers` are the
+    /// compositions' own.
+    fn name(&self) -> &'static str;
+
+    /// A stage for the file `ctx` names, before its checkpoint (if any) is restored.
+    /// It may borrow from the factory (a sink the factory owns) and from `ctx`.
+    fn build<'a>(&'a self, ctx: &BuildContext<'a>) -> Box<dyn Stage + 'a>;
+}
+
+/// An ordered list of [`StageFactory`]s: the stages a composition runs beside its own,
+/// each file's entries fed to them in this order.
+#[derive(Default)]
+pub struct StageRegistry {
+    factories: Vec<Box<dyn StageFactory>>,
+}
+
+impl StageRegistry {
+    /// An empty list.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Add a factory at the end.
+    ///
+    /// # Panics
+    ///
+    /// When a factory of the same name is listed already: two stages would share one
+    /// checkpoint (a mistake in the composition, found by any run of it).
+    pub fn register(&mut self, f: Box<dyn StageFactory>) -> &mut Self {
+        assert!(
+            self.names().all(|n| n != f.name()),
+            "stage {:?} is listed twice",
+            f.name()
+        );
+        self.factories.push(f);
+        self
+    }
+
+    /// The listed factories, in order.
+    pub fn factories(&self) -> impl Iterator<Item = &dyn StageFactory> {
+        self.factories.iter().map(|f| f.as_ref())
+    }
+
+    /// The listed stages' names, in order.
+    pub fn names(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.factories.iter().map(|f| f.name())
+    }
+
+    /// Whether nothing is listed.
+    pub fn is_empty(&self) -> bool {
+        self.factories.is_empty()
+    }
+
+    /// One fresh stage of each listed factory for the file `ctx` names, in order.
+    pub fn build<'a>(&'a self, ctx: &BuildContext<'a>) -> Vec<Box<dyn Stage + 'a>> {
+        self.factories.iter().map(|f| f.build(ctx)).collect()
+    }
+}
+
+impl std::fmt::Debug for StageRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.names()).finish()
     }
 }

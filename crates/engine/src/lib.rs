@@ -18,7 +18,10 @@
 //! ```
 //!
 //! `observe`, a hook's Stop and `backfill` are thin compositions over it: they differ
-//! only in the stages they pass, the tail policy, and when they save the cursor. With
+//! only in the stages they pass, the tail policy, and when they save the cursor. Beside
+//! the adapters, a pipeline carries the list of further stages
+//! ([`StageRegistry`], [`Builder::stages`]) that every composition builds for each
+//! file and runs with its own. With
 //! the cursor store on, the bytes of a transcript are observed once: observing the same
 //! bytes again does nothing, and appended bytes are observed as if the file had been
 //! read in one pass ([`cursor`] has the details, kill safety included).
@@ -86,7 +89,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use transcope_core::adapter::{AdapterRegistry, EntrySink, Probe};
-use transcope_core::stage::{FileContext, Stage};
+use transcope_core::stage::{FileContext, Stage, StageRegistry};
 use transcope_core::{Entry, TimeValue};
 use transcope_jsonl::{Framer, ReadPolicy};
 
@@ -133,6 +136,7 @@ struct Inner {
     framer: Framer,
     cursors: CursorPolicy,
     store: Option<CursorStore>,
+    stages: StageRegistry,
 }
 
 /// The read engine: adapters, framing and the cursor store, built once.
@@ -146,6 +150,7 @@ pub struct Builder {
     registry: AdapterRegistry,
     framer: Framer,
     cursors: CursorPolicy,
+    stages: StageRegistry,
 }
 
 impl Builder {
@@ -161,6 +166,13 @@ impl Builder {
         self
     }
 
+    /// The stages the compositions build for each file and run beside their own
+    /// ([`StageRegistry`]); default none.
+    pub fn stages(mut self, stages: StageRegistry) -> Builder {
+        self.stages = stages;
+        self
+    }
+
     /// The pipeline.
     pub fn build(self) -> Pipeline {
         let store = match &self.cursors {
@@ -173,6 +185,7 @@ impl Builder {
                 framer: self.framer,
                 cursors: self.cursors,
                 store,
+                stages: self.stages,
             }),
         }
     }
@@ -272,6 +285,7 @@ impl Pipeline {
             registry,
             framer: Framer::default(),
             cursors: CursorPolicy::Off,
+            stages: StageRegistry::new(),
         }
     }
 
@@ -293,6 +307,12 @@ impl Pipeline {
     /// The cursor store (`None` with [`CursorPolicy::Off`]).
     pub fn store(&self) -> Option<&CursorStore> {
         self.inner.store.as_ref()
+    }
+
+    /// The listed stages: [`Pipeline::observe`] runs only the stages it is given, and
+    /// a composition builds these for each file and gives them beside its own.
+    pub fn stages(&self) -> &StageRegistry {
+        &self.inner.stages
     }
 
     /// Write the cursors a batched policy still holds (one synced transaction).

@@ -2,7 +2,8 @@
 //!
 //! The named composition a hook runs over the engine ([`transcope_engine::Pipeline`]:
 //! the adapters the binary registered, framing and the cursor store) with the
-//! change-detection and marker stages:
+//! change-detection and marker stages, and every stage the pipeline lists beside them
+//! ([`transcope_engine::Pipeline::stages`], run in the same pass under the same cursor):
 //!
 //! * [`observe`]: `observe_transcript` through the cursor store (every byte observed
 //!   once), or the reference's whole-file algorithm with a pipeline built without one;

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use transcope_change_detect::{scope_enabled, ChangeDetect, Env, Outcome, ProjectResolver};
-use transcope_core::Stage;
+use transcope_core::stage::{BuildContext, Stage};
 use transcope_engine::{Buffers, PendingCursor, Pipeline, Request, ScanError, ScanReport};
 use transcope_jsonl::ReadPolicy;
 use transcope_scopelog::ScopeLog;
@@ -70,6 +70,10 @@ pub fn observe<R: ProjectResolver + Send>(
 /// what `also` found is handed on. `None` when nothing is to be saved (no cursor
 /// store, or the log could not be written: the old cursor stays and the next read
 /// takes those bytes again).
+///
+/// The stages the pipeline lists ([`Pipeline::stages`]) are built for the file and
+/// run after change detection and `also`, in the same pass and under the same cursor:
+/// a Stop, `observe` and a backfill all run them, and none of them names them.
 pub fn observe_deferred<'o: 'x, 'x, R: ProjectResolver + Send + 'x>(
     pipeline: &Pipeline,
     o: &Observe<'o>,
@@ -86,9 +90,13 @@ pub fn observe_deferred<'o: 'x, 'x, R: ProjectResolver + Send + 'x>(
     // An invalid session id has no log, and so no cursor either.
     let key = o.log.path().map(|_| o.log.session());
     let req = Request::new(o.transcript, key).read(o.read);
+    let mut listed = pipeline
+        .stages()
+        .build(&BuildContext::new(o.transcript, key, o.env));
     let seen = {
-        let mut stages: Vec<&mut (dyn Stage + 'x)> = vec![&mut stage];
-        stages.extend(also);
+        let mut stages: Vec<&mut dyn Stage> = vec![&mut stage];
+        stages.extend(also.map(|s| s as &mut dyn Stage));
+        stages.extend(listed.iter_mut().map(|s| &mut **s as &mut dyn Stage));
         pipeline.observe(&req, &mut stages, buffers)?
     };
     report.up_to_date = seen.up_to_date;
