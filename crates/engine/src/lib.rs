@@ -469,10 +469,6 @@ impl Pipeline {
             .map(|s| (s.name().to_owned(), s.prepare()))
             .filter(|(_, t)| !t.is_null())
             .collect();
-        let checkpoints: BTreeMap<String, Value> = stages
-            .iter()
-            .map(|s| (s.name().to_owned(), s.checkpoint()))
-            .collect();
         let next = match (&store, head_sha256) {
             (Some(st), Some(head_sha256)) if !obs.scan.adapter.is_empty() => next_cursor(
                 Read {
@@ -484,7 +480,11 @@ impl Pipeline {
                 },
                 &obs.scan,
                 hash,
-                checkpoints,
+                // Asked only when a cursor will keep them.
+                stages
+                    .iter()
+                    .map(|s| (s.name().to_owned(), s.checkpoint()))
+                    .collect(),
             ),
             _ => None,
         };

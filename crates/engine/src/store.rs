@@ -59,9 +59,16 @@ pub struct CursorStore {
     path: PathBuf,
     legacy: PathBuf,
     durable: bool,
-    conn: Mutex<Option<Connection>>,
+    conn: Mutex<Option<Conn>>,
     /// A batched store's cursors and intents not yet in the database.
     batch: Mutex<Batch>,
+}
+
+/// The open connection, and whether it was made ready to write ([`CursorStore`]'s
+/// `ready`: pragmas and schema, which a read does without).
+struct Conn {
+    db: Connection,
+    ready: bool,
 }
 
 /// What a batched store holds between two of its transactions.
@@ -158,7 +165,8 @@ impl CursorStore {
                 let Some(conn) = guard.as_mut() else {
                     return Ok(None);
                 };
-                conn.prepare_cached("SELECT cursor FROM cursors WHERE session = ?1 AND path = ?2")
+                conn.db
+                    .prepare_cached("SELECT cursor FROM cursors WHERE session = ?1 AND path = ?2")
                     .and_then(|mut st| {
                         st.query_row(params![key, path_bytes(transcript)], |r| r.get(0))
                             .optional()
@@ -253,12 +261,13 @@ impl CursorStore {
                 let Some(conn) = guard.as_mut() else {
                     return Ok(());
                 };
-                conn.execute(
-                    "DELETE FROM cursors WHERE session = ?1 AND path = ?2",
-                    params![key, path_bytes(transcript)],
-                )
-                .map(drop)
-                .map_err(|e| self.sqlite(e))
+                conn.db
+                    .execute(
+                        "DELETE FROM cursors WHERE session = ?1 AND path = ?2",
+                        params![key, path_bytes(transcript)],
+                    )
+                    .map(drop)
+                    .map_err(|e| self.sqlite(e))
             }
         }
     }
@@ -399,20 +408,25 @@ impl CursorStore {
             }
             tx.commit()
         };
-        run(conn).map_err(|e| self.sqlite(e))
+        run(&mut conn.db).map_err(|e| self.sqlite(e))
     }
 
     /// The connection, opened on first use; `create`: make the database when it does
     /// not exist (else `None` for a missing one).
-    fn connection(&self, create: bool) -> Result<MutexGuard<'_, Option<Connection>>, StoreError> {
+    fn connection(&self, create: bool) -> Result<MutexGuard<'_, Option<Conn>>, StoreError> {
         let mut guard = lock(&self.conn);
         if guard.is_none() {
             *guard = self.open(create)?;
         }
+        if create {
+            if let Some(conn) = guard.as_mut() {
+                self.ready(conn)?;
+            }
+        }
         Ok(guard)
     }
 
-    fn open(&self, create: bool) -> Result<Option<Connection>, StoreError> {
+    fn open(&self, create: bool) -> Result<Option<Conn>, StoreError> {
         let io = |source| StoreError::Io {
             path: self.path.clone(),
             source,
@@ -451,9 +465,42 @@ impl CursorStore {
             | OpenFlags::SQLITE_OPEN_NO_MUTEX
             | OpenFlags::SQLITE_OPEN_NOFOLLOW;
         let conn = Connection::open_with_flags(&self.path, flags).map_err(|e| self.sqlite(e))?;
+        // All a read needs: a Stop with nothing new parses no pragma and no schema
+        // beyond its one SELECT.
+        conn.busy_timeout(BUSY_TIMEOUT)
+            .and_then(|()| persist_wal(&conn))
+            .map_err(|e| self.sqlite(e))?;
+        let mut conn = Conn {
+            db: conn,
+            ready: false,
+        };
+        let journals = self.intents_dir().is_dir();
+        if created || journals {
+            self.ready(&mut conn)?;
+        }
+        if created {
+            self.import_legacy(&mut conn.db);
+        }
+        if journals {
+            self.fold_journals(&mut conn.db);
+        }
+        Ok(Some(conn))
+    }
+
+    /// Make `conn` ready to write: the write-ahead log, the schema (created or
+    /// checked).
+    fn ready(&self, conn: &mut Conn) -> Result<(), StoreError> {
+        if conn.ready {
+            return Ok(());
+        }
         let setup = |conn: &Connection| -> rusqlite::Result<i64> {
-            conn.busy_timeout(BUSY_TIMEOUT)?;
-            conn.pragma_update(None, "journal_mode", "WAL")?;
+            // The write-ahead log and its index stay when the last connection closes
+            // (see `persist_wal`), emptied past 1 MiB.
+            conn.pragma_update(None, "journal_size_limit", 1 << 20)?;
+            let mode: String = conn.pragma_query_value(None, "journal_mode", |r| r.get(0))?;
+            if !mode.eq_ignore_ascii_case("wal") {
+                conn.pragma_update(None, "journal_mode", "WAL")?;
+            }
             let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
             if version < SCHEMA_VERSION {
                 conn.execute_batch(
@@ -470,17 +517,13 @@ impl CursorStore {
             }
             Ok(version)
         };
-        let version = setup(&conn).map_err(|e| self.sqlite(e))?;
+        let version = setup(&conn.db).map_err(|e| self.sqlite(e))?;
         if version > SCHEMA_VERSION {
             // A newer transcope's store: not ours to write.
             return Err(self.sqlite(rusqlite::Error::InvalidQuery));
         }
-        let mut conn = conn;
-        if created {
-            self.import_legacy(&mut conn);
-        }
-        self.fold_journals(&mut conn);
-        Ok(Some(conn))
+        conn.ready = true;
+        Ok(())
     }
 
     /// Create the database file, private, its folder too; `false` when another process
@@ -544,6 +587,30 @@ impl CursorStore {
             path: self.path.clone(),
             source,
         }
+    }
+}
+
+/// Keep the database's `-wal` and `-shm` files when the last connection closes
+/// (`SQLITE_FCNTL_PERSIST_WAL`).
+#[allow(unsafe_code)]
+fn persist_wal(conn: &Connection) -> rusqlite::Result<()> {
+    use rusqlite::ffi;
+    let mut on: std::ffi::c_int = 1;
+    // SAFETY: `conn.handle()` is the open connection's own handle, used only for this
+    // call while `conn` is borrowed; the op takes a pointer to one `int`, which `on`
+    // is, alive for the call.
+    let rc = unsafe {
+        ffi::sqlite3_file_control(
+            conn.handle(),
+            c"main".as_ptr(),
+            ffi::SQLITE_FCNTL_PERSIST_WAL,
+            (&mut on as *mut std::ffi::c_int).cast(),
+        )
+    };
+    if rc == ffi::SQLITE_OK {
+        Ok(())
+    } else {
+        Err(rusqlite::Error::SqliteFailure(ffi::Error::new(rc), None))
     }
 }
 
