@@ -16,7 +16,7 @@
 //!   [`Env`](env::Env) that stages and sinks share;
 //! * [`session`]: the session-id grammar.
 //!
-//! Data flows one way: hook payload → identity → adapter → stages → scope log and sinks.
+//! Data flows one way: hook payload → caller → identity → adapter → stages → scope log and sinks.
 //! This crate sits at the bottom and depends on none of the others.
 //!
 //! ```

@@ -85,7 +85,7 @@ impl Identity {
     /// (identity.md §4.4), or `None` when there is nothing to say (not degraded, or no id).
     ///
     /// ```
-    /// use transcope_identity::stable::Identity;
+    /// use transcope_caller::stable::Identity;
     ///
     /// assert_eq!(Identity { id: "origin".into(), ..Default::default() }.notice(), None);
     /// ```

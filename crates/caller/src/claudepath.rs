@@ -29,7 +29,7 @@ pub fn home_dir(env: &Env) -> Option<PathBuf> {
 /// leaves something, else `<home>/.claude`, else `None` (unknown).
 ///
 /// ```
-/// use transcope_identity::{claudepath::config_dir, Env};
+/// use transcope_caller::{claudepath::config_dir, Env};
 ///
 /// let env = Env::from([("HOME".into(), "/home/u".into()), ("CLAUDE_CONFIG_DIR".into(), " \t".into())]);
 /// assert_eq!(config_dir(&env).unwrap(), std::path::Path::new("/home/u/.claude"));
@@ -79,7 +79,7 @@ pub(crate) fn encode_bytes(bytes: &[u8]) -> String {
 /// `/a/b.c` all collide.
 ///
 /// ```
-/// use transcope_identity::claudepath::encode_project_dir;
+/// use transcope_caller::claudepath::encode_project_dir;
 ///
 /// assert_eq!(encode_project_dir("/home/u/proj/pkg".as_ref()), "-home-u-proj-pkg");
 /// assert_eq!(encode_project_dir("/home/u/proj-pkg".as_ref()), "-home-u-proj-pkg");
@@ -137,7 +137,7 @@ pub fn project_dir(config: &Path, dir: &Path) -> Option<PathBuf> {
 /// qualifies, even one above the config directory.
 ///
 /// ```
-/// use transcope_identity::claudepath::session_dir_of_subagent;
+/// use transcope_caller::claudepath::session_dir_of_subagent;
 ///
 /// let s = |p: &str| session_dir_of_subagent(p.as_ref()).map(|d| d.display().to_string());
 /// assert_eq!(s("/p/S/subagents/agent-x.jsonl").as_deref(), Some("/p/S"));
@@ -180,7 +180,7 @@ pub(crate) fn check_agent_id(agent_id: &str) -> Result<(), TranscriptError> {
 /// `..` (refused, never repaired).
 ///
 /// ```
-/// use transcope_identity::claudepath::subagent_transcript_path;
+/// use transcope_caller::claudepath::subagent_transcript_path;
 ///
 /// let p = subagent_transcript_path("/cfg/projects/-a-project/7173666c.jsonl".as_ref(), "a6e302233716d506d").unwrap();
 /// assert_eq!(p, std::path::Path::new("/cfg/projects/-a-project/7173666c/subagents/agent-a6e302233716d506d.jsonl"));

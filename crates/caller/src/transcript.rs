@@ -179,7 +179,7 @@ impl Entry {
     /// Decodes one line; `None` when Go's decoder would fail on it (identity.md §1.2).
     ///
     /// ```
-    /// use transcope_identity::transcript::Entry;
+    /// use transcope_caller::transcript::Entry;
     ///
     /// let e = Entry::parse(br#"{"UUID":"u","parentUuid":null,"sessionId":"s","message":[1]}"#).unwrap();
     /// assert_eq!((e.uuid.as_str(), e.parent_uuid, e.session_id.as_str()), ("u", None, "s"));

@@ -101,7 +101,7 @@ impl HookInput {
     /// the others are still read; keys match case-insensitively; the last duplicate wins.
     ///
     /// ```
-    /// use transcope_identity::hookinput::HookInput;
+    /// use transcope_caller::hookinput::HookInput;
     ///
     /// let p = HookInput::parse(br#"{"session_id":"s","cwd":5,"Transcript_Path":"/t.jsonl"}"#);
     /// assert_eq!((p.session_id.as_str(), p.cwd.as_str(), p.transcript_path.as_str()), ("s", "", "/t.jsonl"));
@@ -279,7 +279,7 @@ pub fn session_record_with_locator(
 /// file name.
 ///
 /// ```
-/// use transcope_identity::{hookinput::{record, HookInput}, Env};
+/// use transcope_caller::{hookinput::{record, HookInput}, Env};
 ///
 /// let env = Env::new();
 /// let p = HookInput::parse(br#"{"transcript_path":"/given/path.jsonl","session_id":"sid","cwd":"/proj"}"#);
@@ -390,7 +390,7 @@ fn agent_name(p: &HookInput) -> Option<String> {
 ///   or when the session id (or a sub-agent's id) is not a plain file name.
 ///
 /// ```
-/// use transcope_identity::{hookinput::{caller, HookInput}, Env};
+/// use transcope_caller::{hookinput::{caller, HookInput}, Env};
 ///
 /// let dir = tempfile::tempdir().unwrap();
 /// let path = dir.path().join("s1.jsonl");
