@@ -23,9 +23,9 @@ use std::time::UNIX_EPOCH;
 
 use crate::gopath;
 use crate::sessionpath::project_dir_of_record;
-use crate::transcript::{
-    parse_rfc3339, scan_entries, scan_entries_holding, Entry, TranscriptError,
-};
+use transcope_core::timestamp::parse_go_rfc3339;
+
+use crate::transcript::{scan_entries, scan_entries_holding, Entry, TranscriptError};
 
 /// `maxRestartHops`: continuations followed in depth before the walk gives up.
 pub const MAX_RESTART_HOPS: usize = 64;
@@ -268,7 +268,10 @@ struct Walk<'a> {
 
 /// Whether `c` began strictly after `r` (both timestamps parse).
 fn started_after(c: &Entry, r: &Entry) -> bool {
-    match (parse_rfc3339(&c.timestamp), parse_rfc3339(&r.timestamp)) {
+    match (
+        parse_go_rfc3339(&c.timestamp),
+        parse_go_rfc3339(&r.timestamp),
+    ) {
         (Some(c), Some(r)) => c > r,
         _ => false,
     }

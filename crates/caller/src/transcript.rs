@@ -533,96 +533,6 @@ pub fn start_cwd(path: &Path) -> Result<String, TranscriptError> {
     }
 }
 
-/// Parses an RFC 3339 timestamp as Go's `time.Parse(time.RFC3339, s)` does; nanoseconds since
-/// the Unix epoch. Fractional seconds are optional (`.` or `,`); more than nine fraction digits
-/// read as zero nanoseconds (Go's fast path).
-pub(crate) fn parse_rfc3339(s: &str) -> Option<i128> {
-    let b = s.as_bytes();
-    if b.len() < 19 {
-        return None;
-    }
-    let num = |r: std::ops::Range<usize>, min: i64, max: i64| -> Option<i64> {
-        let mut x: i64 = 0;
-        for &c in &b[r] {
-            if !c.is_ascii_digit() {
-                return None;
-            }
-            x = x * 10 + i64::from(c - b'0');
-        }
-        (min..=max).contains(&x).then_some(x)
-    };
-    let year = num(0..4, 0, 9999)?;
-    let month = num(5..7, 1, 12)?;
-    let day = num(8..10, 1, days_in(month, year))?;
-    let hour = num(11..13, 0, 23)?;
-    let min = num(14..16, 0, 59)?;
-    let sec = num(17..19, 0, 59)?;
-    if !(b[4] == b'-' && b[7] == b'-' && b[10] == b'T' && b[13] == b':' && b[16] == b':') {
-        return None;
-    }
-    let mut rest = &b[19..];
-    let mut nanos: i64 = 0;
-    if rest.len() >= 2 && (rest[0] == b'.' || rest[0] == b',') && rest[1].is_ascii_digit() {
-        let mut n = 1;
-        while n < rest.len() && rest[n].is_ascii_digit() {
-            n += 1;
-        }
-        let digits = &rest[1..n];
-        if digits.len() <= 9 {
-            for i in 0..9 {
-                nanos = nanos * 10 + digits.get(i).map_or(0, |d| i64::from(d - b'0'));
-            }
-        }
-        rest = &rest[n..];
-    }
-    let offset: i64 = if rest == b"Z" {
-        0
-    } else {
-        if rest.len() != 6 || !(rest[0] == b'+' || rest[0] == b'-') || rest[3] != b':' {
-            return None;
-        }
-        let digits = |r: std::ops::Range<usize>, max: i64| -> Option<i64> {
-            let t = &rest[r];
-            if !t.iter().all(u8::is_ascii_digit) {
-                return None;
-            }
-            let v = i64::from(t[0] - b'0') * 10 + i64::from(t[1] - b'0');
-            (v <= max).then_some(v)
-        };
-        let hh = digits(1..3, 23)?;
-        let mm = digits(4..6, 59)?;
-        let off = (hh * 60 + mm) * 60;
-        if rest[0] == b'-' {
-            -off
-        } else {
-            off
-        }
-    };
-    let days = days_from_civil(year, month, day);
-    let secs = days * 86_400 + hour * 3600 + min * 60 + sec - offset;
-    Some(i128::from(secs) * 1_000_000_000 + i128::from(nanos))
-}
-
-fn days_in(month: i64, year: i64) -> i64 {
-    match month {
-        2 if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -673,31 +583,6 @@ mod tests {
         line.push(0xff);
         line.extend_from_slice(br#""}"#);
         assert_eq!(Entry::parse(&line).unwrap().uuid, "a\u{FFFD}");
-    }
-
-    #[test]
-    fn rfc3339() {
-        let z = parse_rfc3339("1970-01-01T00:00:00Z").unwrap();
-        assert_eq!(z, 0);
-        assert_eq!(
-            parse_rfc3339("2026-08-13T09:00:00.000Z"),
-            parse_rfc3339("2026-08-13T11:00:00+02:00")
-        );
-        assert_eq!(parse_rfc3339("1970-01-01T00:00:01.5Z"), Some(1_500_000_000));
-        assert_eq!(parse_rfc3339("1970-01-01T00:00:01,5Z"), Some(1_500_000_000));
-        assert_eq!(
-            parse_rfc3339("1970-01-01T00:00:01.1234567891Z"),
-            Some(1_000_000_000)
-        );
-        assert!(parse_rfc3339("2026-02-30T00:00:00Z").is_none());
-        assert!(parse_rfc3339("2026-08-13 09:00:00Z").is_none());
-        assert!(parse_rfc3339("2026-08-13T09:00:00").is_none());
-        assert!(parse_rfc3339("2026-08-13T09:00:00z").is_none());
-        assert!(parse_rfc3339("").is_none());
-        assert_eq!(
-            parse_rfc3339("2000-03-01T00:00:00Z"),
-            Some(951_868_800 * 1_000_000_000)
-        );
     }
 
     #[test]
