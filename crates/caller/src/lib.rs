@@ -26,7 +26,8 @@
 //!   with its [`Degraded`] reasons.
 //! * [`sessionpath`]: where a session's state lives (`data_home`, `state_db`, `checks_db`).
 //! * [`transcript`]: one transcript line as sloprail's Go decoder reads it ([`transcript::Entry`]),
-//!   the line scanner with Go's `bufio.Scanner` limits, and [`TranscriptError`].
+//!   the line scanner with Go's `bufio.Scanner` limits (`transcope-jsonl`'s framer under
+//!   its stop-at-an-over-long-line policy), and [`TranscriptError`].
 //!
 //! Environment values (`CLAUDE_CONFIG_DIR`, `HOME`, `XDG_DATA_HOME`) come from the [`Env`]
 //! passed in, never from the process.
@@ -37,7 +38,9 @@
 //! this crate builds on for git: a work tree's top level and a repository's root commit), and
 //! it does not decode transcripts into entries for the stages (that is the adapters'). It
 //! reads a transcript only for the few fields identity needs, with Go's rules rather than
-//! the adapters' — the two must not be mixed.
+//! the adapters' — the two must not be mixed. It has no line reader or timestamp parser of
+//! its own: lines come from `transcope-jsonl` (the framer every reader uses) and RFC 3339
+//! timestamps are read by `transcope-core`'s `timestamp::parse_go_rfc3339`.
 //!
 //! # Example
 //!

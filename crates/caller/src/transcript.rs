@@ -2,18 +2,24 @@
 //! [`MAX_RECORD_BYTES`] cap, [`start_cwd`], and the [`TranscriptError`]s the rest of the
 //! identity code reports (identity.md §1.2, §1.3, §5.4).
 //!
+//! The scanner is not a reader of its own: it is `transcope-jsonl`'s
+//! ([`read_regular`], the framer every transcope reader uses) set to Go's `bufio.Scanner`
+//! rules — an over-long line ends the scan ([`Oversized::Stop`]) instead of being skipped,
+//! and a last line without `\n` is delivered ([`FinalLine::Yield`]) with its `\r` dropped.
+//!
 //! Lines are decoded the way sloprail's Go decoder decodes them: a line that fails to parse
 //! (invalid JSON, not an object, or a type mismatch on a decoded field) is skipped; a top-level
 //! `null` is an empty record; keys match case-insensitively (Go's folding); unknown fields are
 //! ignored; `message`, `toolUseResult` and `attachment` may hold any JSON.
 
 use std::fmt;
-use std::io::{self, BufRead, BufReader};
+use std::io;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
+use transcope_jsonl::{read_regular, FinalLine, Framer, Line, LineSink, Oversized};
 
 /// The longest line (in bytes, a trailing `\r` included, the `\n` not) the scanner accepts
 /// is one byte less than this: Go's `bufio.Scanner` with a 16 MiB buffer, which must hold the
@@ -389,78 +395,64 @@ impl<'de> Deserialize<'de> for Entry {
     }
 }
 
+/// Go's `bufio.Scanner` (`ScanLines`, a [`MAX_RECORD_BYTES`] buffer) as a sink of the
+/// shared framer. The framer is set so that it delivers every line Go accepts and stops at
+/// every line Go refuses but one: a line ending `\r\n` whose content is one byte short of
+/// the cap, which Go's buffer cannot hold with its `\r` and `\n` (checked here).
+struct GoLines<F>(F);
+
+/// [`GoLines`]' framer: content (without `\r\n`) up to `MAX_RECORD_BYTES - 1` bytes, stop
+/// at a longer line, deliver an unterminated last line, read 64 KiB at a time (Go's first
+/// buffer).
+fn go_framer() -> Framer {
+    Framer::builder()
+        .max_line(MAX_RECORD_BYTES - 1)
+        .oversized(Oversized::Stop)
+        .final_line(FinalLine::Yield)
+        .buffer_size(64 * 1024)
+        .build()
+}
+
+impl<F: FnMut(&[u8]) -> ControlFlow<()>> LineSink for GoLines<F> {
+    type Error = LineTooLong;
+
+    fn line(&mut self, line: Line<'_>) -> Result<bool, LineTooLong> {
+        let raw = line.end - line.offset;
+        let content = if raw == line.bytes.len() as u64 {
+            // The last line, without `\n`, delivered verbatim: Go drops one `\r` here too.
+            line.bytes.strip_suffix(b"\r").unwrap_or(line.bytes)
+        } else if raw > MAX_RECORD_BYTES as u64 {
+            return Err(LineTooLong);
+        } else {
+            line.bytes
+        };
+        Ok((self.0)(content).is_continue())
+    }
+
+    fn oversized(&mut self, _offset: u64, _number: u64, _len: u64) -> Result<bool, LineTooLong> {
+        Err(LineTooLong)
+    }
+}
+
 /// Reads `path` line by line with Go's `bufio.Scanner` rules (identity.md §1.3) and hands each
 /// line (without `\n` and one trailing `\r`) to `f`, which may stop the scan.
 ///
 /// Only a regular file is read, and only as far as its size when opened: a FIFO, a device
 /// or a file that grows without end never blocks a hook (the open does not wait for a
-/// FIFO's writer).
+/// FIFO's writer). Nothing past [`MAX_RECORD_BYTES`] bytes of an over-long line is read.
 ///
 /// # Errors
 /// Opening or reading fails (the [`io::Error`] keeps its kind), the path is not a regular
 /// file ([`io::ErrorKind::InvalidInput`]), or a line is too long ([`is_line_too_long`]).
 /// Lines handed over before the failure have been seen.
-pub fn scan_lines(path: &Path, mut f: impl FnMut(&[u8]) -> ControlFlow<()>) -> io::Result<()> {
-    use std::io::Read as _;
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)?;
-    let meta = file.metadata()?;
-    if !meta.is_file() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("{} is not a regular file", path.display()),
-        ));
-    }
-    let mut reader = BufReader::with_capacity(64 * 1024, file.take(meta.len()));
-    let mut line: Vec<u8> = Vec::new();
-    loop {
-        line.clear();
-        let mut ended = false;
-        loop {
-            let buf = match reader.fill_buf() {
-                Ok(buf) => buf,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            };
-            if buf.is_empty() {
-                break;
-            }
-            match memchr::memchr(b'\n', buf) {
-                Some(i) => {
-                    if line.len() + i >= MAX_RECORD_BYTES {
-                        return Err(io::Error::new(io::ErrorKind::InvalidData, LineTooLong));
-                    }
-                    line.extend_from_slice(&buf[..i]);
-                    reader.consume(i + 1);
-                    ended = true;
-                    break;
-                }
-                None => {
-                    let n = buf.len();
-                    if line.len() + n >= MAX_RECORD_BYTES {
-                        return Err(io::Error::new(io::ErrorKind::InvalidData, LineTooLong));
-                    }
-                    line.extend_from_slice(buf);
-                    reader.consume(n);
-                }
-            }
+pub fn scan_lines(path: &Path, f: impl FnMut(&[u8]) -> ControlFlow<()>) -> io::Result<()> {
+    match read_regular(path, &go_framer(), GoLines(f)) {
+        Ok(_) => Ok(()),
+        Err(transcope_jsonl::Error::Io { source, .. }) => Err(source),
+        Err(transcope_jsonl::Error::Sink(too_long)) => {
+            Err(io::Error::new(io::ErrorKind::InvalidData, too_long))
         }
-        if !ended && line.is_empty() {
-            return Ok(());
-        }
-        let content = match line.last() {
-            Some(b'\r') => &line[..line.len() - 1],
-            _ => &line[..],
-        };
-        if f(content).is_break() {
-            return Ok(());
-        }
-        if !ended {
-            return Ok(());
-        }
+        Err(other) => Err(io::Error::other(other.to_string())),
     }
 }
 
@@ -611,5 +603,46 @@ mod tests {
         })
         .unwrap();
         assert_eq!(lines, [b"a".to_vec(), b"".to_vec(), b"b".to_vec()]);
+    }
+
+    /// Go's buffer holds a line with its `\r` and `\n`: content one byte short of the cap
+    /// fits bare, not with `\r\n`; the lines before a refused one are seen, and a scan the
+    /// callback stops before it succeeds.
+    #[test]
+    fn scanner_counts_the_cr_of_a_crlf_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        let lens = |path: &Path| {
+            let mut seen = Vec::new();
+            let r = scan_lines(path, |l| {
+                seen.push(l.len());
+                ControlFlow::Continue(())
+            });
+            (seen, r)
+        };
+        let mut body = b"a\r\n".to_vec();
+        body.extend(vec![b'x'; MAX_RECORD_BYTES - 2]);
+        body.extend_from_slice(b"\r\nb");
+        std::fs::write(&path, &body).unwrap();
+        let (seen, r) = lens(&path);
+        assert_eq!(seen, [1, MAX_RECORD_BYTES - 2, 1]);
+        assert!(r.is_ok());
+
+        let mut body = b"a\r\n".to_vec();
+        body.extend(vec![b'x'; MAX_RECORD_BYTES - 1]);
+        body.extend_from_slice(b"\r\nb\n");
+        std::fs::write(&path, &body).unwrap();
+        let (seen, r) = lens(&path);
+        assert_eq!(seen, [1]);
+        assert!(is_line_too_long(&r.unwrap_err()));
+        let stopped = scan_lines(&path, |_| ControlFlow::Break(()));
+        assert!(stopped.is_ok());
+
+        std::fs::write(&path, b"\r").unwrap();
+        assert_eq!(lens(&path).0, [0]);
+        let (_, r) = lens(dir.path());
+        assert_eq!(r.unwrap_err().kind(), io::ErrorKind::InvalidInput);
+        let (_, r) = lens(&dir.path().join("nope"));
+        assert_eq!(r.unwrap_err().kind(), io::ErrorKind::NotFound);
     }
 }
