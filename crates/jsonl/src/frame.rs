@@ -241,24 +241,9 @@ impl Cursor {
         total: u64,
         sink: &mut S,
     ) -> Result<bool, S::Error> {
-        let offset = self.offset;
-        let number = self.number;
-        let end = offset + total;
-        let go = match content {
-            Some(bytes) if bytes.len() <= framer.max_line => {
-                self.summary.lines += 1;
-                sink.line(Line {
-                    bytes,
-                    offset,
-                    number,
-                    end,
-                })?
-            }
-            _ if framer.oversized == Oversized::Stop => return self.stop_at(framer, sink),
-            _ => {
-                self.summary.oversized += 1;
-                sink.oversized(offset, number, len)?
-            }
+        let end = self.offset + total;
+        let Some(go) = self.report(framer, content, len, end, sink)? else {
+            return Ok(false);
         };
         self.offset = end;
         self.number += 1;
@@ -270,15 +255,50 @@ impl Cursor {
         Ok(go)
     }
 
+    /// Hands the line at the cursor (ending at `end`) to the sink: delivered when within
+    /// the cap, else skipped; `Some(whether to continue)`, or `None` when framing ends at
+    /// it under [`Oversized::Stop`].
+    #[inline]
+    fn report<S: LineSink>(
+        &mut self,
+        framer: &Framer,
+        content: Option<&[u8]>,
+        len: u64,
+        end: u64,
+        sink: &mut S,
+    ) -> Result<Option<bool>, S::Error> {
+        let (offset, number) = (self.offset, self.number);
+        match content {
+            Some(bytes) if bytes.len() <= framer.max_line => {
+                self.summary.lines += 1;
+                sink.line(Line {
+                    bytes,
+                    offset,
+                    number,
+                    end,
+                })
+                .map(Some)
+            }
+            _ if framer.oversized == Oversized::Stop => {
+                self.stop_at(framer, sink)?;
+                Ok(None)
+            }
+            _ => {
+                self.summary.oversized += 1;
+                sink.oversized(offset, number, len).map(Some)
+            }
+        }
+    }
+
     /// Under [`Oversized::Stop`]: reports the line at the cursor as over-long and ends
     /// framing without consuming it (the sink's answer cannot make it go on).
     #[cold]
-    fn stop_at<S: LineSink>(&mut self, framer: &Framer, sink: &mut S) -> Result<bool, S::Error> {
+    fn stop_at<S: LineSink>(&mut self, framer: &Framer, sink: &mut S) -> Result<(), S::Error> {
         self.summary.oversized += 1;
         self.summary.incomplete_tail = 0;
         self.summary.stopped = true;
         sink.oversized(self.offset, self.number, framer.past_cap())?;
-        Ok(false)
+        Ok(())
     }
 
     /// Frames every complete line in `buf`; returns the index just past the
@@ -326,28 +346,10 @@ impl Cursor {
         if len == 0 || framer.final_line == FinalLine::Hold {
             return Ok(self.summary);
         }
-        let offset = self.offset;
-        let number = self.number;
-        let go = match content {
-            Some(bytes) if bytes.len() <= framer.max_line => {
-                self.summary.lines += 1;
-                sink.line(Line {
-                    bytes,
-                    offset,
-                    number,
-                    end: offset + len,
-                })?
-            }
-            _ if framer.oversized == Oversized::Stop => {
-                self.stop_at(framer, sink)?;
-                return Ok(self.summary);
-            }
-            _ => {
-                self.summary.oversized += 1;
-                sink.oversized(offset, number, len)?
-            }
-        };
-        self.summary.stopped = !go;
+        let end = self.offset + len;
+        if let Some(go) = self.report(framer, content, len, end, sink)? {
+            self.summary.stopped = !go;
+        }
         Ok(self.summary)
     }
 }
