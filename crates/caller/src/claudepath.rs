@@ -6,13 +6,11 @@
 //! the state encoding ([`encode_workspace`](crate::sessionpath::encode_workspace), anchored on
 //! the git root); the two must not be mixed.
 
-use std::collections::HashMap;
-use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
 
 use crate::gopath;
-use crate::transcript::{scan_entries_holding, TranscriptError};
+use crate::memo::Memo;
+use crate::transcript::{any_entry_holding, TranscriptError};
 use crate::Env;
 
 /// The variable naming Claude Code's configuration directory.
@@ -217,12 +215,8 @@ pub fn subagent_transcript_path(parent: &Path, agent_id: &str) -> Result<PathBuf
     Ok(direct)
 }
 
-type RelocationMemo = Mutex<HashMap<(PathBuf, PathBuf), PathBuf>>;
-
-fn relocation_memo() -> &'static RelocationMemo {
-    static MEMO: OnceLock<RelocationMemo> = OnceLock::new();
-    MEMO.get_or_init(Default::default)
-}
+/// Found relocations, by `(config_dir, path)`.
+static RELOCATIONS: Memo<(PathBuf, PathBuf), PathBuf> = Memo::new();
 
 /// `transcript.RelocateRecord` (latest version, identity.md §2.4): where a record reported
 /// under one project directory was really written, when the session was resumed from
@@ -242,19 +236,12 @@ pub fn relocate_record(config_dir: &Path, path: &Path) -> PathBuf {
         return path.to_path_buf();
     }
     let key = (config_dir.to_path_buf(), path.to_path_buf());
-    if let Some(found) = relocation_memo()
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .get(&key)
-    {
-        return found.clone();
+    if let Some(found) = RELOCATIONS.get(&key) {
+        return found;
     }
     match search_relocation(config_dir, path) {
         Some(found) => {
-            relocation_memo()
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(key, found.clone());
+            RELOCATIONS.insert(key, found.clone());
             found
         }
         None => path.to_path_buf(),
@@ -315,16 +302,10 @@ fn search_relocation(config_dir: &Path, path: &Path) -> Option<PathBuf> {
         if candidate.metadata().is_err() {
             continue;
         }
-        let mut matched = false;
-        let _ = scan_entries_holding(&candidate, &[&session_id], |entry| {
-            if entry.session_id == session_id {
-                matched = true;
-                ControlFlow::Break(())
-            } else {
-                ControlFlow::Continue(())
-            }
+        let matched = any_entry_holding(&candidate, &[&session_id], |entry| {
+            entry.session_id == session_id
         });
-        if matched {
+        if matched.unwrap_or(false) {
             return Some(candidate);
         }
     }

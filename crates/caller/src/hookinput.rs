@@ -24,7 +24,7 @@ use crate::claudepath::{
 };
 use crate::gopath;
 use crate::stable::stable_identity;
-use crate::transcript::{go_fold_eq, parse_go_json, TranscriptError};
+use crate::transcript::{go_field, parse_go_json, TranscriptError};
 use crate::Env;
 
 /// The hook payload Claude Code writes to a hook's stdin (identity.md §1). Every field is the
@@ -171,12 +171,8 @@ impl<'de> Deserialize<'de> for HookInput {
                 let mut raw = serde_json::Map::new();
                 while let Some(key) = map.next_key::<String>()? {
                     let value: serde_json::Value = map.next_value()?;
-                    let field = HOOK_FIELDS
-                        .iter()
-                        .find(|(name, _)| *name == key)
-                        .or_else(|| HOOK_FIELDS.iter().find(|(name, _)| go_fold_eq(&key, name)));
-                    if let Some((_, field)) = field {
-                        input.set(*field, &value);
+                    if let Some(field) = go_field(&HOOK_FIELDS, &key) {
+                        input.set(field, &value);
                     }
                     raw.insert(key, value);
                 }

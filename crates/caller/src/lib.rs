@@ -62,6 +62,7 @@ pub mod belongs;
 pub mod claudepath;
 mod gopath;
 pub mod hookinput;
+mod memo;
 pub mod sessionpath;
 pub mod stable;
 pub mod transcript;

@@ -10,14 +10,13 @@
 //! Git is read by `transcope-identity` ([`git_facts`] for the top level, [`root_commit`]); no
 //! process is spawned. Environment values come from the [`Env`] passed in.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
 
 use transcope_identity::git_facts;
 
 use crate::claudepath::{config_dir, encode_bytes, home_dir, project_dir, session_dir_of_subagent};
 use crate::gopath;
+use crate::memo::Memo;
 use crate::transcript::start_cwd;
 use crate::Env;
 
@@ -113,23 +112,15 @@ fn refuse_real_store(root: &Path) {
     }
 }
 
-type AnchorMemo = Mutex<HashMap<PathBuf, PathBuf>>;
-
-fn anchor_memo() -> &'static AnchorMemo {
-    static MEMO: OnceLock<AnchorMemo> = OnceLock::new();
-    MEMO.get_or_init(Default::default)
-}
+/// Git top levels found, by the exact `dir` asked about.
+static ANCHORS: Memo<PathBuf, PathBuf> = Memo::new();
 
 /// `sessionpath.WorkspaceAnchor`: the tree `dir` belongs to — its git top level (a linked
 /// worktree is its own), else `dir` with its symlinks resolved (it must exist), else `dir`
 /// unchanged. Git roots are remembered for the process, keyed by the exact `dir`.
 pub fn workspace_anchor(dir: &Path) -> PathBuf {
-    if let Some(hit) = anchor_memo()
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .get(dir)
-    {
-        return hit.clone();
+    if let Some(hit) = ANCHORS.get(dir) {
+        return hit;
     }
     let toplevel = if dir.as_os_str().is_empty() {
         None
@@ -137,10 +128,7 @@ pub fn workspace_anchor(dir: &Path) -> PathBuf {
         git_facts(dir).and_then(|facts| facts.toplevel)
     };
     if let Some(root) = toplevel.filter(|t| !t.as_os_str().is_empty()) {
-        anchor_memo()
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(dir.to_path_buf(), root.clone());
+        ANCHORS.insert(dir.to_path_buf(), root.clone());
         return root;
     }
     gopath::eval_symlinks(dir).unwrap_or_else(|_| dir.to_path_buf())

@@ -269,9 +269,19 @@ fn repair_lone_surrogates(text: &[u8]) -> Option<Vec<u8>> {
     changed.then_some(out)
 }
 
+/// The field a JSON object key names, as Go's `encoding/json` matches it: the exact name
+/// first, else the first whose name equals the key under Go's case folding.
+pub(crate) fn go_field<T: Copy>(fields: &[(&str, T)], key: &str) -> Option<T> {
+    fields
+        .iter()
+        .find(|(name, _)| *name == key)
+        .or_else(|| fields.iter().find(|(name, _)| go_fold_eq(key, name)))
+        .map(|(_, field)| *field)
+}
+
 /// Go's case folding of a field name: ASCII upper-cased, other characters through
 /// `ToUpper(ToLower(r))` (single-character mappings only).
-pub(crate) fn go_fold_eq(key: &str, name: &str) -> bool {
+fn go_fold_eq(key: &str, name: &str) -> bool {
     if key.is_ascii() {
         return key.eq_ignore_ascii_case(name);
     }
@@ -330,13 +340,7 @@ impl<'de> Deserialize<'de> for Key {
                 f.write_str("a field name")
             }
             fn visit_str<E: de::Error>(self, key: &str) -> Result<Key, E> {
-                if let Some((_, field)) = FIELDS.iter().find(|(name, _)| *name == key) {
-                    return Ok(Key(*field));
-                }
-                Ok(Key(FIELDS
-                    .iter()
-                    .find(|(name, _)| go_fold_eq(key, name))
-                    .map_or(Field::Other, |(_, f)| *f)))
+                Ok(Key(go_field(&FIELDS, key).unwrap_or(Field::Other)))
             }
         }
         d.deserialize_str(V)
@@ -471,7 +475,7 @@ pub fn scan_entries(path: &Path, mut f: impl FnMut(Entry) -> ControlFlow<()>) ->
 /// Like [`scan_entries`], but only decoding lines that could hold one of `needles` as a string
 /// value: lines containing none of them literally and no `\` (which an escaped spelling would
 /// need) are skipped unread. Empty needles are ignored; with none left nothing is decoded.
-pub(crate) fn scan_entries_holding(
+fn scan_entries_holding(
     path: &Path,
     needles: &[&str],
     mut f: impl FnMut(Entry) -> ControlFlow<()>,
@@ -495,6 +499,32 @@ pub(crate) fn scan_entries_holding(
             None => ControlFlow::Continue(()),
         }
     })
+}
+
+/// Whether a line of `path` that [`scan_entries_holding`] decodes for `needles` is an entry
+/// `accept` accepts; the scan stops at the first.
+///
+/// # Errors
+/// As [`scan_lines`], when the scan fails before such an entry.
+pub(crate) fn any_entry_holding(
+    path: &Path,
+    needles: &[&str],
+    mut accept: impl FnMut(&Entry) -> bool,
+) -> io::Result<bool> {
+    let mut hit = false;
+    let scanned = scan_entries_holding(path, needles, |entry| {
+        if accept(&entry) {
+            hit = true;
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    });
+    if hit {
+        Ok(true)
+    } else {
+        scanned.map(|()| false)
+    }
 }
 
 /// `transcript.StartCwd`: the `cwd` of the first record naming one; `""` when none does.
