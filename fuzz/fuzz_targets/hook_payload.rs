@@ -8,7 +8,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
-use transcope_identity::HookInput;
+use transcope_caller::HookInput;
 
 /// JSON equality, with floats compared to within an ulp or so (serde_json's default
 /// float parser is not always correctly rounded; that is not what is under test).

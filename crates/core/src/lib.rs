@@ -5,7 +5,8 @@
 //! * [`scope`]: the 11-field [`Scope`](scope::Scope), its `transition_id`, the
 //!   [`Grant`](scope::Grant), and [`Attribution`](scope::Attribution) results;
 //! * [`timestamp`]: ISO 8601 exactly as Python 3.11 `datetime.fromisoformat` reads it,
-//!   and the [`Instant`](timestamp::Instant) it compares;
+//!   and the [`Instant`](timestamp::Instant) it compares; RFC 3339 exactly as Go's
+//!   `time.Parse` reads it (the caller identity walk's);
 //! * [`py`]: the Python `json.dumps` / `str()` renderings the on-disk formats need;
 //! * [`entry`] and [`adapter`]: the neutral [`Entry`](entry::Entry) every adapter emits,
 //!   the push-model [`Adapter`](adapter::Adapter) trait, framing and the agent's
@@ -17,7 +18,7 @@
 //!   [`Env`](env::Env) that stages and sinks share;
 //! * [`session`]: the session-id grammar.
 //!
-//! Data flows one way: hook payload → identity → adapter → stages → scope log and sinks.
+//! Data flows one way: hook payload → caller → identity → adapter → stages → scope log and sinks.
 //! This crate sits at the bottom and depends on none of the others.
 //!
 //! ```

@@ -1,4 +1,7 @@
-//! Timestamps exactly as Python 3.11's `datetime.fromisoformat` reads them.
+//! Timestamps exactly as the references read them: Python 3.11's
+//! `datetime.fromisoformat` ([`parse`], the scope log's), and Go's
+//! `time.Parse(time.RFC3339, s)` ([`parse_go_rfc3339`], the caller identity walk's, after
+//! sloprail). Both share one calendar (proleptic Gregorian, day counts from 1970-01-01).
 //!
 //! The scope log stores `at` verbatim and compares instants, so what counts as "a
 //! timestamp" must be what the reference implementation accepts — no more, no less.
@@ -145,6 +148,87 @@ pub fn parse(s: &str) -> Option<Instant> {
         }
     };
     Some(Instant(local - offset))
+}
+
+/// Parse `s` as Go's `time.Parse(time.RFC3339, s)` does (sloprail reads transcript
+/// timestamps so); nanoseconds since the Unix epoch, `None` where Go returns an error.
+///
+/// `YYYY-MM-DDTHH:MM:SS`, an optional fraction (`.` or `,` and one or more digits; more
+/// than nine read as zero nanoseconds, Go's fast path), then `Z` or `±HH:MM` — nothing
+/// else: no other separator, no lowercase `z`, no naive form. Unlike [`parse`], the
+/// precision is the nanosecond.
+///
+/// ```
+/// use transcope_core::timestamp::parse_go_rfc3339;
+/// assert_eq!(parse_go_rfc3339("1970-01-01T00:00:01.5Z"), Some(1_500_000_000));
+/// assert_eq!(parse_go_rfc3339("2026-08-13T11:00:00+02:00"), parse_go_rfc3339("2026-08-13T09:00:00Z"));
+/// assert!(parse_go_rfc3339("2026-08-13 09:00:00Z").is_none()); // Python would accept it
+/// ```
+pub fn parse_go_rfc3339(s: &str) -> Option<i128> {
+    let b = s.as_bytes();
+    if b.len() < 19 {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>, min: i64, max: i64| -> Option<i64> {
+        let mut x: i64 = 0;
+        for &c in &b[r] {
+            if !c.is_ascii_digit() {
+                return None;
+            }
+            x = x * 10 + i64::from(c - b'0');
+        }
+        (min..=max).contains(&x).then_some(x)
+    };
+    let year = num(0..4, 0, 9999)?;
+    let month = num(5..7, 1, 12)?;
+    let day = num(8..10, 1, days_in_month(year, month))?;
+    let hour = num(11..13, 0, 23)?;
+    let min = num(14..16, 0, 59)?;
+    let sec = num(17..19, 0, 59)?;
+    if !(b[4] == b'-' && b[7] == b'-' && b[10] == b'T' && b[13] == b':' && b[16] == b':') {
+        return None;
+    }
+    let mut rest = &b[19..];
+    let mut nanos: i64 = 0;
+    if rest.len() >= 2 && (rest[0] == b'.' || rest[0] == b',') && rest[1].is_ascii_digit() {
+        let mut n = 1;
+        while n < rest.len() && rest[n].is_ascii_digit() {
+            n += 1;
+        }
+        let digits = &rest[1..n];
+        if digits.len() <= 9 {
+            for i in 0..9 {
+                nanos = nanos * 10 + digits.get(i).map_or(0, |d| i64::from(d - b'0'));
+            }
+        }
+        rest = &rest[n..];
+    }
+    let offset: i64 = if rest == b"Z" {
+        0
+    } else {
+        if rest.len() != 6 || !(rest[0] == b'+' || rest[0] == b'-') || rest[3] != b':' {
+            return None;
+        }
+        let digits = |r: std::ops::Range<usize>, max: i64| -> Option<i64> {
+            let t = &rest[r];
+            if !t.iter().all(u8::is_ascii_digit) {
+                return None;
+            }
+            let v = i64::from(t[0] - b'0') * 10 + i64::from(t[1] - b'0');
+            (v <= max).then_some(v)
+        };
+        let hh = digits(1..3, 23)?;
+        let mm = digits(4..6, 59)?;
+        let off = (hh * 60 + mm) * 60;
+        if rest[0] == b'-' {
+            -off
+        } else {
+            off
+        }
+    };
+    let days = days_from_civil(year, month, day);
+    let secs = days * 86_400 + hour * 3600 + min * 60 + sec - offset;
+    Some(i128::from(secs) * 1_000_000_000 + i128::from(nanos))
 }
 
 #[derive(Default)]
@@ -411,4 +495,58 @@ fn iso_to_ymd(iso_year: i64, week: i64, day: i64) -> Option<(i64, i64, i64)> {
     }
     let d = week1_monday + (week - 1) * 7 + day - 1;
     Some(civil_from_days(d))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_rfc3339() {
+        let z = parse_go_rfc3339("1970-01-01T00:00:00Z").unwrap();
+        assert_eq!(z, 0);
+        assert_eq!(
+            parse_go_rfc3339("2026-08-13T09:00:00.000Z"),
+            parse_go_rfc3339("2026-08-13T11:00:00+02:00")
+        );
+        assert_eq!(
+            parse_go_rfc3339("1970-01-01T00:00:01.5Z"),
+            Some(1_500_000_000)
+        );
+        assert_eq!(
+            parse_go_rfc3339("1970-01-01T00:00:01,5Z"),
+            Some(1_500_000_000)
+        );
+        assert_eq!(
+            parse_go_rfc3339("1970-01-01T00:00:01.1234567891Z"),
+            Some(1_000_000_000)
+        );
+        assert!(parse_go_rfc3339("2026-02-30T00:00:00Z").is_none());
+        assert!(parse_go_rfc3339("2026-08-13 09:00:00Z").is_none());
+        assert!(parse_go_rfc3339("2026-08-13T09:00:00").is_none());
+        assert!(parse_go_rfc3339("2026-08-13T09:00:00z").is_none());
+        assert!(parse_go_rfc3339("").is_none());
+        assert_eq!(
+            parse_go_rfc3339("2000-03-01T00:00:00Z"),
+            Some(951_868_800 * 1_000_000_000)
+        );
+    }
+
+    /// The two dialects share the calendar: where both accept a string, they name the same
+    /// instant (Go at the nanosecond, Python truncated to the microsecond).
+    #[test]
+    fn dialects_agree_where_both_accept() {
+        for s in [
+            "1970-01-01T00:00:00Z",
+            "2000-02-29T23:59:59.999999999+05:30",
+            "2026-08-13T09:00:00.000Z",
+            "1999-12-31T23:59:59,25-08:00",
+            "0001-01-01T00:00:00Z",
+            "9999-12-31T23:59:59Z",
+        ] {
+            let go = parse_go_rfc3339(s).unwrap();
+            let py = parse(s).unwrap();
+            assert_eq!(go.div_euclid(1000), i128::from(py.unix_micros()), "{s}");
+        }
+    }
 }

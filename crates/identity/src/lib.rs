@@ -28,7 +28,9 @@
 //! * [`AliasMap`] is the validated alias document; [`ResolveError`] the failures the
 //!   reference raises as `ValueError`.
 //! * [`live_branch`] is the branch at session start; [`git_facts`] exposes the three other
-//!   git answers ([`GitFacts`]) for one folder.
+//!   git answers ([`GitFacts`]) for one folder; [`root_commit`] is a repository's first
+//!   commit (what check results are keyed on), or a [`RootCommitError`]. These are the
+//!   workspace's only readers of git.
 //!
 //! # Resolution rules (in the reference's order)
 //!
@@ -100,13 +102,12 @@
 //! assert_eq!(identity.attributes()[3], ("cwd", folder.to_str().unwrap()));
 //! ```
 //!
-//! # Caller identity (identity.md)
+//! # What this crate is not
 //!
-//! Which transcript identifies the caller of a hook and what state is keyed on:
-//! [`hookinput`] ([`HookInput`], [`caller`] → [`Caller`]), [`claudepath`] (Claude Code's
-//! layout and relocation), [`sessionpath`] (where state lives), [`stable`] (the walk to a
-//! conversation's origin, [`Identity`]), [`belongs`] (the guards of a guessed record) and
-//! [`transcript`] (line reading, [`TranscriptError`]).
+//! It answers for a *folder*, never for a hook's caller: which transcript identifies the
+//! caller of a hook, the conversation's stable identity and where a session's state lives are
+//! in `transcope-caller`, which builds on this crate (the dependency runs that way only).
+//! Nor does it read transcripts.
 #![warn(missing_docs)]
 
 mod alias;
@@ -117,23 +118,12 @@ mod paths;
 mod remote;
 mod resolver;
 
-pub mod belongs;
-pub mod claudepath;
-mod gopath;
-pub mod hookinput;
-pub mod sessionpath;
-pub mod stable;
-pub mod transcript;
-
 pub use alias::{AliasMap, ALIAS_FILE_NAME, ALIAS_SCHEMA_VERSION};
 pub use error::ResolveError;
-pub use git::{git_facts, live_branch, GitFacts};
-pub use hookinput::{caller, Caller, HookInput};
+pub use git::{git_facts, live_branch, root_commit, GitFacts, RootCommitError};
 pub use identity::ProjectIdentity;
 pub use remote::{canonical_remote, UNKNOWN_PROJECT_ID};
 pub use resolver::{
     is_registered_id, Env, FnResolver, GitResolver, ProjectResolver, ResolverConfig,
     AGENTIHOOKS_HOME_VAR, PROJECT_ID_VAR, SWARM_VAR,
 };
-pub use stable::{Degraded, Identity};
-pub use transcript::TranscriptError;

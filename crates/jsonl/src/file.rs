@@ -1,5 +1,6 @@
-//! File helpers: [`read_file`] (whole file, read or mmap) and [`read_from`]
-//! (incremental, from a byte offset).
+//! File helpers: [`read_file`] (whole file, read or mmap), [`read_from`]
+//! (incremental, from a byte offset) and [`read_regular`] (a regular file as of its
+//! size when opened, never blocking).
 
 use std::cell::Cell;
 use std::fs::File;
@@ -107,6 +108,26 @@ where
     let framer = framer.with_final_line(FinalLine::Hold);
     with_buffer(framer.buffer_size(), |buf| {
         framer.frame_reader(&file, buf, offset, start_line, &mut sink)
+    })
+    .map_err(|e| e.with_path(path))
+}
+
+/// Frames the regular file at `path` from offset 0, line 1, only as far as its size
+/// when opened, with the framer's policies: [`open_regular`](crate::open_regular), so a
+/// FIFO or device in its place is an error (kind `InvalidInput`), never a hang, and a
+/// file that grows meanwhile is not followed. Streams through the thread's reused
+/// buffer (never maps).
+///
+/// I/O errors carry `path` and keep their kind.
+pub fn read_regular<S: LineSink>(
+    path: &Path,
+    framer: &Framer,
+    mut sink: S,
+) -> Result<Summary, Error<S::Error>> {
+    use std::io::Read;
+    let (file, len) = crate::open_regular(path).map_err(|e| Error::io(path, e))?;
+    with_buffer(framer.buffer_size(), |buf| {
+        framer.frame_reader(file.take(len), buf, 0, 1, &mut sink)
     })
     .map_err(|e| e.with_path(path))
 }

@@ -44,7 +44,9 @@ pub trait LineSink {
     fn line(&mut self, line: Line<'_>) -> Result<bool, Self::Error>;
 
     /// Called for a line longer than the cap, which is skipped. `len` is the
-    /// length of its content (without terminator). The default ignores it.
+    /// length of its content (without terminator); under [`Oversized::Stop`] it is the
+    /// cap plus one (framing stops before looking for the line's end). The default
+    /// ignores it.
     fn oversized(&mut self, offset: u64, number: u64, len: u64) -> Result<bool, Self::Error> {
         let _ = (offset, number, len);
         Ok(true)
@@ -94,6 +96,23 @@ pub enum FinalLine {
     Yield,
 }
 
+/// What to do with a line longer than the framer's cap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Oversized {
+    /// Skip it: stream past its bytes without holding them, report it to
+    /// [`LineSink::oversized`] once its end is found, and go on with the next line.
+    /// (Default.)
+    #[default]
+    Skip,
+    /// Stop at it, as Go's `bufio.Scanner` stops at a token longer than its buffer:
+    /// report it to [`LineSink::oversized`] as soon as it is certain to be longer than the
+    /// cap (its end is found, or more than cap + 1 bytes of it are seen: a `\r` could
+    /// still end it), with `len` = cap + 1, and frame nothing after it. The line is not
+    /// consumed: [`Summary::bytes_consumed`] ends before it and [`Summary::stopped`] is
+    /// set. Nothing past cap + 2 bytes of it is read.
+    Stop,
+}
+
 /// The outcome of one framing call. Byte and line counts are relative to the
 /// `start_offset` / `start_line` the call was given.
 ///
@@ -112,21 +131,24 @@ pub struct Summary {
     pub bytes_consumed: u64,
     /// Number of complete lines (delivered or oversized) within `bytes_consumed`.
     pub lines_consumed: u64,
-    /// Length of a trailing line without `\n` (0 if none, or if the sink
+    /// Length of a trailing line without `\n` (0 if none, or if framing
     /// stopped before the end).
     pub incomplete_tail: u64,
-    /// The sink returned `Ok(false)`.
+    /// The sink returned `Ok(false)`, or framing stopped at an over-long line under
+    /// [`Oversized::Stop`].
     pub stopped: bool,
 }
 
 /// Splits bytes into lines and pushes them to a [`LineSink`].
 ///
 /// Build with [`Framer::builder`] or use [`Framer::default`]
-/// (cap [`DEFAULT_MAX_LINE`], [`FinalLine::Hold`], buffer [`DEFAULT_BUFFER_SIZE`]).
+/// (cap [`DEFAULT_MAX_LINE`], [`FinalLine::Hold`], [`Oversized::Skip`], buffer
+/// [`DEFAULT_BUFFER_SIZE`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Framer {
     max_line: usize,
     final_line: FinalLine,
+    oversized: Oversized,
     buffer_size: usize,
 }
 
@@ -135,6 +157,7 @@ impl Default for Framer {
         Framer {
             max_line: DEFAULT_MAX_LINE,
             final_line: FinalLine::Hold,
+            oversized: Oversized::Skip,
             buffer_size: DEFAULT_BUFFER_SIZE,
         }
     }
@@ -156,6 +179,12 @@ impl FramerBuilder {
     /// Policy for a final line without `\n`.
     pub fn final_line(mut self, final_line: FinalLine) -> Self {
         self.framer.final_line = final_line;
+        self
+    }
+
+    /// Policy for a line longer than the cap.
+    pub fn oversized(mut self, oversized: Oversized) -> Self {
+        self.framer.oversized = oversized;
         self
     }
 
@@ -206,29 +235,15 @@ impl Cursor {
     #[inline]
     fn complete<S: LineSink>(
         &mut self,
-        max_line: usize,
+        framer: &Framer,
         content: Option<&[u8]>,
         len: u64,
         total: u64,
         sink: &mut S,
     ) -> Result<bool, S::Error> {
-        let offset = self.offset;
-        let number = self.number;
-        let end = offset + total;
-        let go = match content {
-            Some(bytes) if bytes.len() <= max_line => {
-                self.summary.lines += 1;
-                sink.line(Line {
-                    bytes,
-                    offset,
-                    number,
-                    end,
-                })?
-            }
-            _ => {
-                self.summary.oversized += 1;
-                sink.oversized(offset, number, len)?
-            }
+        let end = self.offset + total;
+        let Some(go) = self.report(framer, content, len, end, sink)? else {
+            return Ok(false);
         };
         self.offset = end;
         self.number += 1;
@@ -240,12 +255,58 @@ impl Cursor {
         Ok(go)
     }
 
+    /// Hands the line at the cursor (ending at `end`) to the sink: delivered when within
+    /// the cap, else skipped; `Some(whether to continue)`, or `None` when framing ends at
+    /// it under [`Oversized::Stop`].
+    #[inline]
+    fn report<S: LineSink>(
+        &mut self,
+        framer: &Framer,
+        content: Option<&[u8]>,
+        len: u64,
+        end: u64,
+        sink: &mut S,
+    ) -> Result<Option<bool>, S::Error> {
+        let (offset, number) = (self.offset, self.number);
+        match content {
+            Some(bytes) if bytes.len() <= framer.max_line => {
+                self.summary.lines += 1;
+                sink.line(Line {
+                    bytes,
+                    offset,
+                    number,
+                    end,
+                })
+                .map(Some)
+            }
+            _ if framer.oversized == Oversized::Stop => {
+                self.stop_at(framer, sink)?;
+                Ok(None)
+            }
+            _ => {
+                self.summary.oversized += 1;
+                sink.oversized(offset, number, len).map(Some)
+            }
+        }
+    }
+
+    /// Under [`Oversized::Stop`]: reports the line at the cursor as over-long and ends
+    /// framing without consuming it (the sink's answer cannot make it go on).
+    #[cold]
+    fn stop_at<S: LineSink>(&mut self, framer: &Framer, sink: &mut S) -> Result<(), S::Error> {
+        self.summary.oversized += 1;
+        self.summary.incomplete_tail = 0;
+        self.summary.stopped = true;
+        sink.oversized(self.offset, self.number, framer.past_cap())?;
+        Ok(())
+    }
+
     /// Frames every complete line in `buf`; returns the index just past the
     /// last one handled and whether to continue.
     #[inline]
     fn lines<S: LineSink>(
         &mut self,
-        max_line: usize,
+        framer: &Framer,
         buf: &[u8],
         sink: &mut S,
     ) -> Result<(usize, bool), S::Error> {
@@ -253,7 +314,7 @@ impl Cursor {
         while let Some(i) = memchr(b'\n', &buf[pos..]) {
             let content = strip_cr(&buf[pos..pos + i]);
             let go = self.complete(
-                max_line,
+                framer,
                 Some(content),
                 content.len() as u64,
                 i as u64 + 1,
@@ -277,27 +338,18 @@ impl Cursor {
         sink: &mut S,
     ) -> Result<Summary, S::Error> {
         self.summary.incomplete_tail = len;
+        // More than cap + 1 bytes: over the cap whatever ends it (as a stream sees it).
+        if framer.oversized == Oversized::Stop && len > framer.past_cap() {
+            self.stop_at(framer, sink)?;
+            return Ok(self.summary);
+        }
         if len == 0 || framer.final_line == FinalLine::Hold {
             return Ok(self.summary);
         }
-        let offset = self.offset;
-        let number = self.number;
-        let go = match content {
-            Some(bytes) if bytes.len() <= framer.max_line => {
-                self.summary.lines += 1;
-                sink.line(Line {
-                    bytes,
-                    offset,
-                    number,
-                    end: offset + len,
-                })?
-            }
-            _ => {
-                self.summary.oversized += 1;
-                sink.oversized(offset, number, len)?
-            }
-        };
-        self.summary.stopped = !go;
+        let end = self.offset + len;
+        if let Some(go) = self.report(framer, content, len, end, sink)? {
+            self.summary.stopped = !go;
+        }
         Ok(self.summary)
     }
 }
@@ -326,6 +378,16 @@ impl Framer {
         self.final_line
     }
 
+    /// The over-long-line policy.
+    pub fn oversized(&self) -> Oversized {
+        self.oversized
+    }
+
+    /// The shortest over-long line: the cap plus one.
+    fn past_cap(&self) -> u64 {
+        (self.max_line as u64).saturating_add(1)
+    }
+
     /// The initial streaming buffer size.
     pub fn buffer_size(&self) -> usize {
         self.buffer_size
@@ -350,7 +412,7 @@ impl Framer {
         mut sink: S,
     ) -> Result<Summary, S::Error> {
         let mut cur = Cursor::new(start_offset, start_line);
-        let (pos, go) = cur.lines(self.max_line, buf, &mut sink)?;
+        let (pos, go) = cur.lines(self, buf, &mut sink)?;
         if !go {
             return Ok(cur.summary);
         }
@@ -364,7 +426,8 @@ impl Framer {
     /// Memory stays bounded: the buffer is at most
     /// `max(buffer_size, max_line + 2)` bytes long (or its length on entry,
     /// if larger), and the bytes of an over-long line are discarded as they
-    /// arrive. Reads until EOF (`Ok(0)`); `Interrupted` reads are retried.
+    /// arrive (under [`Oversized::Stop`], reading ends there instead). Reads
+    /// until EOF (`Ok(0)`); `Interrupted` reads are retried.
     /// Errors are [`Error::Io`] with `path: None`, or [`Error::Sink`].
     pub fn frame_reader<R: Read, S: LineSink>(
         &self,
@@ -374,9 +437,8 @@ impl Framer {
         start_line: u64,
         mut sink: S,
     ) -> Result<Summary, Error<S::Error>> {
-        let max_line = self.max_line;
         // A pending line of this many raw bytes without `\n` is certainly oversized.
-        let hard_limit = max_line.saturating_add(2);
+        let hard_limit = self.max_line.saturating_add(2);
         // One read asks for at most `buffer_size` bytes, even after the buffer grew for a
         // long line: the bytes just copied are framed and probed while still in cache
         // (reading up to a grown buffer's end measured 10-15% slower at 2 threads).
@@ -417,7 +479,7 @@ impl Framer {
                         discard = None;
                         pos += i + 1;
                         if !cur
-                            .complete(max_line, None, len, raw + 1, &mut sink)
+                            .complete(self, None, len, raw + 1, &mut sink)
                             .map_err(Error::Sink)?
                         {
                             return Ok(cur.summary);
@@ -434,7 +496,7 @@ impl Framer {
             }
 
             let (used, go) = cur
-                .lines(max_line, &buf[pos..end], &mut sink)
+                .lines(self, &buf[pos..end], &mut sink)
                 .map_err(Error::Sink)?;
             if !go {
                 return Ok(cur.summary);
@@ -442,6 +504,10 @@ impl Framer {
             pos += used;
 
             let pending = end - pos;
+            if pending >= hard_limit && self.oversized == Oversized::Stop {
+                cur.stop_at(self, &mut sink).map_err(Error::Sink)?;
+                return Ok(cur.summary);
+            }
             if pending >= hard_limit {
                 discard = Some(Discard {
                     len: pending as u64,

@@ -1,4 +1,6 @@
-//! JSONL framing shared by every transcope adapter.
+//! JSONL framing shared by every transcope reader: the adapters' (through the engine)
+//! and the caller identity's Go-semantics transcript scan (`transcope-caller`), which is
+//! this framer under [`Oversized::Stop`] and [`FinalLine::Yield`], not a reader of its own.
 //!
 //! Framing (finding lines, their offsets and numbers) is kept separate from
 //! decoding (parsing each line as JSON, which the adapters do). This crate
@@ -8,10 +10,11 @@
 //!  file ──read_file(ReadPolicy::Read)──► Framer::frame_reader ─┐ (reused buffer,
 //!       ──read_file(Mmap / Auto)─────► Framer::frame_slice  ──┤  bounded memory)
 //!       ──read_from(offset, line)────► Framer::frame_reader ─┤
+//!       ──read_regular (size at open)► Framer::frame_reader ─┤
 //!  bytes ─────────────────────────────► Framer::frame_slice  ──┤
 //!                                                              ▼
 //!             LineSink::line(Line { bytes, offset, number, end })   → decoder
-//!             LineSink::oversized(offset, number, len)               (skipped)
+//!             LineSink::oversized(offset, number, len)               (skipped, or the end)
 //!                                                              │
 //!                                                              ▼
 //!             Summary { lines, oversized, bytes_consumed, lines_consumed,
@@ -20,9 +23,11 @@
 //!
 //! * [`Framer`] holds the policy: the line cap ([`DEFAULT_MAX_LINE`], 16 MiB;
 //!   longer lines are skipped, counted and reported to
-//!   [`LineSink::oversized`], never buffered whole), the [`FinalLine`] policy
-//!   for a last line without `\n` (default [`FinalLine::Hold`]: an agent may
-//!   still be writing it), and the streaming buffer size.
+//!   [`LineSink::oversized`], never buffered whole — or, under
+//!   [`Oversized::Stop`], end the framing there, as Go's `bufio.Scanner` does),
+//!   the [`FinalLine`] policy for a last line without `\n` (default
+//!   [`FinalLine::Hold`]: an agent may still be writing it), and the streaming
+//!   buffer size.
 //! * [`LineSink`] receives each [`Line`] (borrowed, no copy); returning
 //!   `Ok(false)` stops cleanly. Blank lines are delivered too (the adapter
 //!   decides); there is no skip option.
@@ -33,7 +38,9 @@
 //!   line, so `start_offset + bytes_consumed` (with line
 //!   `start_line + lines_consumed`) is where [`read_from`] resumes.
 //! * [`read_file`] frames a whole file, streaming or memory-mapped per
-//!   [`ReadPolicy`]; I/O errors become [`Error::Io`] with the path.
+//!   [`ReadPolicy`]; [`read_regular`] frames a regular file as far as its size
+//!   when opened, never blocking on a FIFO; I/O errors become [`Error::Io`]
+//!   with the path.
 //! * [`testutil`] has an equivalence tester other crates can reuse.
 //!
 //! # Example
@@ -80,9 +87,9 @@ pub mod open;
 pub mod testutil;
 
 pub use error::Error;
-pub use file::{read_file, read_from, with_whole_file, ReadPolicy, MMAP_THRESHOLD};
+pub use file::{read_file, read_from, read_regular, with_whole_file, ReadPolicy, MMAP_THRESHOLD};
 pub use frame::{
-    FinalLine, FnSink, Framer, FramerBuilder, Line, LineSink, Summary, DEFAULT_BUFFER_SIZE,
-    DEFAULT_MAX_LINE,
+    FinalLine, FnSink, Framer, FramerBuilder, Line, LineSink, Oversized, Summary,
+    DEFAULT_BUFFER_SIZE, DEFAULT_MAX_LINE,
 };
 pub use open::{in_private_dir, open_regular, read_private, sync_filesystem, write_atomic};

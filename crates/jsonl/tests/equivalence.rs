@@ -1,10 +1,10 @@
 //! Property test: every way of framing (slice, short-read streaming, resume
 //! at every cut, multi-step tail reads) agrees, for random inputs, caps,
-//! buffer sizes and final-line policies.
+//! buffer sizes, final-line and over-long-line policies.
 
 use proptest::prelude::*;
 use transcope_jsonl::testutil::{frame_all_ways, Event};
-use transcope_jsonl::{FinalLine, Framer};
+use transcope_jsonl::{FinalLine, Framer, Oversized};
 
 fn input() -> impl Strategy<Value = Vec<u8>> {
     // Mostly line structure: newlines, CRs, a few content bytes.
@@ -22,6 +22,10 @@ fn policy() -> impl Strategy<Value = FinalLine> {
     prop_oneof![Just(FinalLine::Hold), Just(FinalLine::Yield)]
 }
 
+fn oversized() -> impl Strategy<Value = Oversized> {
+    prop_oneof![Just(Oversized::Skip), Just(Oversized::Stop)]
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
@@ -31,12 +35,14 @@ proptest! {
         max_line in 0usize..12,
         buffer_size in 1usize..20,
         final_line in policy(),
+        over in oversized(),
         seed in any::<u64>(),
     ) {
         let framer = Framer::builder()
             .max_line(max_line)
             .buffer_size(buffer_size)
             .final_line(final_line)
+            .oversized(over)
             .build();
         let events = frame_all_ways(&framer, &data, seed).map_err(TestCaseError::fail)?;
         // Line numbers are consecutive from 1 and every line respects the cap.
@@ -49,6 +55,10 @@ proptest! {
                 Event::Oversized { number, len, .. } => {
                     prop_assert_eq!(*number, i as u64 + 1);
                     prop_assert!(*len > max_line as u64);
+                    // Stopping: the first over-long line is the last event.
+                    if over == Oversized::Stop {
+                        prop_assert_eq!(i + 1, events.len());
+                    }
                 }
             }
         }

@@ -6,7 +6,8 @@ use std::path::Path;
 
 use transcope_jsonl::testutil::{Event, Recorder};
 use transcope_jsonl::{
-    read_file, read_from, Error, FinalLine, Framer, ReadPolicy, Summary, MMAP_THRESHOLD,
+    read_file, read_from, read_regular, Error, FinalLine, Framer, ReadPolicy, Summary,
+    MMAP_THRESHOLD,
 };
 
 const POLICIES: [ReadPolicy; 4] = [
@@ -222,5 +223,41 @@ fn sink_error_from_file_is_sink_variant() {
             ),
         );
         assert!(matches!(r, Err(Error::Sink("nope"))), "{policy:?}");
+    }
+}
+
+/// `read_regular` frames what `frame_slice` frames, under the framer's policies; a path
+/// that is not a regular file is an `InvalidInput` error naming it, a missing one keeps
+/// `NotFound`.
+#[test]
+fn read_regular_frames_a_regular_file_and_refuses_anything_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.jsonl");
+    let mut data = sample(300_000);
+    data.extend(b"{\"partial\":");
+    write(&path, &data);
+    for final_line in [FinalLine::Hold, FinalLine::Yield] {
+        let framer = Framer::builder()
+            .final_line(final_line)
+            .buffer_size(4096)
+            .build();
+        let mut rec = Recorder::default();
+        let s = read_regular(&path, &framer, &mut rec).unwrap();
+        assert_eq!((rec.events, s), slice_reference(&framer, &data));
+    }
+    for (what, kind) in [
+        (dir.path().to_path_buf(), std::io::ErrorKind::InvalidInput),
+        (dir.path().join("nope"), std::io::ErrorKind::NotFound),
+    ] {
+        match read_regular(&what, &Framer::default(), Recorder::default()) {
+            Err(Error::Io {
+                path: Some(p),
+                source,
+            }) => {
+                assert_eq!(p, what);
+                assert_eq!(source.kind(), kind);
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -5,7 +5,8 @@ use std::io::{self, Cursor, Read};
 
 use transcope_jsonl::testutil::{frame_all_ways, Event, Recorder};
 use transcope_jsonl::{
-    Error, FinalLine, Framer, Line, LineSink, Summary, DEFAULT_BUFFER_SIZE, DEFAULT_MAX_LINE,
+    Error, FinalLine, Framer, Line, LineSink, Oversized, Summary, DEFAULT_BUFFER_SIZE,
+    DEFAULT_MAX_LINE,
 };
 
 fn line(offset: u64, number: u64, end: u64, bytes: &[u8]) -> Event {
@@ -49,6 +50,7 @@ fn defaults() {
     assert_eq!(f.max_line(), 16 * 1024 * 1024);
     assert_eq!(DEFAULT_MAX_LINE, 16 * 1024 * 1024);
     assert_eq!(f.final_line(), FinalLine::Hold);
+    assert_eq!(f.oversized(), Oversized::Skip);
     assert_eq!(f.buffer_size(), DEFAULT_BUFFER_SIZE);
 }
 
@@ -260,6 +262,70 @@ fn oversized_tail_policies() {
         (s.oversized, s.bytes_consumed, s.incomplete_tail),
         (1, 3, 5)
     );
+}
+
+/// `Oversized::Stop` ends framing at the first over-long line, which is reported (with
+/// `len` = cap + 1) but not consumed; every way of framing agrees.
+#[test]
+fn oversized_stop_ends_framing_at_the_line() {
+    let f = Framer::builder()
+        .max_line(2)
+        .oversized(Oversized::Stop)
+        .build();
+    let (ev, s) = frame(&f, b"ok\ntoo long\nnever\n");
+    assert_eq!(ev, vec![line(0, 1, 3, b"ok"), over(3, 2, 3)]);
+    assert_eq!(
+        (
+            s.lines,
+            s.oversized,
+            s.bytes_consumed,
+            s.lines_consumed,
+            s.incomplete_tail,
+            s.stopped
+        ),
+        (1, 1, 3, 1, 0, true)
+    );
+    // An unterminated tail over the cap stops under either final-line policy once it
+    // is more than cap + 1 bytes (a `\r` could still end one of cap + 1).
+    for final_line in [FinalLine::Hold, FinalLine::Yield] {
+        let f = f.with_final_line(final_line);
+        let (ev, s) = frame(&f, b"ok\nabc\r");
+        assert_eq!(ev, vec![line(0, 1, 3, b"ok"), over(3, 2, 3)]);
+        assert!(s.stopped);
+    }
+    let (ev, s) = frame(&f, b"ab\r");
+    assert_eq!((ev, s.incomplete_tail, s.stopped), (vec![], 3, false));
+    let (ev, _) = frame(&f, b"ab\r\n");
+    assert_eq!(ev, vec![line(0, 1, 4, b"ab")]);
+    let (ev, _) = frame(&f.with_final_line(FinalLine::Yield), b"abc");
+    assert_eq!(ev, vec![over(0, 1, 3)]);
+}
+
+/// A stream under `Oversized::Stop` is read no further than the cap of an over-long line:
+/// an endless line ends the framing instead of being streamed past.
+#[test]
+fn oversized_stop_reads_no_further_than_the_cap() {
+    struct Counted<R>(R, u64);
+    impl<R: Read> Read for Counted<R> {
+        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+            let n = self.0.read(out)?;
+            self.1 += n as u64;
+            Ok(n)
+        }
+    }
+    let f = Framer::builder()
+        .max_line(1000)
+        .buffer_size(64)
+        .oversized(Oversized::Stop)
+        .build();
+    let mut rec = Recorder::default();
+    let mut reader = Counted(b"ok\n".chain(io::repeat(b'x')), 0);
+    let s = f
+        .frame_reader(&mut reader, &mut Vec::new(), 0, 1, &mut rec)
+        .unwrap();
+    assert_eq!(rec.events, vec![line(0, 1, 3, b"ok"), over(3, 2, 1001)]);
+    assert!(s.stopped);
+    assert!(reader.1 <= 3 + 1002 + 64, "read {} bytes", reader.1);
 }
 
 #[test]

@@ -7,13 +7,13 @@ use std::path::{Path, PathBuf};
 
 use caller_support::*;
 use serde_json::json;
-use transcope_identity::claudepath::subagent_transcript_path;
-use transcope_identity::hookinput::{
+use transcope_caller::claudepath::subagent_transcript_path;
+use transcope_caller::hookinput::{
     caller, record, record_with_locator, session_record, session_record_with_locator, state_cwd,
     HookInput, TranscriptLocator,
 };
-use transcope_identity::stable::stable_identity;
-use transcope_identity::{Env, TranscriptError};
+use transcope_caller::stable::stable_identity;
+use transcope_caller::{Env, TranscriptError};
 
 fn payload(v: serde_json::Value) -> HookInput {
     HookInput::parse(serde_json::to_string(&v).unwrap().as_bytes())

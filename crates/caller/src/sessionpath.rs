@@ -7,17 +7,22 @@
 //! {data_home}/transcope/checks/{root commit}/results.jsonl
 //! ```
 //!
-//! Git is read with gix (the crate's [`git_facts`](crate::git_facts) for the top level); no
+//! Git is read by `transcope-identity` ([`git_facts`] for the top level, [`root_commit`]); no
 //! process is spawned. Environment values come from the [`Env`] passed in.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
+
+use transcope_identity::git_facts;
 
 use crate::claudepath::{config_dir, encode_bytes, home_dir, project_dir, session_dir_of_subagent};
 use crate::gopath;
+use crate::memo::Memo;
 use crate::transcript::start_cwd;
 use crate::Env;
+
+/// The repository's first commit, which [`checks_db`] is keyed on (read by
+/// `transcope-identity`, the workspace's git reader).
+pub use transcope_identity::{root_commit, RootCommitError};
 
 /// The application's directory name under the data home (sloprail's `AppName`).
 pub const APP_NAME: &str = "transcope";
@@ -52,24 +57,6 @@ pub enum SessionPathError {
         #[source]
         source: RootCommitError,
     },
-}
-
-/// Why [`root_commit`] has no answer.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum RootCommitError {
-    /// `ErrNotARepository`: git would find no repository there.
-    #[error("gitrepo: not a repository")]
-    NotARepository,
-    /// `ErrNoCommits`: `HEAD` is unborn.
-    #[error("gitrepo: the repository has no commits")]
-    NoCommits,
-    /// The answer is not a full object name.
-    #[error("gitrepo: root commit resolved to {0:?}, not an object name")]
-    NotAnObjectName(String),
-    /// Reading the repository failed.
-    #[error("gitrepo: {0}")]
-    Git(String),
 }
 
 /// `sessionpath.DataHome`: `XDG_DATA_HOME` verbatim when non-empty (every OS); otherwise
@@ -125,34 +112,23 @@ fn refuse_real_store(root: &Path) {
     }
 }
 
-type AnchorMemo = Mutex<HashMap<PathBuf, PathBuf>>;
-
-fn anchor_memo() -> &'static AnchorMemo {
-    static MEMO: OnceLock<AnchorMemo> = OnceLock::new();
-    MEMO.get_or_init(Default::default)
-}
+/// Git top levels found, by the exact `dir` asked about.
+static ANCHORS: Memo<PathBuf, PathBuf> = Memo::new();
 
 /// `sessionpath.WorkspaceAnchor`: the tree `dir` belongs to — its git top level (a linked
 /// worktree is its own), else `dir` with its symlinks resolved (it must exist), else `dir`
 /// unchanged. Git roots are remembered for the process, keyed by the exact `dir`.
 pub fn workspace_anchor(dir: &Path) -> PathBuf {
-    if let Some(hit) = anchor_memo()
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .get(dir)
-    {
-        return hit.clone();
+    if let Some(hit) = ANCHORS.get(dir) {
+        return hit;
     }
     let toplevel = if dir.as_os_str().is_empty() {
         None
     } else {
-        crate::git_facts(dir).and_then(|facts| facts.toplevel)
+        git_facts(dir).and_then(|facts| facts.toplevel)
     };
     if let Some(root) = toplevel.filter(|t| !t.as_os_str().is_empty()) {
-        anchor_memo()
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(dir.to_path_buf(), root.clone());
+        ANCHORS.insert(dir.to_path_buf(), root.clone());
         return root;
     }
     gopath::eval_symlinks(dir).unwrap_or_else(|_| dir.to_path_buf())
@@ -216,116 +192,6 @@ pub fn checks_db(repo_root: &Path, env: &Env) -> Result<PathBuf, SessionPathErro
         root.as_bytes(),
         b"results.jsonl",
     ]))
-}
-
-/// `gitrepo.RootCommit`: what `git rev-list --max-parents=0 --reverse --date-order HEAD`
-/// prints first in `repo_root` — the parentless commit reachable from `HEAD` that comes last
-/// in git's date-ordered topological order (normally the oldest root by commit date), read
-/// with gix. Shallow boundary commits count as parentless, as they do for git.
-///
-/// # Errors
-/// [`RootCommitError::NotARepository`], [`RootCommitError::NoCommits`] for an unborn `HEAD`,
-/// [`RootCommitError::Git`] when objects cannot be read, [`RootCommitError::NotAnObjectName`]
-/// should the answer not be 40 or 64 lowercase hex digits.
-pub fn root_commit(repo_root: &Path) -> Result<String, RootCommitError> {
-    // The crate's discovery decides, with git's rules, whether git would work here at all.
-    if repo_root.as_os_str().is_empty() || crate::git_facts(repo_root).is_none() {
-        return Err(RootCommitError::NotARepository);
-    }
-    let dir = std::fs::canonicalize(repo_root).map_err(|_| RootCommitError::NotARepository)?;
-    let options = gix::open::Options::isolated();
-    let mapping = gix::sec::trust::Mapping {
-        full: options.clone(),
-        reduced: options,
-    };
-    let repo = gix::ThreadSafeRepository::discover_opts(&dir, Default::default(), mapping)
-        .map_err(|_| RootCommitError::NotARepository)?
-        .to_thread_local();
-    let git = |e: &dyn std::fmt::Display| RootCommitError::Git(e.to_string());
-    let mut head = repo.head().map_err(|e| git(&e))?;
-    if head.is_unborn() {
-        return Err(RootCommitError::NoCommits);
-    }
-    let tip = head.peel_to_commit().map_err(|e| git(&e))?.id;
-    let shallow: std::collections::HashSet<gix::ObjectId> = repo
-        .shallow_commits()
-        .map_err(|e| git(&e))?
-        .map(|commits| commits.iter().copied().collect())
-        .unwrap_or_default();
-
-    // Every commit reachable from HEAD: its date and parents.
-    struct Node {
-        id: gix::ObjectId,
-        date: i64,
-        parents: Vec<usize>,
-    }
-    let mut index: HashMap<gix::ObjectId, usize> = HashMap::new();
-    let mut nodes: Vec<Node> = Vec::new();
-    let mut pending: Vec<usize> = Vec::new();
-    let mut add = |id: gix::ObjectId, nodes: &mut Vec<Node>, pending: &mut Vec<usize>| -> usize {
-        *index.entry(id).or_insert_with(|| {
-            nodes.push(Node {
-                id,
-                date: 0,
-                parents: Vec::new(),
-            });
-            pending.push(nodes.len() - 1);
-            nodes.len() - 1
-        })
-    };
-    add(tip, &mut nodes, &mut pending);
-    while let Some(i) = pending.pop() {
-        let id = nodes[i].id;
-        let commit = repo.find_commit(id).map_err(|e| git(&e))?;
-        let date = commit.time().map(|t| t.seconds).unwrap_or(0);
-        let parent_ids: Vec<gix::ObjectId> = if shallow.contains(&id) {
-            Vec::new()
-        } else {
-            commit.parent_ids().map(|p| p.detach()).collect()
-        };
-        let parents = parent_ids
-            .into_iter()
-            .map(|p| add(p, &mut nodes, &mut pending))
-            .collect();
-        nodes[i].date = date;
-        nodes[i].parents = parents;
-    }
-
-    // git's sort_in_topological_order with REV_SORT_BY_COMMIT_DATE: a commit is emitted once
-    // all its children are; among the ready ones the newest first, ties in insertion order.
-    let mut children = vec![0usize; nodes.len()];
-    for node in &nodes {
-        for &p in &node.parents {
-            children[p] += 1;
-        }
-    }
-    let mut queue = std::collections::BinaryHeap::new();
-    let mut counter = 0u64;
-    queue.push((nodes[0].date, std::cmp::Reverse(counter), 0usize));
-    let mut last_root: Option<usize> = None;
-    while let Some((_, _, i)) = queue.pop() {
-        if nodes[i].parents.is_empty() {
-            last_root = Some(i);
-        }
-        for &p in &nodes[i].parents {
-            children[p] -= 1;
-            if children[p] == 0 {
-                counter += 1;
-                queue.push((nodes[p].date, std::cmp::Reverse(counter), p));
-            }
-        }
-    }
-    let root = last_root
-        .map(|i| nodes[i].id.to_hex().to_string())
-        .ok_or(RootCommitError::NoCommits)?;
-    let is_name = (root.len() == 40 || root.len() == 64)
-        && root
-            .bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
-    if !is_name {
-        return Err(RootCommitError::NotAnObjectName(root));
-    }
-    Ok(root)
 }
 
 /// `sessionpath.ProjectDirOf`: where the conversation's other transcripts are — for a

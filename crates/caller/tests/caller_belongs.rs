@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 
 use caller_support::*;
 use serde_json::json;
-use transcope_identity::belongs::{belongs_to_session, belongs_to_tree};
-use transcope_identity::claudepath::config_dir;
-use transcope_identity::{Env, TranscriptError};
+use transcope_caller::belongs::{belongs_to_session, belongs_to_tree};
+use transcope_caller::claudepath::config_dir;
+use transcope_caller::{Env, TranscriptError};
 
 fn ids(dir: &Path, ids: &[&str]) -> PathBuf {
     let lines: Vec<_> = ids

@@ -24,7 +24,7 @@ use crate::claudepath::{
 };
 use crate::gopath;
 use crate::stable::stable_identity;
-use crate::transcript::{go_fold_eq, parse_go_json, TranscriptError};
+use crate::transcript::{go_field, parse_go_json, TranscriptError};
 use crate::Env;
 
 /// The hook payload Claude Code writes to a hook's stdin (identity.md §1). Every field is the
@@ -101,7 +101,7 @@ impl HookInput {
     /// the others are still read; keys match case-insensitively; the last duplicate wins.
     ///
     /// ```
-    /// use transcope_identity::hookinput::HookInput;
+    /// use transcope_caller::hookinput::HookInput;
     ///
     /// let p = HookInput::parse(br#"{"session_id":"s","cwd":5,"Transcript_Path":"/t.jsonl"}"#);
     /// assert_eq!((p.session_id.as_str(), p.cwd.as_str(), p.transcript_path.as_str()), ("s", "", "/t.jsonl"));
@@ -171,12 +171,8 @@ impl<'de> Deserialize<'de> for HookInput {
                 let mut raw = serde_json::Map::new();
                 while let Some(key) = map.next_key::<String>()? {
                     let value: serde_json::Value = map.next_value()?;
-                    let field = HOOK_FIELDS
-                        .iter()
-                        .find(|(name, _)| *name == key)
-                        .or_else(|| HOOK_FIELDS.iter().find(|(name, _)| go_fold_eq(&key, name)));
-                    if let Some((_, field)) = field {
-                        input.set(*field, &value);
+                    if let Some(field) = go_field(&HOOK_FIELDS, &key) {
+                        input.set(field, &value);
                     }
                     raw.insert(key, value);
                 }
@@ -279,7 +275,7 @@ pub fn session_record_with_locator(
 /// file name.
 ///
 /// ```
-/// use transcope_identity::{hookinput::{record, HookInput}, Env};
+/// use transcope_caller::{hookinput::{record, HookInput}, Env};
 ///
 /// let env = Env::new();
 /// let p = HookInput::parse(br#"{"transcript_path":"/given/path.jsonl","session_id":"sid","cwd":"/proj"}"#);
@@ -390,7 +386,7 @@ fn agent_name(p: &HookInput) -> Option<String> {
 ///   or when the session id (or a sub-agent's id) is not a plain file name.
 ///
 /// ```
-/// use transcope_identity::{hookinput::{caller, HookInput}, Env};
+/// use transcope_caller::{hookinput::{caller, HookInput}, Env};
 ///
 /// let dir = tempfile::tempdir().unwrap();
 /// let path = dir.path().join("s1.jsonl");

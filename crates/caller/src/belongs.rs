@@ -20,6 +20,41 @@ fn could_hold(line: &[u8], needle: &[u8]) -> bool {
     memchr::memchr(b'\\', line).is_some() || memchr::memmem::find(line, needle).is_some()
 }
 
+/// What one line tells a containment rule.
+enum Says {
+    /// Nothing: not a record, or one without the field.
+    Nothing,
+    /// The record agrees: the file belongs.
+    Agrees,
+    /// The record gives another value.
+    Other(String),
+}
+
+/// The containment rule both guards are: the first value a record gives that disagrees, or
+/// `None` when some record agrees, none gives a value, or the file cannot be read to the
+/// end. `judge` is told whether a disagreement is already known (then only agreement
+/// matters).
+fn first_disagreement(path: &Path, mut judge: impl FnMut(&[u8], bool) -> Says) -> Option<String> {
+    let mut first: Option<String> = None;
+    let mut agreed = false;
+    let scanned = scan_lines(path, |line| match judge(line, first.is_some()) {
+        Says::Nothing => ControlFlow::Continue(()),
+        Says::Agrees => {
+            agreed = true;
+            ControlFlow::Break(())
+        }
+        Says::Other(value) => {
+            first.get_or_insert(value);
+            ControlFlow::Continue(())
+        }
+    });
+    if scanned.is_err() || agreed {
+        None
+    } else {
+        first
+    }
+}
+
 /// `transcript.BelongsToSession`: `Ok` when `session_id` is empty, when some record's
 /// `sessionId` equals it (first, middle or last), when no record carries a `sessionId`, or when
 /// the file cannot be read (missing, denied, an oversized line before agreement).
@@ -32,30 +67,19 @@ pub fn belongs_to_session(path: &Path, session_id: &str) -> Result<(), Transcrip
         return Ok(());
     }
     let exact = !session_id.contains('\u{FFFD}');
-    let mut first_other: Option<String> = None;
-    let mut agreed = false;
-    let scanned = scan_lines(path, |line| {
+    let found = first_disagreement(path, |line, known| {
         // Once a disagreeing id is known, only agreement matters.
-        if exact && first_other.is_some() && !could_hold(line, session_id.as_bytes()) {
-            return ControlFlow::Continue(());
+        if exact && known && !could_hold(line, session_id.as_bytes()) {
+            return Says::Nothing;
         }
-        let Some(entry) = Entry::parse(line) else {
-            return ControlFlow::Continue(());
-        };
-        if entry.session_id.is_empty() {
-            return ControlFlow::Continue(());
+        match Entry::parse(line) {
+            Some(entry) if entry.session_id.is_empty() => Says::Nothing,
+            Some(entry) if entry.session_id == session_id => Says::Agrees,
+            Some(entry) => Says::Other(entry.session_id),
+            None => Says::Nothing,
         }
-        if entry.session_id == session_id {
-            agreed = true;
-            return ControlFlow::Break(());
-        }
-        first_other.get_or_insert(entry.session_id);
-        ControlFlow::Continue(())
     });
-    if scanned.is_err() || agreed {
-        return Ok(());
-    }
-    match first_other {
+    match found {
         None => Ok(()),
         Some(found) => Err(TranscriptError::WrongSession {
             path: path.to_path_buf(),
@@ -81,14 +105,12 @@ pub fn belongs_to_tree(path: &Path, cwd: &Path) -> Result<(), TranscriptError> {
     let mut want_dir = want.clone();
     want_dir.push(b'/');
     let mut judged: HashMap<String, bool> = HashMap::new();
-    let mut first: Option<String> = None;
-    let mut matched = false;
-    let scanned = scan_lines(path, |line| {
+    let found = first_disagreement(path, |line, _| {
         let Some(entry) = Entry::parse(line) else {
-            return ControlFlow::Continue(());
+            return Says::Nothing;
         };
         if entry.cwd.is_empty() {
-            return ControlFlow::Continue(());
+            return Says::Nothing;
         }
         let inside = *judged.entry(entry.cwd.clone()).or_insert_with(|| {
             let r = resolve_work_dir(&PathBuf::from(&entry.cwd));
@@ -96,16 +118,12 @@ pub fn belongs_to_tree(path: &Path, cwd: &Path) -> Result<(), TranscriptError> {
             *r == *want || r.starts_with(&want_dir)
         });
         if inside {
-            matched = true;
-            return ControlFlow::Break(());
+            Says::Agrees
+        } else {
+            Says::Other(entry.cwd)
         }
-        first.get_or_insert(entry.cwd);
-        ControlFlow::Continue(())
     });
-    if scanned.is_err() || matched {
-        return Ok(());
-    }
-    match first {
+    match found {
         None => Ok(()),
         Some(recorded) => Err(TranscriptError::WrongTree {
             path: path.to_path_buf(),

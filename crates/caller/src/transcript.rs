@@ -2,18 +2,24 @@
 //! [`MAX_RECORD_BYTES`] cap, [`start_cwd`], and the [`TranscriptError`]s the rest of the
 //! identity code reports (identity.md §1.2, §1.3, §5.4).
 //!
+//! The scanner is not a reader of its own: it is `transcope-jsonl`'s
+//! ([`read_regular`], the framer every transcope reader uses) set to Go's `bufio.Scanner`
+//! rules — an over-long line ends the scan ([`Oversized::Stop`]) instead of being skipped,
+//! and a last line without `\n` is delivered ([`FinalLine::Yield`]) with its `\r` dropped.
+//!
 //! Lines are decoded the way sloprail's Go decoder decodes them: a line that fails to parse
 //! (invalid JSON, not an object, or a type mismatch on a decoded field) is skipped; a top-level
 //! `null` is an empty record; keys match case-insensitively (Go's folding); unknown fields are
 //! ignored; `message`, `toolUseResult` and `attachment` may hold any JSON.
 
 use std::fmt;
-use std::io::{self, BufRead, BufReader};
+use std::io;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
+use transcope_jsonl::{read_regular, FinalLine, Framer, Line, LineSink, Oversized};
 
 /// The longest line (in bytes, a trailing `\r` included, the `\n` not) the scanner accepts
 /// is one byte less than this: Go's `bufio.Scanner` with a 16 MiB buffer, which must hold the
@@ -179,7 +185,7 @@ impl Entry {
     /// Decodes one line; `None` when Go's decoder would fail on it (identity.md §1.2).
     ///
     /// ```
-    /// use transcope_identity::transcript::Entry;
+    /// use transcope_caller::transcript::Entry;
     ///
     /// let e = Entry::parse(br#"{"UUID":"u","parentUuid":null,"sessionId":"s","message":[1]}"#).unwrap();
     /// assert_eq!((e.uuid.as_str(), e.parent_uuid, e.session_id.as_str()), ("u", None, "s"));
@@ -263,9 +269,19 @@ fn repair_lone_surrogates(text: &[u8]) -> Option<Vec<u8>> {
     changed.then_some(out)
 }
 
+/// The field a JSON object key names, as Go's `encoding/json` matches it: the exact name
+/// first, else the first whose name equals the key under Go's case folding.
+pub(crate) fn go_field<T: Copy>(fields: &[(&str, T)], key: &str) -> Option<T> {
+    fields
+        .iter()
+        .find(|(name, _)| *name == key)
+        .or_else(|| fields.iter().find(|(name, _)| go_fold_eq(key, name)))
+        .map(|(_, field)| *field)
+}
+
 /// Go's case folding of a field name: ASCII upper-cased, other characters through
 /// `ToUpper(ToLower(r))` (single-character mappings only).
-pub(crate) fn go_fold_eq(key: &str, name: &str) -> bool {
+fn go_fold_eq(key: &str, name: &str) -> bool {
     if key.is_ascii() {
         return key.eq_ignore_ascii_case(name);
     }
@@ -324,13 +340,7 @@ impl<'de> Deserialize<'de> for Key {
                 f.write_str("a field name")
             }
             fn visit_str<E: de::Error>(self, key: &str) -> Result<Key, E> {
-                if let Some((_, field)) = FIELDS.iter().find(|(name, _)| *name == key) {
-                    return Ok(Key(*field));
-                }
-                Ok(Key(FIELDS
-                    .iter()
-                    .find(|(name, _)| go_fold_eq(key, name))
-                    .map_or(Field::Other, |(_, f)| *f)))
+                Ok(Key(go_field(&FIELDS, key).unwrap_or(Field::Other)))
             }
         }
         d.deserialize_str(V)
@@ -389,78 +399,64 @@ impl<'de> Deserialize<'de> for Entry {
     }
 }
 
+/// Go's `bufio.Scanner` (`ScanLines`, a [`MAX_RECORD_BYTES`] buffer) as a sink of the
+/// shared framer. The framer is set so that it delivers every line Go accepts and stops at
+/// every line Go refuses but one: a line ending `\r\n` whose content is one byte short of
+/// the cap, which Go's buffer cannot hold with its `\r` and `\n` (checked here).
+struct GoLines<F>(F);
+
+/// [`GoLines`]' framer: content (without `\r\n`) up to `MAX_RECORD_BYTES - 1` bytes, stop
+/// at a longer line, deliver an unterminated last line, read 64 KiB at a time (Go's first
+/// buffer).
+fn go_framer() -> Framer {
+    Framer::builder()
+        .max_line(MAX_RECORD_BYTES - 1)
+        .oversized(Oversized::Stop)
+        .final_line(FinalLine::Yield)
+        .buffer_size(64 * 1024)
+        .build()
+}
+
+impl<F: FnMut(&[u8]) -> ControlFlow<()>> LineSink for GoLines<F> {
+    type Error = LineTooLong;
+
+    fn line(&mut self, line: Line<'_>) -> Result<bool, LineTooLong> {
+        let raw = line.end - line.offset;
+        let content = if raw == line.bytes.len() as u64 {
+            // The last line, without `\n`, delivered verbatim: Go drops one `\r` here too.
+            line.bytes.strip_suffix(b"\r").unwrap_or(line.bytes)
+        } else if raw > MAX_RECORD_BYTES as u64 {
+            return Err(LineTooLong);
+        } else {
+            line.bytes
+        };
+        Ok((self.0)(content).is_continue())
+    }
+
+    fn oversized(&mut self, _offset: u64, _number: u64, _len: u64) -> Result<bool, LineTooLong> {
+        Err(LineTooLong)
+    }
+}
+
 /// Reads `path` line by line with Go's `bufio.Scanner` rules (identity.md §1.3) and hands each
 /// line (without `\n` and one trailing `\r`) to `f`, which may stop the scan.
 ///
 /// Only a regular file is read, and only as far as its size when opened: a FIFO, a device
 /// or a file that grows without end never blocks a hook (the open does not wait for a
-/// FIFO's writer).
+/// FIFO's writer). Nothing past [`MAX_RECORD_BYTES`] bytes of an over-long line is read.
 ///
 /// # Errors
 /// Opening or reading fails (the [`io::Error`] keeps its kind), the path is not a regular
 /// file ([`io::ErrorKind::InvalidInput`]), or a line is too long ([`is_line_too_long`]).
 /// Lines handed over before the failure have been seen.
-pub fn scan_lines(path: &Path, mut f: impl FnMut(&[u8]) -> ControlFlow<()>) -> io::Result<()> {
-    use std::io::Read as _;
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)?;
-    let meta = file.metadata()?;
-    if !meta.is_file() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("{} is not a regular file", path.display()),
-        ));
-    }
-    let mut reader = BufReader::with_capacity(64 * 1024, file.take(meta.len()));
-    let mut line: Vec<u8> = Vec::new();
-    loop {
-        line.clear();
-        let mut ended = false;
-        loop {
-            let buf = match reader.fill_buf() {
-                Ok(buf) => buf,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            };
-            if buf.is_empty() {
-                break;
-            }
-            match memchr::memchr(b'\n', buf) {
-                Some(i) => {
-                    if line.len() + i >= MAX_RECORD_BYTES {
-                        return Err(io::Error::new(io::ErrorKind::InvalidData, LineTooLong));
-                    }
-                    line.extend_from_slice(&buf[..i]);
-                    reader.consume(i + 1);
-                    ended = true;
-                    break;
-                }
-                None => {
-                    let n = buf.len();
-                    if line.len() + n >= MAX_RECORD_BYTES {
-                        return Err(io::Error::new(io::ErrorKind::InvalidData, LineTooLong));
-                    }
-                    line.extend_from_slice(buf);
-                    reader.consume(n);
-                }
-            }
+pub fn scan_lines(path: &Path, f: impl FnMut(&[u8]) -> ControlFlow<()>) -> io::Result<()> {
+    match read_regular(path, &go_framer(), GoLines(f)) {
+        Ok(_) => Ok(()),
+        Err(transcope_jsonl::Error::Io { source, .. }) => Err(source),
+        Err(transcope_jsonl::Error::Sink(too_long)) => {
+            Err(io::Error::new(io::ErrorKind::InvalidData, too_long))
         }
-        if !ended && line.is_empty() {
-            return Ok(());
-        }
-        let content = match line.last() {
-            Some(b'\r') => &line[..line.len() - 1],
-            _ => &line[..],
-        };
-        if f(content).is_break() {
-            return Ok(());
-        }
-        if !ended {
-            return Ok(());
-        }
+        Err(other) => Err(io::Error::other(other.to_string())),
     }
 }
 
@@ -479,7 +475,7 @@ pub fn scan_entries(path: &Path, mut f: impl FnMut(Entry) -> ControlFlow<()>) ->
 /// Like [`scan_entries`], but only decoding lines that could hold one of `needles` as a string
 /// value: lines containing none of them literally and no `\` (which an escaped spelling would
 /// need) are skipped unread. Empty needles are ignored; with none left nothing is decoded.
-pub(crate) fn scan_entries_holding(
+fn scan_entries_holding(
     path: &Path,
     needles: &[&str],
     mut f: impl FnMut(Entry) -> ControlFlow<()>,
@@ -503,6 +499,32 @@ pub(crate) fn scan_entries_holding(
             None => ControlFlow::Continue(()),
         }
     })
+}
+
+/// Whether a line of `path` that [`scan_entries_holding`] decodes for `needles` is an entry
+/// `accept` accepts; the scan stops at the first.
+///
+/// # Errors
+/// As [`scan_lines`], when the scan fails before such an entry.
+pub(crate) fn any_entry_holding(
+    path: &Path,
+    needles: &[&str],
+    mut accept: impl FnMut(&Entry) -> bool,
+) -> io::Result<bool> {
+    let mut hit = false;
+    let scanned = scan_entries_holding(path, needles, |entry| {
+        if accept(&entry) {
+            hit = true;
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    });
+    if hit {
+        Ok(true)
+    } else {
+        scanned.map(|()| false)
+    }
 }
 
 /// `transcript.StartCwd`: the `cwd` of the first record naming one; `""` when none does.
@@ -531,96 +553,6 @@ pub fn start_cwd(path: &Path) -> Result<String, TranscriptError> {
         Ok(()) => Ok(found),
         Err(e) => Err(TranscriptError::read(path, e)),
     }
-}
-
-/// Parses an RFC 3339 timestamp as Go's `time.Parse(time.RFC3339, s)` does; nanoseconds since
-/// the Unix epoch. Fractional seconds are optional (`.` or `,`); more than nine fraction digits
-/// read as zero nanoseconds (Go's fast path).
-pub(crate) fn parse_rfc3339(s: &str) -> Option<i128> {
-    let b = s.as_bytes();
-    if b.len() < 19 {
-        return None;
-    }
-    let num = |r: std::ops::Range<usize>, min: i64, max: i64| -> Option<i64> {
-        let mut x: i64 = 0;
-        for &c in &b[r] {
-            if !c.is_ascii_digit() {
-                return None;
-            }
-            x = x * 10 + i64::from(c - b'0');
-        }
-        (min..=max).contains(&x).then_some(x)
-    };
-    let year = num(0..4, 0, 9999)?;
-    let month = num(5..7, 1, 12)?;
-    let day = num(8..10, 1, days_in(month, year))?;
-    let hour = num(11..13, 0, 23)?;
-    let min = num(14..16, 0, 59)?;
-    let sec = num(17..19, 0, 59)?;
-    if !(b[4] == b'-' && b[7] == b'-' && b[10] == b'T' && b[13] == b':' && b[16] == b':') {
-        return None;
-    }
-    let mut rest = &b[19..];
-    let mut nanos: i64 = 0;
-    if rest.len() >= 2 && (rest[0] == b'.' || rest[0] == b',') && rest[1].is_ascii_digit() {
-        let mut n = 1;
-        while n < rest.len() && rest[n].is_ascii_digit() {
-            n += 1;
-        }
-        let digits = &rest[1..n];
-        if digits.len() <= 9 {
-            for i in 0..9 {
-                nanos = nanos * 10 + digits.get(i).map_or(0, |d| i64::from(d - b'0'));
-            }
-        }
-        rest = &rest[n..];
-    }
-    let offset: i64 = if rest == b"Z" {
-        0
-    } else {
-        if rest.len() != 6 || !(rest[0] == b'+' || rest[0] == b'-') || rest[3] != b':' {
-            return None;
-        }
-        let digits = |r: std::ops::Range<usize>, max: i64| -> Option<i64> {
-            let t = &rest[r];
-            if !t.iter().all(u8::is_ascii_digit) {
-                return None;
-            }
-            let v = i64::from(t[0] - b'0') * 10 + i64::from(t[1] - b'0');
-            (v <= max).then_some(v)
-        };
-        let hh = digits(1..3, 23)?;
-        let mm = digits(4..6, 59)?;
-        let off = (hh * 60 + mm) * 60;
-        if rest[0] == b'-' {
-            -off
-        } else {
-            off
-        }
-    };
-    let days = days_from_civil(year, month, day);
-    let secs = days * 86_400 + hour * 3600 + min * 60 + sec - offset;
-    Some(i128::from(secs) * 1_000_000_000 + i128::from(nanos))
-}
-
-fn days_in(month: i64, year: i64) -> i64 {
-    match month {
-        2 if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 #[cfg(test)]
@@ -676,31 +608,6 @@ mod tests {
     }
 
     #[test]
-    fn rfc3339() {
-        let z = parse_rfc3339("1970-01-01T00:00:00Z").unwrap();
-        assert_eq!(z, 0);
-        assert_eq!(
-            parse_rfc3339("2026-08-13T09:00:00.000Z"),
-            parse_rfc3339("2026-08-13T11:00:00+02:00")
-        );
-        assert_eq!(parse_rfc3339("1970-01-01T00:00:01.5Z"), Some(1_500_000_000));
-        assert_eq!(parse_rfc3339("1970-01-01T00:00:01,5Z"), Some(1_500_000_000));
-        assert_eq!(
-            parse_rfc3339("1970-01-01T00:00:01.1234567891Z"),
-            Some(1_000_000_000)
-        );
-        assert!(parse_rfc3339("2026-02-30T00:00:00Z").is_none());
-        assert!(parse_rfc3339("2026-08-13 09:00:00Z").is_none());
-        assert!(parse_rfc3339("2026-08-13T09:00:00").is_none());
-        assert!(parse_rfc3339("2026-08-13T09:00:00z").is_none());
-        assert!(parse_rfc3339("").is_none());
-        assert_eq!(
-            parse_rfc3339("2000-03-01T00:00:00Z"),
-            Some(951_868_800 * 1_000_000_000)
-        );
-    }
-
-    #[test]
     fn scanner_limits() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.jsonl");
@@ -726,5 +633,46 @@ mod tests {
         })
         .unwrap();
         assert_eq!(lines, [b"a".to_vec(), b"".to_vec(), b"b".to_vec()]);
+    }
+
+    /// Go's buffer holds a line with its `\r` and `\n`: content one byte short of the cap
+    /// fits bare, not with `\r\n`; the lines before a refused one are seen, and a scan the
+    /// callback stops before it succeeds.
+    #[test]
+    fn scanner_counts_the_cr_of_a_crlf_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        let lens = |path: &Path| {
+            let mut seen = Vec::new();
+            let r = scan_lines(path, |l| {
+                seen.push(l.len());
+                ControlFlow::Continue(())
+            });
+            (seen, r)
+        };
+        let mut body = b"a\r\n".to_vec();
+        body.extend(vec![b'x'; MAX_RECORD_BYTES - 2]);
+        body.extend_from_slice(b"\r\nb");
+        std::fs::write(&path, &body).unwrap();
+        let (seen, r) = lens(&path);
+        assert_eq!(seen, [1, MAX_RECORD_BYTES - 2, 1]);
+        assert!(r.is_ok());
+
+        let mut body = b"a\r\n".to_vec();
+        body.extend(vec![b'x'; MAX_RECORD_BYTES - 1]);
+        body.extend_from_slice(b"\r\nb\n");
+        std::fs::write(&path, &body).unwrap();
+        let (seen, r) = lens(&path);
+        assert_eq!(seen, [1]);
+        assert!(is_line_too_long(&r.unwrap_err()));
+        let stopped = scan_lines(&path, |_| ControlFlow::Break(()));
+        assert!(stopped.is_ok());
+
+        std::fs::write(&path, b"\r").unwrap();
+        assert_eq!(lens(&path).0, [0]);
+        let (_, r) = lens(dir.path());
+        assert_eq!(r.unwrap_err().kind(), io::ErrorKind::InvalidInput);
+        let (_, r) = lens(&dir.path().join("nope"));
+        assert_eq!(r.unwrap_err().kind(), io::ErrorKind::NotFound);
     }
 }

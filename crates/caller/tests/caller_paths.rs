@@ -3,6 +3,8 @@
 //! store-per-session case.
 
 mod caller_support;
+// The git helpers of transcope-identity's tests (this crate builds on that one).
+#[path = "../../identity/tests/common/mod.rs"]
 mod common;
 
 use std::path::{Path, PathBuf};
@@ -10,17 +12,17 @@ use std::path::{Path, PathBuf};
 use caller_support::*;
 use common::{env, git, init_repo};
 use serde_json::json;
-use transcope_identity::claudepath::{
+use transcope_caller::claudepath::{
     config_dir, encode_project_dir, project_dir, relocate_record, resolve_work_dir,
     session_dir_of_subagent, subagent_transcript_path,
 };
-use transcope_identity::hookinput::{record, state_cwd, HookInput};
-use transcope_identity::sessionpath::{
+use transcope_caller::hookinput::{record, state_cwd, HookInput};
+use transcope_caller::sessionpath::{
     checks_db, data_home, encode_workspace, project_dir_of, root_commit, state_db,
     workspace_anchor, RootCommitError, SessionPathError, APP_NAME,
 };
-use transcope_identity::stable::stable_identity;
-use transcope_identity::{Env, TranscriptError};
+use transcope_caller::stable::stable_identity;
+use transcope_caller::{Env, TranscriptError};
 
 /// `..` applied lexically.
 fn lexical(path: &Path) -> PathBuf {
@@ -276,7 +278,7 @@ fn relocate_record_finds_a_resume_from_another_directory() {
     let (reported, real) = resumed(&cfg, "sid-76.jsonl", "sid-76");
     let found = relocate_record(&cfg, &reported);
     assert_eq!(found, real);
-    let id = transcope_identity::stable::resolve_stable_session_id(found.parent().unwrap(), &found)
+    let id = transcope_caller::stable::resolve_stable_session_id(found.parent().unwrap(), &found)
         .unwrap();
     assert_eq!(id.id, "origin");
 }
@@ -708,7 +710,7 @@ fn project_dir_of_every_layout() {
 /// an unreadable record.
 #[test]
 fn state_cwd_falls_back_to_the_hook_cwd() {
-    use transcope_identity::sessionpath::state_cwd as sp_state_cwd;
+    use transcope_caller::sessionpath::state_cwd as sp_state_cwd;
     let (_t, d) = tempdir();
     let cwd = Path::new("/hook/cwd");
     let rooted = write(

@@ -6,13 +6,11 @@
 //! the state encoding ([`encode_workspace`](crate::sessionpath::encode_workspace), anchored on
 //! the git root); the two must not be mixed.
 
-use std::collections::HashMap;
-use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
 
 use crate::gopath;
-use crate::transcript::{scan_entries_holding, TranscriptError};
+use crate::memo::Memo;
+use crate::transcript::{any_entry_holding, TranscriptError};
 use crate::Env;
 
 /// The variable naming Claude Code's configuration directory.
@@ -29,7 +27,7 @@ pub fn home_dir(env: &Env) -> Option<PathBuf> {
 /// leaves something, else `<home>/.claude`, else `None` (unknown).
 ///
 /// ```
-/// use transcope_identity::{claudepath::config_dir, Env};
+/// use transcope_caller::{claudepath::config_dir, Env};
 ///
 /// let env = Env::from([("HOME".into(), "/home/u".into()), ("CLAUDE_CONFIG_DIR".into(), " \t".into())]);
 /// assert_eq!(config_dir(&env).unwrap(), std::path::Path::new("/home/u/.claude"));
@@ -79,7 +77,7 @@ pub(crate) fn encode_bytes(bytes: &[u8]) -> String {
 /// `/a/b.c` all collide.
 ///
 /// ```
-/// use transcope_identity::claudepath::encode_project_dir;
+/// use transcope_caller::claudepath::encode_project_dir;
 ///
 /// assert_eq!(encode_project_dir("/home/u/proj/pkg".as_ref()), "-home-u-proj-pkg");
 /// assert_eq!(encode_project_dir("/home/u/proj-pkg".as_ref()), "-home-u-proj-pkg");
@@ -137,7 +135,7 @@ pub fn project_dir(config: &Path, dir: &Path) -> Option<PathBuf> {
 /// qualifies, even one above the config directory.
 ///
 /// ```
-/// use transcope_identity::claudepath::session_dir_of_subagent;
+/// use transcope_caller::claudepath::session_dir_of_subagent;
 ///
 /// let s = |p: &str| session_dir_of_subagent(p.as_ref()).map(|d| d.display().to_string());
 /// assert_eq!(s("/p/S/subagents/agent-x.jsonl").as_deref(), Some("/p/S"));
@@ -180,7 +178,7 @@ pub(crate) fn check_agent_id(agent_id: &str) -> Result<(), TranscriptError> {
 /// `..` (refused, never repaired).
 ///
 /// ```
-/// use transcope_identity::claudepath::subagent_transcript_path;
+/// use transcope_caller::claudepath::subagent_transcript_path;
 ///
 /// let p = subagent_transcript_path("/cfg/projects/-a-project/7173666c.jsonl".as_ref(), "a6e302233716d506d").unwrap();
 /// assert_eq!(p, std::path::Path::new("/cfg/projects/-a-project/7173666c/subagents/agent-a6e302233716d506d.jsonl"));
@@ -217,12 +215,8 @@ pub fn subagent_transcript_path(parent: &Path, agent_id: &str) -> Result<PathBuf
     Ok(direct)
 }
 
-type RelocationMemo = Mutex<HashMap<(PathBuf, PathBuf), PathBuf>>;
-
-fn relocation_memo() -> &'static RelocationMemo {
-    static MEMO: OnceLock<RelocationMemo> = OnceLock::new();
-    MEMO.get_or_init(Default::default)
-}
+/// Found relocations, by `(config_dir, path)`.
+static RELOCATIONS: Memo<(PathBuf, PathBuf), PathBuf> = Memo::new();
 
 /// `transcript.RelocateRecord` (latest version, identity.md §2.4): where a record reported
 /// under one project directory was really written, when the session was resumed from
@@ -242,19 +236,12 @@ pub fn relocate_record(config_dir: &Path, path: &Path) -> PathBuf {
         return path.to_path_buf();
     }
     let key = (config_dir.to_path_buf(), path.to_path_buf());
-    if let Some(found) = relocation_memo()
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .get(&key)
-    {
-        return found.clone();
+    if let Some(found) = RELOCATIONS.get(&key) {
+        return found;
     }
     match search_relocation(config_dir, path) {
         Some(found) => {
-            relocation_memo()
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(key, found.clone());
+            RELOCATIONS.insert(key, found.clone());
             found
         }
         None => path.to_path_buf(),
@@ -315,16 +302,10 @@ fn search_relocation(config_dir: &Path, path: &Path) -> Option<PathBuf> {
         if candidate.metadata().is_err() {
             continue;
         }
-        let mut matched = false;
-        let _ = scan_entries_holding(&candidate, &[&session_id], |entry| {
-            if entry.session_id == session_id {
-                matched = true;
-                ControlFlow::Break(())
-            } else {
-                ControlFlow::Continue(())
-            }
+        let matched = any_entry_holding(&candidate, &[&session_id], |entry| {
+            entry.session_id == session_id
         });
-        if matched {
+        if matched.unwrap_or(false) {
             return Some(candidate);
         }
     }

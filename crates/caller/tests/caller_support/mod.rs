@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
-use transcope_identity::claudepath::project_dir;
-use transcope_identity::Env;
+use transcope_caller::claudepath::project_dir;
+use transcope_caller::Env;
 
 pub const TS_ROOT: &str = "2026-08-13T09:00:00.000Z";
 pub const TS_RECORD: &str = "2026-08-13T09:01:00.000Z";
@@ -106,7 +106,7 @@ pub fn oversized_line(fields: Value) -> String {
     let head = serde_json::to_string(&fields).unwrap();
     let head = head.strip_suffix('}').unwrap();
     let sep = if head.len() > 1 { "," } else { "" };
-    let pad = "x".repeat(transcope_identity::transcript::MAX_RECORD_BYTES + 1);
+    let pad = "x".repeat(transcope_caller::transcript::MAX_RECORD_BYTES + 1);
     format!("{head}{sep}\"padding\":\"{pad}\"}}")
 }
 

@@ -7,12 +7,12 @@ use std::path::{Path, PathBuf};
 
 use caller_support::*;
 use serde_json::json;
-use transcope_identity::stable::{
+use transcope_caller::stable::{
     resolve_stable_session_id, root_record, stable_identity, stable_session_id, Degraded, Identity,
     MAX_WALK_VISITS,
 };
-use transcope_identity::transcript::start_cwd;
-use transcope_identity::TranscriptError;
+use transcope_caller::transcript::start_cwd;
+use transcope_caller::TranscriptError;
 
 fn resolve(dir: &Path, name: &str) -> Identity {
     resolve_stable_session_id(dir, &dir.join(format!("{name}.jsonl"))).unwrap()

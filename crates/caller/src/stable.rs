@@ -18,14 +18,14 @@
 use std::collections::{HashMap, HashSet};
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
 use std::time::UNIX_EPOCH;
 
 use crate::gopath;
+use crate::memo::Memo;
 use crate::sessionpath::project_dir_of_record;
-use crate::transcript::{
-    parse_rfc3339, scan_entries, scan_entries_holding, Entry, TranscriptError,
-};
+use transcope_core::timestamp::parse_go_rfc3339;
+
+use crate::transcript::{any_entry_holding, scan_entries, Entry, TranscriptError};
 
 /// `maxRestartHops`: continuations followed in depth before the walk gives up.
 pub const MAX_RESTART_HOPS: usize = 64;
@@ -85,7 +85,7 @@ impl Identity {
     /// (identity.md §4.4), or `None` when there is nothing to say (not degraded, or no id).
     ///
     /// ```
-    /// use transcope_identity::stable::Identity;
+    /// use transcope_caller::stable::Identity;
     ///
     /// assert_eq!(Identity { id: "origin".into(), ..Default::default() }.notice(), None);
     /// ```
@@ -196,12 +196,8 @@ pub fn stable_session_id(project_dir: &Path, path: &Path) -> Result<String, Tran
     resolve_stable_session_id(project_dir, path).map(|identity| identity.id)
 }
 
-type IdentityCache = Mutex<HashMap<(PathBuf, PathBuf, u64, i128), Identity>>;
-
-fn identity_cache() -> &'static IdentityCache {
-    static CACHE: OnceLock<IdentityCache> = OnceLock::new();
-    CACHE.get_or_init(Default::default)
-}
+/// Identities resolved, by project directory, path, size and modification time.
+static IDENTITIES: Memo<(PathBuf, PathBuf, u64, i128), Identity> = Memo::new();
 
 /// `sessionpath.StableIdentity`: [`resolve_stable_session_id`] over the record's own project
 /// directory ([`project_dir_of`](crate::sessionpath::project_dir_of): a sub-agent's climbs out
@@ -232,20 +228,13 @@ pub fn stable_identity(path: &Path, cwd: &Path) -> Result<Identity, TranscriptEr
         (dir.clone(), path.to_path_buf(), meta.len(), mtime)
     });
     if let Some(key) = &key {
-        if let Some(hit) = identity_cache()
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(key)
-        {
-            return Ok(hit.clone());
+        if let Some(hit) = IDENTITIES.get(key) {
+            return Ok(hit);
         }
     }
     let identity = resolve_stable_session_id(&dir, path)?;
     if let Some(key) = key {
-        identity_cache()
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(key, identity.clone());
+        IDENTITIES.insert(key, identity.clone());
     }
     Ok(identity)
 }
@@ -268,7 +257,10 @@ struct Walk<'a> {
 
 /// Whether `c` began strictly after `r` (both timestamps parse).
 fn started_after(c: &Entry, r: &Entry) -> bool {
-    match (parse_rfc3339(&c.timestamp), parse_rfc3339(&r.timestamp)) {
+    match (
+        parse_go_rfc3339(&c.timestamp),
+        parse_go_rfc3339(&r.timestamp),
+    ) {
         (Some(c), Some(r)) => c > r,
         _ => false,
     }
@@ -287,19 +279,14 @@ impl Walk<'_> {
         if self.listing.is_some() {
             return Ok(());
         }
-        let entries =
-            std::fs::read_dir(self.dir).map_err(|source| TranscriptError::ListProjectDir {
-                path: cur.to_path_buf(),
-                dir: self.dir.to_path_buf(),
-                source,
-            })?;
+        let unlistable = |source| TranscriptError::ListProjectDir {
+            path: cur.to_path_buf(),
+            dir: self.dir.to_path_buf(),
+            source,
+        };
         let mut files: Vec<(Vec<u8>, PathBuf)> = Vec::new();
-        for entry in entries {
-            let entry = entry.map_err(|source| TranscriptError::ListProjectDir {
-                path: cur.to_path_buf(),
-                dir: self.dir.to_path_buf(),
-                source,
-            })?;
+        for entry in std::fs::read_dir(self.dir).map_err(unlistable)? {
+            let entry = entry.map_err(unlistable)?;
             if entry.file_type().is_ok_and(|t| t.is_dir()) {
                 continue;
             }
@@ -342,21 +329,12 @@ impl Walk<'_> {
                 continue;
             }
             let targets = [r.logical_parent_uuid.as_str(), r.uuid.as_str()];
-            let mut hit = false;
-            let scanned = scan_entries_holding(&c.path, &targets, |entry| {
-                if !entry.uuid.is_empty() && targets.contains(&entry.uuid.as_str()) {
-                    hit = true;
-                    ControlFlow::Break(())
-                } else {
-                    ControlFlow::Continue(())
-                }
+            let holds = any_entry_holding(&c.path, &targets, |entry| {
+                !entry.uuid.is_empty() && targets.contains(&entry.uuid.as_str())
             });
-            if hit {
-                found.push(index);
-                continue;
-            }
-            match scanned {
-                Ok(()) => {}
+            match holds {
+                Ok(true) => found.push(index),
+                Ok(false) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(_) => self.note_unreadable(&c.path),
             }

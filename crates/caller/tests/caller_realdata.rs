@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 
 use caller_support::*;
 use serde_json::json;
-use transcope_identity::belongs::{belongs_to_session, belongs_to_tree};
-use transcope_identity::claudepath::subagent_transcript_path;
-use transcope_identity::hookinput::{caller, record as hook_record, HookInput};
-use transcope_identity::stable::{resolve_stable_session_id, stable_identity};
-use transcope_identity::TranscriptError;
+use transcope_caller::belongs::{belongs_to_session, belongs_to_tree};
+use transcope_caller::claudepath::subagent_transcript_path;
+use transcope_caller::hookinput::{caller, record as hook_record, HookInput};
+use transcope_caller::stable::{resolve_stable_session_id, stable_identity};
+use transcope_caller::TranscriptError;
 
 const FIXTURE_ORIGIN: &str = "3ba4c16c-6d62-5736-a30c-2f43fd0838cb";
 const FIXTURE_BOUNDARY: &str = "d0103595-83e9-534a-8cac-5a0d30abb2ee";
@@ -266,7 +266,7 @@ fn survey_stable_session_id() {
         let bucket = match stable_identity(&path, Path::new("")) {
             Ok(id) => match id.degraded {
                 None => "ok".to_owned(),
-                Some(transcope_identity::Degraded::ContinuationMissing { .. }) => {
+                Some(transcope_caller::Degraded::ContinuationMissing { .. }) => {
                     "degraded: continuation missing".to_owned()
                 }
                 Some(_) => "degraded: chain runaway".to_owned(),
