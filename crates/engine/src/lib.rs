@@ -344,12 +344,28 @@ impl Pipeline {
                 return Ok(obs);
             }
         }
-        // Restore every stage, or none: a checkpoint a stage cannot read means a read
-        // from the start.
+        // The head's fingerprint for the new cursor: the saved one when it covers the
+        // same bytes (it was just checked), else read now, before the file is read.
+        let head_len = size.min(cursor::FINGERPRINT_BYTES);
+        let head_sha256 = match &saved {
+            Some(c) if c.head_len == head_len => Some(c.head_sha256.clone()),
+            _ if store.is_some() => cursor::head_fingerprint(&file, head_len).ok(),
+            _ => None,
+        };
+        let mut source = Source::detect(
+            req.path,
+            (file, size),
+            &self.inner.registry,
+            saved.as_ref().map(|c| c.adapter.as_str()),
+            &self.inner.framer,
+        )?;
+        // Restore the adapter and every stage, or none: a checkpoint one of them cannot
+        // read means a read from the start.
         if let Some(c) = &saved {
-            let ok = stages
-                .iter_mut()
-                .all(|s| s.restore(c.stages.get(s.name()).unwrap_or(&Value::Null)));
+            let ok = restore_adapter(c, source.as_mut())
+                && stages
+                    .iter_mut()
+                    .all(|s| s.restore(c.stages.get(s.name()).unwrap_or(&Value::Null)));
             if !ok {
                 saved = None;
             }
@@ -360,21 +376,6 @@ impl Pipeline {
             Some(c) if !document => c.resume(),
             _ => Resume::START,
         };
-        // The head's fingerprint for the new cursor: the saved one when it covers the
-        // same bytes (it was just checked), else read now, before the file is read.
-        let head_len = size.min(cursor::FINGERPRINT_BYTES);
-        let head_sha256 = match &saved {
-            Some(c) if c.head_len == head_len => Some(c.head_sha256.clone()),
-            _ if store.is_some() => cursor::head_fingerprint(&file, head_len).ok(),
-            _ => None,
-        };
-        let source = Source::detect(
-            req.path,
-            (file, size),
-            &self.inner.registry,
-            saved.as_ref().map(|c| c.adapter.as_str()),
-            &self.inner.framer,
-        )?;
         let whole = source.as_ref().is_some_and(Source::whole);
         let mtime = match (&source, saved_mtime) {
             (Some(src), None) if whole && store.is_some() => src.modified_ns(),
@@ -487,6 +488,16 @@ impl Pipeline {
     }
 }
 
+/// Make the adapter of a line read resumed from `c` ready in the state `c` left it in
+/// (its [`Adapter::checkpoint`](transcope_core::adapter::Adapter::checkpoint)); `false`
+/// when it cannot read that state. A file read whole starts every read afresh.
+fn restore_adapter(c: &Cursor, source: Option<&mut Source<'_>>) -> bool {
+    match source {
+        Some(src) if !c.whole => src.resume_adapter(c.resume(), &c.adapter_checkpoint),
+        _ => true,
+    }
+}
+
 /// Where one read's cursor lives.
 struct Store<'a> {
     file: PathBuf,
@@ -537,6 +548,11 @@ fn next_cursor(
         },
         whole,
         stages,
+        adapter_checkpoint: if whole {
+            Value::Null
+        } else {
+            scan.checkpoint.clone()
+        },
         intent: None,
     })
 }

@@ -13,6 +13,7 @@ use std::io::{self, Read, Seek, SeekFrom};
 use std::path::Path;
 
 use serde_json::value::RawValue;
+use serde_json::Value;
 use transcope_core::adapter::{Adapter, AdapterFactory, AdapterRegistry, EntrySink, Framing, Skip};
 use transcope_core::LinePos;
 use transcope_jsonl::{with_whole_file, FinalLine, Framer, Line, LineSink, ReadPolicy};
@@ -53,6 +54,9 @@ pub struct ScanReport {
     /// A last line without a newline was complete JSON and decoded: it ends here (the
     /// resume point moves past it, so it is observed once).
     pub tail_end: Option<u64>,
+    /// The adapter's [`Adapter::checkpoint`] at `resume`: what a read resumed there
+    /// restores (`Null` for a file read whole).
+    pub checkpoint: Value,
 }
 
 impl ScanReport {
@@ -310,6 +314,9 @@ pub struct Source<'a> {
     factory: &'a dyn AdapterFactory,
     document: bool,
     array: bool,
+    /// An adapter made ready to read on from a point, its state restored
+    /// ([`Source::resume_adapter`]).
+    primed: Option<(Resume, Box<dyn Adapter>)>,
 }
 
 impl<'a> Source<'a> {
@@ -337,7 +344,36 @@ impl<'a> Source<'a> {
             size,
             head,
             factory,
+            primed: None,
         }))
+    }
+
+    /// Make the adapter ready to read on from `from` in the state `checkpoint` (an
+    /// earlier read's [`Adapter::checkpoint`] there): built, opened, shown the file's
+    /// first record again when `from` is past it, then restored. `false` when the
+    /// adapter cannot read `checkpoint`: the file must be read from its start. A
+    /// [`Source::read`] from `from` goes on with this adapter.
+    pub fn resume_adapter(&mut self, from: Resume, checkpoint: &Value) -> bool {
+        let mut adapter = self.start_adapter(from);
+        let restored = adapter.restore(checkpoint);
+        self.primed = restored.then_some((from, adapter));
+        restored
+    }
+
+    /// A fresh adapter for a read from `from`: opened, and, when a line read resumes
+    /// past the first record, shown it (a legacy Codex header decides how the rest is
+    /// read).
+    fn start_adapter(&self, from: Resume) -> Box<dyn Adapter> {
+        let mut adapter = self.factory.build();
+        adapter.open(self.path);
+        if !self.document && from.offset > 0 {
+            let _ = adapter.decode(
+                first_line(&self.head),
+                LinePos { offset: 0, line: 1 },
+                &mut transcope_core::adapter::from_fn(|_: &transcope_core::Entry<'_>| {}),
+            );
+        }
+        adapter
     }
 
     /// The adapter's name.
@@ -365,7 +401,7 @@ impl<'a> Source<'a> {
     /// the framer's line cap like any one record: a larger one is skipped and counted
     /// as oversized, so a hostile file cannot take memory without bound.
     pub fn read(
-        self,
+        mut self,
         from: Resume,
         framer: &Framer,
         tail: Tail,
@@ -373,14 +409,18 @@ impl<'a> Source<'a> {
         buffers: &mut Buffers,
         sink: &mut dyn EntrySink,
     ) -> Result<ScanReport, ScanError> {
+        let mut adapter = match self.primed.take() {
+            Some((at, adapter)) if at == from => adapter,
+            _ => self.start_adapter(from),
+        };
         let Source {
             path,
             mut file,
             size,
-            head,
             factory,
             document,
             array,
+            ..
         } = self;
         let io = io_error(path);
         let mut report = ScanReport {
@@ -388,8 +428,6 @@ impl<'a> Source<'a> {
             resume: from,
             ..ScanReport::default()
         };
-        let mut adapter = factory.build();
-        adapter.open(path);
         let array = !document && from.offset == 0 && array;
         if document || array {
             report.array = true;
@@ -397,14 +435,6 @@ impl<'a> Source<'a> {
                 report.oversized += 1;
                 return Ok(report);
             }
-        } else if from.offset > 0 {
-            // Resuming: let the adapter see the file's first record (a legacy Codex
-            // header decides how the rest is read).
-            let _ = adapter.decode(
-                first_line(&head),
-                LinePos { offset: 0, line: 1 },
-                &mut transcope_core::adapter::from_fn(|_: &transcope_core::Entry<'_>| {}),
-            );
         }
         let mapped = match policy {
             ReadPolicy::Read | ReadPolicy::Auto { growing: true } => false,
@@ -468,6 +498,9 @@ impl<'a> Source<'a> {
         }
         if data.capacity() > 64 * 1024 * 1024 {
             *data = Vec::new();
+        }
+        if !(document || array) {
+            report.checkpoint = adapter.checkpoint();
         }
         Ok(report)
     }
