@@ -529,6 +529,11 @@ fn next_cursor(
         // it. Keep no cursor, so the next read sniffs the whole line.
         return None;
     }
+    if whole && scan.entries == 0 && scan.skipped_total() > 0 {
+        // A file read whole that did not decode (a rewrite caught half-written): keep
+        // the cursor before it, which still counts the entries already given.
+        return None;
+    }
     let (head_len, head_sha256) = if whole { (0, String::new()) } else { read.head };
     Some(Cursor {
         version: cursor::CURSOR_VERSION,

@@ -79,7 +79,9 @@ pub enum Tail {
     /// Decode it (a whole-file read, as the reference does).
     Decode,
     /// Decode it only when it is a complete JSON value (an agent may still be writing
-    /// an incomplete one, which is left for the next read); a decoded one is consumed.
+    /// an incomplete one, which is left for the next read, and so is a number, which
+    /// may still grow); a decoded one is consumed, and the next read takes the rest of
+    /// its line up to the newline as the end of it, not as a line of its own.
     DecodeIfComplete,
     /// Leave it for the next read.
     Hold,
@@ -120,6 +122,39 @@ struct Decoder<'x, 't> {
     sink: &'x mut (dyn EntrySink + 't),
     report: &'x mut ScanReport,
     tail: Tail,
+    /// The read resumes at this offset inside a line whose start a read before decoded
+    /// (a complete value, then without its newline): the whitespace from here to the
+    /// newline ends that line, it is no line of its own.
+    rest_of_line: Option<u64>,
+    /// That rest was read: the framer counted it as a line, so the lines after it are
+    /// numbered one less than the framer says.
+    joined: bool,
+}
+
+impl Decoder<'_, '_> {
+    fn new<'x, 't>(
+        adapter: &'x mut dyn Adapter,
+        sink: &'x mut (dyn EntrySink + 't),
+        report: &'x mut ScanReport,
+        tail: Tail,
+    ) -> Decoder<'x, 't> {
+        Decoder {
+            adapter,
+            sink,
+            report,
+            tail,
+            rest_of_line: None,
+            joined: false,
+        }
+    }
+}
+
+/// Whether an unterminated last line is a value that is complete for good: valid JSON,
+/// and not a number (`12` may be the start of `1234`; every other JSON value ends with
+/// a byte that nothing valid can follow but whitespace).
+fn complete(tail: &[u8]) -> bool {
+    !tail.last().is_some_and(u8::is_ascii_digit)
+        && serde_json::from_slice::<&RawValue>(tail).is_ok()
 }
 
 impl LineSink for Decoder<'_, '_> {
@@ -127,16 +162,19 @@ impl LineSink for Decoder<'_, '_> {
 
     fn line(&mut self, line: Line<'_>) -> Result<bool, Self::Error> {
         let unterminated = line.end == line.offset + line.bytes.len() as u64;
-        if unterminated
-            && self.tail == Tail::DecodeIfComplete
-            && serde_json::from_slice::<&RawValue>(line.bytes).is_err()
-        {
+        if self.rest_of_line.take() == Some(line.offset) && line.bytes.trim_ascii().is_empty() {
+            // The end of a line already decoded (an unterminated rest waits for its
+            // newline). Anything else after a decoded value is a line of its own.
+            self.joined = !unterminated;
+            return Ok(true);
+        }
+        if unterminated && self.tail == Tail::DecodeIfComplete && !complete(line.bytes) {
             return Ok(true);
         }
         decode_one(
             line.bytes,
             line.offset,
-            line.number,
+            line.number - u64::from(self.joined),
             self.adapter,
             self.sink,
             self.report,
@@ -199,12 +237,7 @@ pub fn scan_slice(
         buf,
         from.offset,
         from.line,
-        Decoder {
-            adapter,
-            sink,
-            report: &mut *report,
-            tail,
-        },
+        Decoder::new(adapter, sink, &mut *report, tail),
     );
     report.oversized += summary.oversized;
     report.resume = resume_after(from, summary.bytes_consumed, summary.lines_consumed, report);
@@ -467,9 +500,16 @@ impl<'a> Source<'a> {
             })
             .map_err(&io)?;
         } else {
+            let inside_line = from.offset > 0 && {
+                use std::os::unix::fs::FileExt;
+                let mut before = [0u8];
+                file.read_exact_at(&mut before, from.offset - 1).is_ok() && before[0] != b'\n'
+            };
             file.seek(SeekFrom::Start(from.offset)).map_err(&io)?;
             let len = size.saturating_sub(from.offset);
             report.bytes += len;
+            let mut decoder = Decoder::new(adapter.as_mut(), sink, &mut report, tail);
+            decoder.rest_of_line = inside_line.then_some(from.offset);
             let summary = tail
                 .framer(framer)
                 .frame_reader(
@@ -477,22 +517,18 @@ impl<'a> Source<'a> {
                     data,
                     from.offset,
                     from.line,
-                    Decoder {
-                        adapter: adapter.as_mut(),
-                        sink,
-                        report: &mut report,
-                        tail,
-                    },
+                    &mut decoder,
                 )
                 .map_err(|e| match e {
                     transcope_jsonl::Error::Io { source, .. } => io(source),
                     other => io(std::io::Error::other(other.to_string())),
                 })?;
+            let joined = u64::from(decoder.joined);
             report.oversized += summary.oversized;
             report.resume = resume_after(
                 from,
                 summary.bytes_consumed,
-                summary.lines_consumed,
+                summary.lines_consumed - joined,
                 &report,
             );
         }

@@ -1,6 +1,8 @@
-//! Resumed reads give what one pass gives for an adapter that keeps state across the
-//! records of a file: its checkpoint is stored in the cursor and restored before the
-//! stages', or the file is read from its start.
+//! Resumed reads give what one pass gives, at the edges the compliance kit found: a
+//! read that ends on a complete last line before its newline, a number at the end of
+//! the file, a document caught half-written, and an adapter that keeps state across
+//! the records of a file (its checkpoint is restored before the stages', or the file
+//! is read from its start).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -129,6 +131,56 @@ fn append(t: &Path, bytes: &[u8]) {
 
 fn pairs(v: &[(&str, u64)]) -> Vec<(String, u64)> {
     v.iter().map(|(u, l)| (u.to_string(), *l)).collect()
+}
+
+#[test]
+fn a_read_ending_before_a_newline_leaves_the_next_line_its_number() {
+    for newline in ["\n", "\r\n", "  \n"] {
+        let home = tempfile::tempdir().unwrap();
+        let t = home.path().join("t.jsonl");
+        append(&t, b"{}\n{\"a\":1}");
+        let (first, ..) = observe(home.path(), &t);
+        assert_eq!(first, pairs(&[("1", 1), ("2", 2)]));
+        // The newline arrives in pieces; it ends line 2, it is no line of its own.
+        for piece in [&newline[..1], &newline[1..]] {
+            append(&t, piece.as_bytes());
+            let (got, scan, _) = observe(home.path(), &t);
+            assert!(got.is_empty() && scan.skipped.is_empty(), "{newline:?}");
+        }
+        append(&t, b"{}\n");
+        let (got, scan, resumed) = observe(home.path(), &t);
+        assert!(resumed);
+        assert_eq!(got, pairs(&[("3", 3)]), "{newline:?}");
+        assert_eq!(scan.skipped, [], "{newline:?}");
+    }
+}
+
+#[test]
+fn a_number_at_the_end_of_the_file_waits_for_its_newline() {
+    let home = tempfile::tempdir().unwrap();
+    let t = home.path().join("t.jsonl");
+    append(&t, b"{}\n12");
+    let (_, scan, _) = observe(home.path(), &t);
+    assert_eq!(scan.skipped, [], "12 may be the start of 1234");
+    append(&t, b"34\n{}\n");
+    let (got, scan, _) = observe(home.path(), &t);
+    assert_eq!(scan.skipped, [(Skip::NotObject, 1)]);
+    assert_eq!(got, pairs(&[("2", 3)]));
+}
+
+#[test]
+fn a_document_caught_half_written_keeps_the_cursor_before_it() {
+    let home = tempfile::tempdir().unwrap();
+    let t = home.path().join("t.json");
+    std::fs::write(&t, "[{}, {}]").unwrap();
+    assert_eq!(observe(home.path(), &t).0.len(), 2);
+    std::fs::write(&t, "[{}, {}, {").unwrap();
+    let (got, scan, _) = observe(home.path(), &t);
+    assert!(got.is_empty());
+    assert_eq!(scan.skipped, [(Skip::InvalidJson, 1)]);
+    std::fs::write(&t, "[{}, {}, {}]").unwrap();
+    let (got, ..) = observe(home.path(), &t);
+    assert_eq!(got, pairs(&[("3", 1)]), "only the new entry");
 }
 
 /// A home with `t.jsonl` of two objects, read once: its cursor saved.
