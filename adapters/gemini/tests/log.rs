@@ -205,7 +205,7 @@ fn resumed_read_still_names_its_session_and_folder() {
         )]
     );
     // Without open (no file to look beside) the same line names neither.
-    let (entries, _) = common::decode_with(
+    let (entries, _) = common::decode_bytes(
         &mut GeminiAdapter::new(),
         Framing::Lines,
         &data[cut..line_end],
@@ -221,11 +221,11 @@ fn open_forgets_the_previous_file() {
     let mut adapter = GeminiAdapter::new();
     let (first, _) = {
         adapter.open(&a);
-        common::decode_with(&mut adapter, Framing::Lines, &std::fs::read(&a).unwrap())
+        common::decode_bytes(&mut adapter, Framing::Lines, &std::fs::read(&a).unwrap())
     };
     let (second, _) = {
         adapter.open(&b);
-        common::decode_with(&mut adapter, Framing::Lines, &std::fs::read(&b).unwrap())
+        common::decode_bytes(&mut adapter, Framing::Lines, &std::fs::read(&b).unwrap())
     };
     assert_eq!(first.len(), 11);
     assert_eq!(second.len(), 4);
@@ -249,7 +249,7 @@ fn the_checkpoint_carries_the_message_table_across_a_resumed_read() {
     for &cut in &cuts[1..] {
         let mut before = GeminiAdapter::new();
         before.open(&path);
-        let (mut got, _) = common::decode_with(&mut before, Framing::Lines, &data[..cut]);
+        let (mut got, _) = common::decode_bytes(&mut before, Framing::Lines, &data[..cut]);
         let checkpoint: serde_json::Value =
             serde_json::from_str(&before.checkpoint().to_string()).unwrap();
         let resumed = |restore: bool| {
@@ -258,7 +258,7 @@ fn the_checkpoint_carries_the_message_table_across_a_resumed_read() {
             let pos = LinePos { offset: 0, line: 1 };
             let _ = after.decode(first, pos, &mut from_fn(|_: &Entry<'_>| {}));
             assert!(!restore || after.restore(&checkpoint));
-            common::decode_with(&mut after, Framing::Lines, &data[cut..]).0
+            common::decode_bytes(&mut after, Framing::Lines, &data[cut..]).0
         };
         let without = [got.clone(), resumed(false)].concat();
         got.extend(resumed(true));
