@@ -6,9 +6,9 @@
 //! entries to the [`Stage`]s it is given, in one pass:
 //!
 //! ```text
-//! cursor store ──load──► restore each stage's checkpoint ──► resolve an intent
-//!      │                                                        │
-//!      ▼                                                        ▼
+//! cursor store ──load──► resolve an intent ──► restore the adapter's checkpoint, then
+//!      │                                       each stage's (all, or a read from 0)
+//!      ▼                                                        │
 //! file ──framing (lines | document)──► adapter ──entries──► stages (wants → entry)
 //!                                                               │
 //!      ┌───────────────── prepare (tokens) ◄────────────────────┘
