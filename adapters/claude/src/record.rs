@@ -1,7 +1,7 @@
 //! Claude Code's record schema: the keys of one line this adapter decodes, and its
 //! vocabulary of record types.
 //!
-//! A [`Record`] is a [`LineRecord`]: the keys every format shares ([`Base`]: `type`,
+//! A [`Record`] is a [`LineRecord`](transcope_adapter_common::record::LineRecord): the keys every format shares ([`Base`]: `type`,
 //! `timestamp`, `cwd`, `gitBranch`, the ids) plus Claude's own — `message`, reduced to
 //! its marker-text candidates while it streams by ([`transcope_adapter_common::message`])
 //! — and `payload.cwd`, because the reference's folder rule takes a `turn_context`'s
@@ -27,10 +27,9 @@
 use std::borrow::Cow;
 
 use serde::de::MapAccess;
-use serde_json::value::RawValue;
-use transcope_adapter_common::de::{decode_obj, skip_value, Checked, FromMap, Loose, Obj};
-use transcope_adapter_common::message::{message_texts, raw_message_texts};
-use transcope_adapter_common::record::{Base, LineRecord};
+use transcope_adapter_common::de::{skip_value, Checked, FromMap, Loose, Obj};
+use transcope_adapter_common::message::message_texts;
+use transcope_adapter_common::record::{Base, NestedRecord};
 use transcope_core::entry::{Entry, EntryKind, LinePos};
 
 /// The keys of one Claude transcript line that any rule reads. Everything else in the
@@ -87,35 +86,15 @@ impl<'de> FromMap<'de> for Payload<'de> {
     }
 }
 
-/// The fallback shape of [`Record`]: `message` and `payload` captured raw and decoded
-/// one by one afterwards, so a string serde_json cannot decode in one of them costs
-/// only that sub-object.
-#[derive(Debug, Default)]
-pub struct LazyRecord<'a> {
-    rec: Record<'a>,
-    message: Option<&'a RawValue>,
-    payload: Option<&'a RawValue>,
-}
+/// A [`LineRecord`](transcope_adapter_common::record::LineRecord) whose fallback
+/// shape is [`LazyNested`](transcope_adapter_common::record::LazyNested): `message` and
+/// `payload` captured raw and decoded one by one afterwards, so a string serde_json
+/// cannot decode in one of them costs only that sub-object.
+impl<'de> NestedRecord<'de> for Record<'de> {
+    type Payload = Payload<'de>;
 
-impl<'de> FromMap<'de> for LazyRecord<'de> {
-    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
-        match key {
-            "message" => self.message = Some(map.next_value()?),
-            "payload" => self.payload = Some(map.next_value()?),
-            _ => self.rec.field(key, map)?,
-        }
-        Ok(())
-    }
-}
-
-impl<'de> LineRecord<'de> for Record<'de> {
-    type Lazy = LazyRecord<'de>;
-
-    fn finish(lazy: LazyRecord<'de>) -> Self {
-        let mut rec = lazy.rec;
-        rec.message_texts = raw_message_texts(lazy.message);
-        rec.payload = lazy.payload.and_then(decode_obj::<Payload<'de>>);
-        rec
+    fn nested(&mut self) -> (&mut Option<Vec<Cow<'de, str>>>, &mut Option<Payload<'de>>) {
+        (&mut self.message_texts, &mut self.payload)
     }
 }
 

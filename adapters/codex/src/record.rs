@@ -1,7 +1,7 @@
 //! The Codex record schema: the keys of one rollout line this adapter decodes, and
 //! Codex's vocabulary of record types.
 //!
-//! A [`Record`] is a [`LineRecord`]: the keys every format shares ([`Base`]) plus
+//! A [`Record`] is a [`LineRecord`](transcope_adapter_common::record::LineRecord): the keys every format shares ([`Base`]) plus
 //! Codex's own — the envelope `payload` ([`Payload`]: the handful of keys any rule
 //! reads), and the legacy layout's top-level `id` (the session header), `role` and
 //! `content` (bare messages) — and `message`, reduced to its Claude-rule marker texts,
@@ -25,9 +25,9 @@ use std::borrow::Cow;
 
 use serde::de::MapAccess;
 use serde_json::value::RawValue;
-use transcope_adapter_common::de::{decode_obj, skip_value, FromMap, Loose, Obj};
-use transcope_adapter_common::message::{message_texts, raw_message_texts};
-use transcope_adapter_common::record::{Base, LineRecord, TypeField};
+use transcope_adapter_common::de::{skip_value, FromMap, Loose, Obj};
+use transcope_adapter_common::message::message_texts;
+use transcope_adapter_common::record::{Base, NestedRecord, TypeField};
 use transcope_core::entry::{Entry, LinePos};
 
 /// The top-level keys of one Codex line that any rule reads. Everything else in the
@@ -111,38 +111,20 @@ impl<'de> FromMap<'de> for Payload<'de> {
     }
 }
 
-/// The fallback shape of [`Record`]: `message` and `payload` captured raw and decoded
-/// one by one afterwards, so a string serde_json cannot decode in one of them costs
-/// only that sub-object.
-#[derive(Debug, Default)]
-pub struct LazyRecord<'a> {
-    rec: Record<'a>,
-    message: Option<&'a RawValue>,
-    payload: Option<&'a RawValue>,
-}
+/// A [`LineRecord`](transcope_adapter_common::record::LineRecord) whose fallback
+/// shape is [`LazyNested`](transcope_adapter_common::record::LazyNested): `message` and
+/// `payload` captured raw and decoded one by one afterwards, so a string serde_json
+/// cannot decode in one of them costs only that sub-object. A payload that does not
+/// decode is still there: the line is no legacy header.
+impl<'de> NestedRecord<'de> for Record<'de> {
+    type Payload = Payload<'de>;
 
-impl<'de> FromMap<'de> for LazyRecord<'de> {
-    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
-        match key {
-            "message" => self.message = Some(map.next_value()?),
-            "payload" => {
-                self.rec.has_payload = true;
-                self.payload = Some(map.next_value()?);
-            }
-            _ => self.rec.field(key, map)?,
-        }
-        Ok(())
+    fn nested(&mut self) -> (&mut Option<Vec<Cow<'de, str>>>, &mut Option<Payload<'de>>) {
+        (&mut self.message_texts, &mut self.payload)
     }
-}
 
-impl<'de> LineRecord<'de> for Record<'de> {
-    type Lazy = LazyRecord<'de>;
-
-    fn finish(lazy: LazyRecord<'de>) -> Self {
-        let mut rec = lazy.rec;
-        rec.message_texts = raw_message_texts(lazy.message);
-        rec.payload = lazy.payload.and_then(decode_obj::<Payload<'de>>);
-        rec
+    fn saw_payload(&mut self) {
+        self.has_payload = true;
     }
 }
 

@@ -5,9 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use transcope_adapter_codex::{CodexAdapter, CodexFactory, CodexOptions};
-use transcope_adapter_common::owned_entry;
-use transcope_core::adapter::{Adapter, AdapterFactory, Skip};
-use transcope_core::{Entry, EntryKind, LinePos, TimeValue};
+use transcope_core::adapter::{Adapter, AdapterFactory, Framing, Skip};
+use transcope_core::{EntryKind, TimeValue};
+use transcope_testkit::decode::{decode_bytes, Decoded};
 
 fn testdata(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -15,36 +15,17 @@ fn testdata(rel: &str) -> PathBuf {
         .join(rel)
 }
 
-fn decode_all(adapter: &mut dyn Adapter, data: &[u8]) -> (Vec<Entry<'static>>, Vec<(u64, Skip)>) {
-    let (mut entries, mut skips) = (Vec::new(), Vec::new());
-    let mut offset = 0u64;
-    for (i, line) in data.split(|b| *b == b'\n').enumerate() {
-        let pos = LinePos {
-            offset,
-            line: i as u64 + 1,
-        };
-        offset += line.len() as u64 + 1;
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        if line.is_empty() && offset > data.len() as u64 {
-            break;
-        }
-        if let Err(s) = adapter.decode(
-            line,
-            pos,
-            &mut transcope_core::adapter::from_fn(|e: &Entry<'_>| entries.push(owned_entry(e))),
-        ) {
-            skips.push((pos.line, s));
-        }
-    }
-    (entries, skips)
+/// Decode `data` line by line, as the framing layer cuts it.
+fn decode_all(adapter: &mut dyn Adapter, data: &[u8]) -> Decoded {
+    decode_bytes(adapter, Framing::Lines, data)
 }
 
-fn decode_file(rel: &str, options: CodexOptions) -> (Vec<Entry<'static>>, Vec<(u64, Skip)>) {
+fn decode_file(rel: &str, options: CodexOptions) -> Decoded {
     let data = std::fs::read(testdata(rel)).unwrap();
     decode_all(&mut CodexAdapter::with_options(options), &data)
 }
 
-fn lines(ls: &[&str]) -> (Vec<Entry<'static>>, Vec<(u64, Skip)>) {
+fn lines(ls: &[&str]) -> Decoded {
     decode_all(&mut CodexAdapter::new(), ls.join("\n").as_bytes())
 }
 

@@ -46,7 +46,7 @@ use serde_json::Value;
 use transcope_core::adapter::{EntrySink, Skip};
 use transcope_core::entry::{Entry, EntryKind, LinePos, TimeValue};
 
-use crate::de::{skip_value, CowStr, FromMap, Loose, Obj};
+use crate::de::{decode_obj, skip_value, CowStr, FromMap, Loose, Obj};
 use crate::text::line_text;
 
 /// The top-level `type` key.
@@ -187,6 +187,106 @@ pub trait LineRecord<'de>: FromMap<'de> {
 
     /// The record from its fallback shape.
     fn finish(lazy: Self::Lazy) -> Self;
+}
+
+/// A record whose nested values are a `message` (reduced to its marker texts,
+/// [`crate::message`]) and a `payload` object — the Claude and the Codex record. It is
+/// a [`LineRecord`] whose fallback shape is [`LazyNested`]: a record says only where it
+/// keeps the two.
+pub trait NestedRecord<'de>: FromMap<'de> {
+    /// The record's schema of `payload`.
+    type Payload: FromMap<'de>;
+
+    /// Where the record keeps the `message`'s marker texts and the `payload` (`None`
+    /// when missing, not an object, or not decodable).
+    fn nested(&mut self) -> (&mut Option<Vec<Cow<'de, str>>>, &mut Option<Self::Payload>);
+
+    /// The line has a `payload` key, whether or not it decodes. The default notes
+    /// nothing.
+    fn saw_payload(&mut self) {}
+}
+
+impl<'de, R: NestedRecord<'de>> LineRecord<'de> for R {
+    type Lazy = LazyNested<'de, R>;
+
+    fn finish(lazy: LazyNested<'de, R>) -> R {
+        lazy.finish()
+    }
+}
+
+/// The fallback shape ([`LineRecord::Lazy`]) of a [`NestedRecord`]: its other keys as
+/// the record decodes them, `message` and `payload` captured raw and decoded one by one
+/// by [`LazyNested::finish`], so a string serde_json cannot decode in one of them costs
+/// only that value.
+///
+/// ```
+/// use transcope_adapter_common::de::{skip_value, FromMap};
+/// use transcope_adapter_common::record::{parse_str, NestedRecord};
+/// use serde::de::MapAccess;
+///
+/// /// A record of a `payload.n` and `message` texts.
+/// #[derive(Default)]
+/// struct Rec<'a> { texts: Option<Vec<std::borrow::Cow<'a, str>>>, n: Option<Num> }
+/// #[derive(Default)]
+/// struct Num(u64);
+/// impl<'de> FromMap<'de> for Num {
+///     fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+///         if key == "n" { self.0 = map.next_value()? } else { skip_value(map)? }
+///         Ok(())
+///     }
+/// }
+/// impl<'de> FromMap<'de> for Rec<'de> {
+///     fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+///         match key {
+///             "message" => self.texts = transcope_adapter_common::message::message_texts(map)?,
+///             "payload" => self.n = map.next_value::<transcope_adapter_common::de::Obj<Num>>()?.0,
+///             _ => skip_value(map)?,
+///         }
+///         Ok(())
+///     }
+/// }
+/// impl<'de> NestedRecord<'de> for Rec<'de> {
+///     type Payload = Num;
+///     fn nested(&mut self) -> (&mut Option<Vec<std::borrow::Cow<'de, str>>>, &mut Option<Num>) {
+///         (&mut self.texts, &mut self.n)
+///     }
+/// }
+///
+/// // A lone surrogate in the message costs its texts, not the payload.
+/// let r: Rec<'_> = parse_str(r#"{"message": {"content": "\ud800"}, "payload": {"n": 7}}"#).unwrap();
+/// assert!(r.texts.is_none());
+/// assert_eq!(r.n.map(|n| n.0), Some(7));
+/// ```
+#[derive(Debug, Default)]
+pub struct LazyNested<'a, R> {
+    rec: R,
+    message: Option<&'a RawValue>,
+    payload: Option<&'a RawValue>,
+}
+
+impl<'de, R: NestedRecord<'de>> FromMap<'de> for LazyNested<'de, R> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        match key {
+            "message" => self.message = Some(map.next_value()?),
+            "payload" => self.payload = Some(map.next_value()?),
+            _ => self.rec.field(key, map)?,
+        }
+        Ok(())
+    }
+}
+
+impl<'de, R: NestedRecord<'de>> LazyNested<'de, R> {
+    /// The record, with its `message` and `payload` decoded one by one.
+    pub fn finish(self) -> R {
+        let mut rec = self.rec;
+        if self.payload.is_some() {
+            rec.saw_payload();
+        }
+        let (texts, payload) = rec.nested();
+        *texts = crate::message::raw_message_texts(self.message);
+        *payload = self.payload.and_then(decode_obj::<R::Payload>);
+        rec
+    }
 }
 
 /// Decode one framed line into a record. A BOM is stripped only from the line at

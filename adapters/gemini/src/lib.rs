@@ -40,9 +40,14 @@
 //! marker in a rewound message was written by the agent at its time, which is what
 //! attribution asks. The rewound ids are forgotten, so a record that reuses one later
 //! is a first appearance again. A `$set.messages` checkpoint replaces the table the
-//! same way, emitting its new and changed messages at the `$set` line. A read resumed
-//! from a cursor starts with an empty table: re-records after the cursor are emitted
-//! again (the `uuid` lets a consumer drop them).
+//! same way, emitting its new and changed messages at the `$set` line.
+//!
+//! Resumed reads. What a log's lines teach the adapter — the table, and the session id
+//! and project hash (a `$set` may change the id) — is its
+//! [`checkpoint`](Adapter::checkpoint), stored in the transcript's cursor: a read
+//! resumed from the cursor restores it, so a re-record of a message seen before the
+//! cursor is still `Same`, and a log read in appended pieces gives exactly the entries
+//! of one pass. A document is decoded whole every time and keeps none.
 //!
 //! ```
 //! use transcope_adapter_gemini::GeminiAdapter;
@@ -77,7 +82,9 @@ pub mod record;
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
+use serde::Deserialize;
 use serde_json::value::RawValue;
+use serde_json::Value;
 use transcope_core::adapter::{
     Adapter, AdapterFactory, Confidence, EntrySink, Framing, Layout, Skip,
 };
@@ -93,6 +100,20 @@ use crate::record::{string, time_value, Message, RawRecord, RawSet};
 
 /// Bytes read at most for a log's first line (its metadata).
 const HEAD_CAP: u64 = 1024 * 1024;
+
+/// The checkpoint of a log read so far: what its lines taught the adapter.
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LogState {
+    /// The checkpoint's shape (1).
+    v: u32,
+    session_id: Option<String>,
+    project_hash: Option<String>,
+    /// The message table, `[id, fingerprint]` in order.
+    messages: Vec<(String, u64)>,
+}
+
+const LOG_STATE_VERSION: u32 = 1;
 
 /// Decodes one Gemini CLI session file: a whole document, or a log line by line.
 #[derive(Debug, Default)]
@@ -344,6 +365,42 @@ impl Adapter for GeminiAdapter {
 
     fn reset(&mut self) {
         *self = GeminiAdapter::default();
+    }
+
+    /// A log's session id, project hash and message table; `Null` for a document
+    /// (decoded whole every time).
+    fn checkpoint(&self) -> Value {
+        if self.document == Some(true) {
+            return Value::Null;
+        }
+        let state = LogState {
+            v: LOG_STATE_VERSION,
+            session_id: self.session_id.clone(),
+            project_hash: self.project_hash.clone(),
+            messages: self
+                .seen
+                .entries()
+                .map(|(id, f)| (id.to_owned(), f))
+                .collect(),
+        };
+        serde_json::to_value(state).unwrap_or(Value::Null)
+    }
+
+    fn restore(&mut self, checkpoint: &Value) -> bool {
+        if checkpoint.is_null() {
+            return true;
+        }
+        let Ok(state) = LogState::deserialize(checkpoint) else {
+            return false;
+        };
+        if state.v != LOG_STATE_VERSION || self.document == Some(true) {
+            return false;
+        }
+        self.session_id = state.session_id;
+        self.project_hash = state.project_hash;
+        self.folder.resolve(self.project_hash.as_deref());
+        self.seen = Seen::from_entries(state.messages);
+        true
     }
 }
 

@@ -7,7 +7,9 @@
 //! (FORMAT.md, "Reading a log"). [`Seen`] mirrors the CLI's own reader: an insertion-
 //! ordered map from id to a fingerprint of the message's kind and marker text, so the
 //! adapter can tell a first appearance and a changed text (emit) from a re-record that
-//! changes nothing a marker scan sees (skip).
+//! changes nothing a marker scan sees (skip). The table outlives a read: it is part of
+//! the adapter's checkpoint ([`Seen::entries`], [`Seen::from_entries`]), so its
+//! fingerprints are stable across builds ([`fingerprint`]).
 //!
 //! ```
 //! use transcope_adapter_gemini::log::{Change, Seen};
@@ -20,9 +22,8 @@
 //! assert!(seen.is_empty());
 //! ```
 
-use std::hash::{DefaultHasher, Hash, Hasher};
-
 use indexmap::IndexMap;
+use sha2::{Digest, Sha256};
 use transcope_core::EntryKind;
 
 /// What a message record is, relative to the table.
@@ -100,15 +101,38 @@ impl Seen {
     pub fn clear(&mut self) {
         self.ids.clear();
     }
+
+    /// The current messages (id, fingerprint), in order: the table as a checkpoint
+    /// holds it.
+    pub fn entries(&self) -> impl Iterator<Item = (&str, u64)> {
+        self.ids.iter().map(|(id, f)| (id.as_str(), *f))
+    }
+
+    /// The table holding exactly `entries` (id, fingerprint), in order (a later
+    /// duplicate id keeps the first one's place, as [`Seen::record`] does).
+    pub fn from_entries(entries: impl IntoIterator<Item = (String, u64)>) -> Seen {
+        Seen {
+            ids: entries.into_iter().collect(),
+        }
+    }
 }
 
 /// A fingerprint of what an entry of a message carries for the stages: its kind and
-/// marker text (64-bit SipHash with fixed keys; collisions would only hide a revision).
+/// marker text (the first 64 bits of a SHA-256; collisions would only hide a
+/// revision). Stable across builds and toolchains, as a checkpoint stored in a cursor
+/// needs (`std`'s `DefaultHasher` promises no such thing).
 pub fn fingerprint(kind: EntryKind, text: Option<&str>) -> u64 {
-    let mut h = DefaultHasher::new();
-    kind.hash(&mut h);
-    text.hash(&mut h);
-    h.finish()
+    let mut h = Sha256::new();
+    h.update(format!("{kind:?}").as_bytes());
+    match text {
+        None => h.update([0]),
+        Some(t) => {
+            h.update([1]);
+            h.update(t.as_bytes());
+        }
+    }
+    let d = h.finalize();
+    u64::from_be_bytes([d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]])
 }
 
 #[cfg(test)]
@@ -136,6 +160,28 @@ mod tests {
         assert_eq!(s.len(), 3);
         assert_eq!(s.record("a", 1), Change::Same);
     }
+
+    #[test]
+    fn entries_round_trip_in_order() {
+        let mut s = Seen::default();
+        s.record("b", 2);
+        s.record("a", 1);
+        let back = Seen::from_entries(s.entries().map(|(id, f)| (id.to_owned(), f)));
+        assert_eq!(back.entries().collect::<Vec<_>>(), [("b", 2), ("a", 1)]);
+    }
+
+    /// Pinned: a cursor written by one build is read by the next.
+    #[test]
+    fn fingerprints_are_stable() {
+        assert_eq!(
+            fingerprint(EntryKind::Assistant, Some("x")),
+            fingerprint(EntryKind::Assistant, Some("x"))
+        );
+        assert_eq!(fingerprint(EntryKind::User, None), FINGERPRINT_USER_NONE);
+    }
+
+    /// `printf 'User\x00' | sha256sum`, its first 8 bytes big-endian.
+    const FINGERPRINT_USER_NONE: u64 = 0xb240_10bd_b302_a53d;
 
     #[test]
     fn fingerprints_differ_by_kind_and_text() {

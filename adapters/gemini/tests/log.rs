@@ -205,7 +205,7 @@ fn resumed_read_still_names_its_session_and_folder() {
         )]
     );
     // Without open (no file to look beside) the same line names neither.
-    let (entries, _) = common::decode_with(
+    let (entries, _) = common::decode_bytes(
         &mut GeminiAdapter::new(),
         Framing::Lines,
         &data[cut..line_end],
@@ -221,15 +221,72 @@ fn open_forgets_the_previous_file() {
     let mut adapter = GeminiAdapter::new();
     let (first, _) = {
         adapter.open(&a);
-        common::decode_with(&mut adapter, Framing::Lines, &std::fs::read(&a).unwrap())
+        common::decode_bytes(&mut adapter, Framing::Lines, &std::fs::read(&a).unwrap())
     };
     let (second, _) = {
         adapter.open(&b);
-        common::decode_with(&mut adapter, Framing::Lines, &std::fs::read(&b).unwrap())
+        common::decode_bytes(&mut adapter, Framing::Lines, &std::fs::read(&b).unwrap())
     };
     assert_eq!(first.len(), 11);
     assert_eq!(second.len(), 4);
     assert!(second
         .iter()
         .all(|e| e.cwd.is_none() && e.session_id.as_deref() == Some("gemini_stage0_jsonl")));
+}
+
+/// A log read in two pieces as the engine resumes a read — a fresh adapter, opened,
+/// shown the first line again, its checkpoint restored — gives the entries of one pass
+/// at every line boundary; without the checkpoint a re-record or a `$set.messages` of
+/// messages seen before the cut is emitted again.
+#[test]
+fn the_checkpoint_carries_the_message_table_across_a_resumed_read() {
+    let path = fixture("home/.gemini/tmp/demo-app/chats/session-2026-05-01T10-00-5f1c9a2e.jsonl");
+    let data = std::fs::read(&path).unwrap();
+    let first = &data[..data.iter().position(|b| *b == b'\n').unwrap()];
+    let (one, _) = decode_file(&path);
+    let cuts: Vec<usize> = (1..data.len()).filter(|&i| data[i - 1] == b'\n').collect();
+    let mut differs_without = 0;
+    for &cut in &cuts[1..] {
+        let mut before = GeminiAdapter::new();
+        before.open(&path);
+        let (mut got, _) = common::decode_bytes(&mut before, Framing::Lines, &data[..cut]);
+        let checkpoint: serde_json::Value =
+            serde_json::from_str(&before.checkpoint().to_string()).unwrap();
+        let resumed = |restore: bool| {
+            let mut after = GeminiAdapter::new();
+            after.open(&path);
+            let pos = LinePos { offset: 0, line: 1 };
+            let _ = after.decode(first, pos, &mut from_fn(|_: &Entry<'_>| {}));
+            assert!(!restore || after.restore(&checkpoint));
+            common::decode_bytes(&mut after, Framing::Lines, &data[cut..]).0
+        };
+        let without = [got.clone(), resumed(false)].concat();
+        got.extend(resumed(true));
+        assert_eq!(common::summary(&got), common::summary(&one), "cut at {cut}");
+        differs_without += usize::from(common::summary(&without) != common::summary(&one));
+    }
+    assert!(
+        differs_without > 3,
+        "the table matters at {differs_without} cuts"
+    );
+}
+
+/// A checkpoint is refused unless it is one a log wrote, and a document keeps none.
+#[test]
+fn checkpoints_are_a_logs_own() {
+    let mut a = GeminiAdapter::new();
+    a.open(Path::new("/nowhere/chats/session-x.jsonl"));
+    for garbage in [
+        serde_json::json!(1),
+        serde_json::json!({"v": 2, "messages": []}),
+        serde_json::json!({"v": 1, "messages": [["id", "not a number"]]}),
+        serde_json::json!({"v": 1, "messages": [], "extra": true}),
+    ] {
+        assert!(!a.restore(&garbage), "{garbage}");
+    }
+    assert!(a.restore(&serde_json::json!({"v": 1, "messages": [["u1", 7]]})));
+    assert!(a.restore(&serde_json::Value::Null));
+    let mut d = GeminiAdapter::new();
+    d.open(Path::new("/nowhere/chats/session-x.json"));
+    assert!(d.checkpoint().is_null());
 }

@@ -31,6 +31,8 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use serde_json::Value;
+
 use crate::entry::{Entry, LinePos};
 use crate::head::Head;
 
@@ -150,6 +152,14 @@ impl fmt::Display for Skip {
 
 /// Decodes the records of one transcript format. An adapter may keep state across the
 /// records of one file (e.g. a legacy header's time); [`Adapter::open`] starts a file.
+///
+/// **Resumed reads.** The engine reads a line-framed file in appended pieces: a later
+/// read builds a fresh adapter, calls [`Adapter::open`], shows it the file's first
+/// record again (its entries dropped), then [`Adapter::restore`]s the
+/// [`Adapter::checkpoint`] the earlier read left in the cursor, and goes on from the
+/// cursor. An adapter whose state is all in the first record needs no checkpoint; one
+/// that learns from later records (a Gemini log's message table) must checkpoint it,
+/// or a read in pieces gives other entries than one pass.
 pub trait Adapter: Send {
     /// Decode one record and push its entries to `sink`: a line without its terminator
     /// ([`Framing::Lines`]), or the whole file ([`Framing::Document`]).
@@ -164,6 +174,20 @@ pub trait Adapter: Send {
 
     /// Forget per-file state.
     fn reset(&mut self) {}
+
+    /// The per-file state a later read of the same file resumes from, stored in the
+    /// transcript's cursor beside the stages' checkpoints (see the trait docs). `Null`,
+    /// the default, is "no state".
+    fn checkpoint(&self) -> Value {
+        Value::Null
+    }
+
+    /// Resume from a [`Adapter::checkpoint`] (after [`Adapter::open`] and the first
+    /// record shown again, before the records after the cursor); `false` when the value
+    /// is not one this adapter wrote (the engine then reads the file from its start).
+    fn restore(&mut self, checkpoint: &Value) -> bool {
+        checkpoint.is_null()
+    }
 }
 
 impl<A: Adapter + ?Sized> Adapter for Box<A> {
@@ -175,6 +199,12 @@ impl<A: Adapter + ?Sized> Adapter for Box<A> {
     }
     fn reset(&mut self) {
         (**self).reset()
+    }
+    fn checkpoint(&self) -> Value {
+        (**self).checkpoint()
+    }
+    fn restore(&mut self, checkpoint: &Value) -> bool {
+        (**self).restore(checkpoint)
     }
 }
 

@@ -5,7 +5,9 @@
 //! path that observes a transcript (`observe`, a hook's Stop, `backfill`): the byte
 //! offset after the last complete line, the file's size, a fingerprint of its first
 //! 4 KiB, and each stage's [`checkpoint`](transcope_core::Stage::checkpoint) at that
-//! point. The next read starts there with the stages restored, so the bytes of a
+//! point (and the adapter's, when it keeps per-file state:
+//! [`Adapter::checkpoint`](transcope_core::adapter::Adapter::checkpoint)). The next
+//! read starts there with the adapter and the stages restored, so the bytes of a
 //! transcript are observed once, and a transcript read in appended pieces gives what
 //! one pass gives. A file that shrank, or whose first bytes changed (rewritten or
 //! replaced), is read again from the start.
@@ -77,6 +79,11 @@ pub struct Cursor {
     /// Each stage's checkpoint, by stage name.
     #[serde(default)]
     pub stages: BTreeMap<String, Value>,
+    /// The adapter's checkpoint at `offset` (a Gemini log's message table), restored
+    /// before the stages'; absent (`null`) when it keeps no state, or in a cursor
+    /// written before adapters had checkpoints.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub adapter_checkpoint: Value,
     /// An intent not yet resolved (see the module docs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub intent: Option<Box<Intent>>,

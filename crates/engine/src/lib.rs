@@ -6,9 +6,9 @@
 //! entries to the [`Stage`]s it is given, in one pass:
 //!
 //! ```text
-//! cursor store ──load──► restore each stage's checkpoint ──► resolve an intent
-//!      │                                                        │
-//!      ▼                                                        ▼
+//! cursor store ──load──► resolve an intent ──► restore the adapter's checkpoint, then
+//!      │                                       each stage's (all, or a read from 0)
+//!      ▼                                                        │
 //! file ──framing (lines | document)──► adapter ──entries──► stages (wants → entry)
 //!                                                               │
 //!      ┌───────────────── prepare (tokens) ◄────────────────────┘
@@ -382,24 +382,8 @@ impl Pipeline {
                 return Ok(obs);
             }
         }
-        // Restore every stage, or none: a checkpoint a stage cannot read means a read
-        // from the start.
-        if let Some(c) = &saved {
-            let ok = stages
-                .iter_mut()
-                .all(|s| s.restore(c.stages.get(s.name()).unwrap_or(&Value::Null)));
-            if !ok {
-                saved = None;
-            }
-        }
-        obs.resumed = saved.is_some();
-        let document = saved.as_ref().is_some_and(|c| c.whole);
-        let from = match &saved {
-            Some(c) if !document => c.resume(),
-            _ => Resume::START,
-        };
         let head_len = size.min(cursor::FINGERPRINT_BYTES);
-        let source = Source::detect(
+        let mut source = Source::detect(
             req.path,
             (file, size),
             &self.inner.registry,
@@ -416,6 +400,23 @@ impl Pipeline {
                 None => cursor::head_fingerprint(src.file(), head_len).ok(),
             },
             _ => None,
+        };
+        // Restore the adapter and every stage, or none: a checkpoint one of them cannot
+        // read means a read from the start.
+        if let Some(c) = &saved {
+            let ok = restore_adapter(c, source.as_mut())
+                && stages
+                    .iter_mut()
+                    .all(|s| s.restore(c.stages.get(s.name()).unwrap_or(&Value::Null)));
+            if !ok {
+                saved = None;
+            }
+        }
+        obs.resumed = saved.is_some();
+        let document = saved.as_ref().is_some_and(|c| c.whole);
+        let from = match &saved {
+            Some(c) if !document => c.resume(),
+            _ => Resume::START,
         };
         let whole = source.as_ref().is_some_and(Source::whole);
         let mtime = match (&source, saved_mtime) {
@@ -522,6 +523,16 @@ impl Pipeline {
     }
 }
 
+/// Make the adapter of a line read resumed from `c` ready in the state `c` left it in
+/// (its [`Adapter::checkpoint`](transcope_core::adapter::Adapter::checkpoint)); `false`
+/// when it cannot read that state. A file read whole starts every read afresh.
+fn restore_adapter(c: &Cursor, source: Option<&mut Source<'_>>) -> bool {
+    match source {
+        Some(src) if !c.whole => src.resume_adapter(c.resume(), &c.adapter_checkpoint),
+        _ => true,
+    }
+}
+
 /// Where one read's cursor lives.
 struct Store<'a> {
     store: &'a CursorStore,
@@ -552,6 +563,11 @@ fn next_cursor(
         // it. Keep no cursor, so the next read sniffs the whole line.
         return None;
     }
+    if whole && scan.entries == 0 && scan.skipped_total() > 0 {
+        // A file read whole that did not decode (a rewrite caught half-written): keep
+        // the cursor before it, which still counts the entries already given.
+        return None;
+    }
     let (head_len, head_sha256) = if whole { (0, String::new()) } else { read.head };
     Some(Cursor {
         version: cursor::CURSOR_VERSION,
@@ -571,6 +587,11 @@ fn next_cursor(
         },
         whole,
         stages,
+        adapter_checkpoint: if whole {
+            Value::Null
+        } else {
+            scan.checkpoint.clone()
+        },
         intent: None,
     })
 }

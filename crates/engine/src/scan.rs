@@ -13,6 +13,7 @@ use std::io::{self, Read, Seek, SeekFrom};
 use std::path::Path;
 
 use serde_json::value::RawValue;
+use serde_json::Value;
 use transcope_core::adapter::{Adapter, AdapterFactory, AdapterRegistry, EntrySink, Framing, Skip};
 use transcope_core::LinePos;
 use transcope_jsonl::{with_whole_file, FinalLine, Framer, Line, LineSink, ReadPolicy};
@@ -53,6 +54,9 @@ pub struct ScanReport {
     /// A last line without a newline was complete JSON and decoded: it ends here (the
     /// resume point moves past it, so it is observed once).
     pub tail_end: Option<u64>,
+    /// The adapter's [`Adapter::checkpoint`] at `resume`: what a read resumed there
+    /// restores (`Null` for a file read whole).
+    pub checkpoint: Value,
 }
 
 impl ScanReport {
@@ -75,7 +79,9 @@ pub enum Tail {
     /// Decode it (a whole-file read, as the reference does).
     Decode,
     /// Decode it only when it is a complete JSON value (an agent may still be writing
-    /// an incomplete one, which is left for the next read); a decoded one is consumed.
+    /// an incomplete one, which is left for the next read, and so is a number, which
+    /// may still grow); a decoded one is consumed, and the next read takes the rest of
+    /// its line up to the newline as the end of it, not as a line of its own.
     DecodeIfComplete,
     /// Leave it for the next read.
     Hold,
@@ -116,6 +122,39 @@ struct Decoder<'x, 't> {
     sink: &'x mut (dyn EntrySink + 't),
     report: &'x mut ScanReport,
     tail: Tail,
+    /// The read resumes at this offset inside a line whose start a read before decoded
+    /// (a complete value, then without its newline): the whitespace from here to the
+    /// newline ends that line, it is no line of its own.
+    rest_of_line: Option<u64>,
+    /// That rest was read: the framer counted it as a line, so the lines after it are
+    /// numbered one less than the framer says.
+    joined: bool,
+}
+
+impl Decoder<'_, '_> {
+    fn new<'x, 't>(
+        adapter: &'x mut dyn Adapter,
+        sink: &'x mut (dyn EntrySink + 't),
+        report: &'x mut ScanReport,
+        tail: Tail,
+    ) -> Decoder<'x, 't> {
+        Decoder {
+            adapter,
+            sink,
+            report,
+            tail,
+            rest_of_line: None,
+            joined: false,
+        }
+    }
+}
+
+/// Whether an unterminated last line is a value that is complete for good: valid JSON,
+/// and not a number (`12` may be the start of `1234`; every other JSON value ends with
+/// a byte that nothing valid can follow but whitespace).
+fn complete(tail: &[u8]) -> bool {
+    !tail.last().is_some_and(u8::is_ascii_digit)
+        && serde_json::from_slice::<&RawValue>(tail).is_ok()
 }
 
 impl LineSink for Decoder<'_, '_> {
@@ -123,16 +162,19 @@ impl LineSink for Decoder<'_, '_> {
 
     fn line(&mut self, line: Line<'_>) -> Result<bool, Self::Error> {
         let unterminated = line.end == line.offset + line.bytes.len() as u64;
-        if unterminated
-            && self.tail == Tail::DecodeIfComplete
-            && serde_json::from_slice::<&RawValue>(line.bytes).is_err()
-        {
+        if self.rest_of_line.take() == Some(line.offset) && line.bytes.trim_ascii().is_empty() {
+            // The end of a line already decoded (an unterminated rest waits for its
+            // newline). Anything else after a decoded value is a line of its own.
+            self.joined = !unterminated;
+            return Ok(true);
+        }
+        if unterminated && self.tail == Tail::DecodeIfComplete && !complete(line.bytes) {
             return Ok(true);
         }
         decode_one(
             line.bytes,
             line.offset,
-            line.number,
+            line.number - u64::from(self.joined),
             self.adapter,
             self.sink,
             self.report,
@@ -195,12 +237,7 @@ pub fn scan_slice(
         buf,
         from.offset,
         from.line,
-        Decoder {
-            adapter,
-            sink,
-            report: &mut *report,
-            tail,
-        },
+        Decoder::new(adapter, sink, &mut *report, tail),
     );
     report.oversized += summary.oversized;
     report.resume = resume_after(from, summary.bytes_consumed, summary.lines_consumed, report);
@@ -310,6 +347,9 @@ pub struct Source<'a> {
     factory: &'a dyn AdapterFactory,
     document: bool,
     array: bool,
+    /// An adapter made ready to read on from a point, its state restored
+    /// ([`Source::resume_adapter`]).
+    primed: Option<(Resume, Box<dyn Adapter>)>,
 }
 
 impl<'a> Source<'a> {
@@ -337,6 +377,7 @@ impl<'a> Source<'a> {
             size,
             head,
             factory,
+            primed: None,
         }))
     }
 
@@ -349,6 +390,34 @@ impl<'a> Source<'a> {
     /// The open file.
     pub fn file(&self) -> &File {
         &self.file
+    }
+
+    /// Make the adapter ready to read on from `from` in the state `checkpoint` (an
+    /// earlier read's [`Adapter::checkpoint`] there): built, opened, shown the file's
+    /// first record again when `from` is past it, then restored. `false` when the
+    /// adapter cannot read `checkpoint`: the file must be read from its start. A
+    /// [`Source::read`] from `from` goes on with this adapter.
+    pub fn resume_adapter(&mut self, from: Resume, checkpoint: &Value) -> bool {
+        let mut adapter = self.start_adapter(from);
+        let restored = adapter.restore(checkpoint);
+        self.primed = restored.then_some((from, adapter));
+        restored
+    }
+
+    /// A fresh adapter for a read from `from`: opened, and, when a line read resumes
+    /// past the first record, shown it (a legacy Codex header decides how the rest is
+    /// read).
+    fn start_adapter(&self, from: Resume) -> Box<dyn Adapter> {
+        let mut adapter = self.factory.build();
+        adapter.open(self.path);
+        if !self.document && from.offset > 0 {
+            let _ = adapter.decode(
+                first_line(&self.head),
+                LinePos { offset: 0, line: 1 },
+                &mut transcope_core::adapter::from_fn(|_: &transcope_core::Entry<'_>| {}),
+            );
+        }
+        adapter
     }
 
     /// The adapter's name.
@@ -376,7 +445,7 @@ impl<'a> Source<'a> {
     /// the framer's line cap like any one record: a larger one is skipped and counted
     /// as oversized, so a hostile file cannot take memory without bound.
     pub fn read(
-        self,
+        mut self,
         from: Resume,
         framer: &Framer,
         tail: Tail,
@@ -384,14 +453,18 @@ impl<'a> Source<'a> {
         buffers: &mut Buffers,
         sink: &mut dyn EntrySink,
     ) -> Result<ScanReport, ScanError> {
+        let mut adapter = match self.primed.take() {
+            Some((at, adapter)) if at == from => adapter,
+            _ => self.start_adapter(from),
+        };
         let Source {
             path,
             mut file,
             size,
-            head,
             factory,
             document,
             array,
+            ..
         } = self;
         let io = io_error(path);
         let mut report = ScanReport {
@@ -399,8 +472,6 @@ impl<'a> Source<'a> {
             resume: from,
             ..ScanReport::default()
         };
-        let mut adapter = factory.build();
-        adapter.open(path);
         let array = !document && from.offset == 0 && array;
         if document || array {
             report.array = true;
@@ -408,14 +479,6 @@ impl<'a> Source<'a> {
                 report.oversized += 1;
                 return Ok(report);
             }
-        } else if from.offset > 0 {
-            // Resuming: let the adapter see the file's first record (a legacy Codex
-            // header decides how the rest is read).
-            let _ = adapter.decode(
-                first_line(&head),
-                LinePos { offset: 0, line: 1 },
-                &mut transcope_core::adapter::from_fn(|_: &transcope_core::Entry<'_>| {}),
-            );
         }
         let mapped = match policy {
             ReadPolicy::Read | ReadPolicy::Auto { growing: true } => false,
@@ -448,9 +511,16 @@ impl<'a> Source<'a> {
             })
             .map_err(&io)?;
         } else {
+            let inside_line = from.offset > 0 && {
+                use std::os::unix::fs::FileExt;
+                let mut before = [0u8];
+                file.read_exact_at(&mut before, from.offset - 1).is_ok() && before[0] != b'\n'
+            };
             file.seek(SeekFrom::Start(from.offset)).map_err(&io)?;
             let len = size.saturating_sub(from.offset);
             report.bytes += len;
+            let mut decoder = Decoder::new(adapter.as_mut(), sink, &mut report, tail);
+            decoder.rest_of_line = inside_line.then_some(from.offset);
             let summary = tail
                 .framer(framer)
                 .frame_reader(
@@ -458,27 +528,26 @@ impl<'a> Source<'a> {
                     data,
                     from.offset,
                     from.line,
-                    Decoder {
-                        adapter: adapter.as_mut(),
-                        sink,
-                        report: &mut report,
-                        tail,
-                    },
+                    &mut decoder,
                 )
                 .map_err(|e| match e {
                     transcope_jsonl::Error::Io { source, .. } => io(source),
                     other => io(std::io::Error::other(other.to_string())),
                 })?;
+            let joined = u64::from(decoder.joined);
             report.oversized += summary.oversized;
             report.resume = resume_after(
                 from,
                 summary.bytes_consumed,
-                summary.lines_consumed,
+                summary.lines_consumed - joined,
                 &report,
             );
         }
         if data.capacity() > 64 * 1024 * 1024 {
             *data = Vec::new();
+        }
+        if !(document || array) {
+            report.checkpoint = adapter.checkpoint();
         }
         Ok(report)
     }

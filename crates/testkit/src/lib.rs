@@ -43,6 +43,8 @@
 mod claude;
 mod clock;
 mod codex;
+pub mod compliance;
+pub mod decode;
 pub mod engine;
 mod git;
 mod json;
@@ -484,6 +486,13 @@ pub fn generate(spec: &CorpusSpec, out: &Path) -> io::Result<Manifest> {
     io::Write::write_all(&mut w, b"\n")?;
     io::Write::flush(&mut w)?;
     Ok(manifest)
+}
+
+/// `rel` under the workspace's `testdata/` (the fixtures every crate's tests share).
+pub fn testdata(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../testdata")
+        .join(rel)
 }
 
 /// Every `.jsonl` file below `dir`, appended to `out` (for tests walking corpora).

@@ -291,9 +291,19 @@ impl<R: ProjectResolver + Send> transcope_core::Stage for ChangeDetect<'_, R> {
         if v.is_null() {
             return true;
         }
+        // Only what `checkpoint` writes: all three keys, each null or of its type.
         let Some(o) = v.as_object() else {
             return false;
         };
+        let pair = |s: &Value| s.is_null() || s.as_array().is_some_and(|p| p.len() == 2);
+        let text = |s: &Value| s.is_null() || s.is_string();
+        let shaped = o.len() == 3
+            && o.get("seen").is_some_and(pair)
+            && o.get("after").is_some_and(text)
+            && o.get("log_last").is_some_and(text);
+        if !shaped {
+            return false;
+        }
         self.load();
         let rows = self.txn.as_ref().map_or(&[][..], |t| t.rows());
         // A log that has moved on since (session start recorded a launch scope, another
