@@ -18,10 +18,13 @@
 //!   `.<name>.<pid>.tmp` and renamed, the look-then-write serialised by an advisory
 //!   lock on the folder), scope-log.md §5.7;
 //! * [`HttpSink`]: `POST $BRAIN_URL/marker` with the idempotency key in the
-//!   `Idempotency-Key` header, falling back to the outbox on any failure;
-//! * [`drain`]: replay the outbox (the `-backlog` sibling first, each sorted by name),
-//!   deleting what was accepted, quarantining unparseable files and 400/404/422
-//!   answers as `.bad`, stopping at the first other refusal.
+//!   `Idempotency-Key` header, falling back to the outbox on any failure and, after
+//!   the first failure, for every later record without a POST;
+//! * [`drain`]: replay the outbox (the `-backlog` sibling first, each sorted by name)
+//!   holding the outbox's drain lock (`.drain.lock`; a drain that finds it held
+//!   leaves the files to the process holding it), deleting what was accepted,
+//!   quarantining unparseable files and 400/404/422 answers as `.bad`, stopping at
+//!   the first other refusal.
 //!
 //! ```
 //! use transcope_brain::{MarkerRecord, NdjsonSink, Sink, Delivery};
@@ -49,7 +52,9 @@ use serde_json::Value;
 use transcope_core::py;
 
 pub use outbox::{drain, outbox_dir_from_env, DrainReport, OutboxSink, Replay};
-pub use writer::{legacy_identity, truthy_flag, BrainConfig, Writer, DEFAULT_MAX_MARKERS};
+pub use writer::{
+    legacy_identity, truthy_flag, BrainConfig, Writer, DEFAULT_BUDGET, DEFAULT_MAX_MARKERS,
+};
 
 /// One marker ready to deliver.
 #[derive(Clone, Debug, PartialEq)]
@@ -165,14 +170,27 @@ pub enum PostResult {
 }
 
 /// A minimal client for the brain's `/marker` endpoint.
+///
+/// Each POST may take at most the client's timeout, and all the POSTs of one client
+/// (and of its clones) together at most its budget ([`BrainClient::within`]): past
+/// it, a POST is not attempted and fails at once. A POST counts as accepted only when
+/// the answer is a 2xx **and** its body arrived whole (as many bytes as its
+/// `Content-Length`, or a chunked body to its end): a connection cut mid-answer is a
+/// failure, and the marker goes to the outbox.
 #[derive(Clone)]
 pub struct BrainClient {
     url: String,
     agent: ureq::Agent,
+    timeout: Duration,
+    /// When the budget runs out (`None`: no budget).
+    until: Option<std::time::Instant>,
 }
 
 /// The default time one POST may take.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// The most of an answer's body read to check that it is whole.
+const MAX_ANSWER: u64 = 1024 * 1024;
 
 impl BrainClient {
     /// A client for `<base>/marker`.
@@ -185,25 +203,56 @@ impl BrainClient {
         BrainClient {
             url: format!("{}/marker", base.trim_end_matches('/')),
             agent,
+            timeout,
+            until: None,
         }
+    }
+
+    /// The same client, its POSTs all done within `budget` from now (shared by its
+    /// clones): a slow brain cannot keep a hook past its deadline, however many
+    /// markers or outbox files there are.
+    pub fn within(mut self, budget: Duration) -> Self {
+        self.until = Some(std::time::Instant::now() + budget);
+        self
     }
 
     /// POST one body.
     pub fn post(&self, body: &Value, key: &str) -> PostResult {
+        let timeout = match self.until {
+            None => self.timeout,
+            Some(until) => {
+                let left = until.saturating_duration_since(std::time::Instant::now());
+                if left.is_zero() {
+                    return PostResult::Failed(
+                        "the brain's time budget for this run is spent".into(),
+                    );
+                }
+                left.min(self.timeout)
+            }
+        };
         let bytes = py::dumps(body).into_bytes();
-        match self
+        let sent = self
             .agent
             .post(&self.url)
+            .config()
+            .timeout_global(Some(timeout))
+            .build()
             .header("Content-Type", "application/json")
             .header("Idempotency-Key", key)
-            .send(&bytes[..])
-        {
-            Ok(resp) => {
+            .send(&bytes[..]);
+        match sent {
+            Ok(mut resp) => {
                 let s = resp.status().as_u16();
-                if (200..300).contains(&s) {
-                    PostResult::Accepted
-                } else {
-                    PostResult::Status(s)
+                // The whole answer, or it was not an answer.
+                let whole = resp
+                    .body_mut()
+                    .with_config()
+                    .limit(MAX_ANSWER)
+                    .read_to_vec();
+                match whole {
+                    Err(e) => PostResult::Failed(format!("answer cut short: {e}")),
+                    Ok(_) if (200..300).contains(&s) => PostResult::Accepted,
+                    Ok(_) => PostResult::Status(s),
                 }
             }
             Err(e) => PostResult::Failed(e.to_string()),
@@ -211,12 +260,15 @@ impl BrainClient {
     }
 }
 
-/// POST to the brain; anything but a 2xx goes to the outbox.
+/// POST to the brain; anything but a 2xx goes to the outbox, and so does every record
+/// after the first that failed: one unanswered POST per run, not one per marker.
 pub struct HttpSink {
     client: BrainClient,
     fallback: OutboxSink,
     /// The last failure, for the hook's summary.
     pub last_failure: Option<String>,
+    /// Records sent straight to the outbox because an earlier POST failed.
+    pub not_tried: u64,
 }
 
 impl HttpSink {
@@ -226,12 +278,24 @@ impl HttpSink {
             client,
             fallback,
             last_failure: None,
+            not_tried: 0,
         }
+    }
+
+    /// Treat the brain as down from the start (a drain just failed to reach it): every
+    /// record goes to the outbox without a POST.
+    pub fn given_up(mut self, why: impl Into<String>) -> Self {
+        self.last_failure = Some(why.into());
+        self
     }
 }
 
 impl Sink for HttpSink {
     fn deliver(&mut self, rec: &MarkerRecord) -> Result<Delivery, SinkError> {
+        if self.last_failure.is_some() {
+            self.not_tried += 1;
+            return self.fallback.deliver(rec);
+        }
         match self.client.post(&rec.body, &rec.idempotency_key) {
             PostResult::Accepted => Ok(Delivery::Sent),
             other => {

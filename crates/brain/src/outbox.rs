@@ -251,6 +251,10 @@ fn open_dir(dir: &Path) -> std::io::Result<fs::File> {
         .open(dir)
 }
 
+/// `<outbox>/.drain`: its `.lock` sidecar serialises drains (a dot name: never
+/// drained, never listed as a waiting marker).
+const DRAIN_LOCK_STEM: &str = ".drain";
+
 /// What a drain did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DrainReport {
@@ -262,12 +266,25 @@ pub struct DrainReport {
     pub stopped: bool,
     /// Why it stopped.
     pub reason: Option<String>,
+    /// A POST failed or was refused (not a 400/404/422): the brain is down or
+    /// unwell, and the rest of the run sends nothing more.
+    pub post_failed: bool,
+    /// Another process holds the drain lock: it sends the files, this drain sent none.
+    pub busy: bool,
 }
 
 /// Builds the replay identity lookup: (attrs, writing session, folder) → identity.
 pub type Replay<'a> = dyn FnMut(&Map<String, Value>, Option<&str>, &str) -> Option<Identity> + 'a;
 
 /// Replay the outbox: `<dir>-backlog` first, then `dir`, each sorted by name.
+///
+/// One drain at a time: the drain holds an exclusive `flock` of `<dir>/.drain.lock`
+/// (created `0600`, never through a symbolic link) from its listing to its last
+/// POST, so each file is sent by one process. A drain that finds the lock held does
+/// not wait: it sends nothing and says [`DrainReport::busy`] (the holder is sending
+/// those files). A lock file that cannot be opened (a symbolic link, a directory)
+/// stops the drain with its reason: never an unlocked drain. An outbox folder that
+/// does not exist has nothing to lock, and only its `-backlog` sibling is read.
 pub fn drain(
     dir: &Path,
     client: &BrainClient,
@@ -275,6 +292,26 @@ pub fn drain(
     lookup: &mut Replay<'_>,
 ) -> DrainReport {
     let mut report = DrainReport::default();
+    let _held = match lockfile::open_sidecar(&dir.join(DRAIN_LOCK_STEM)) {
+        Ok(f) => match lockfile::lock(f, LockWait::AtMost(Duration::ZERO)) {
+            Ok(l) => Some(l),
+            Err(lockfile::NotLocked::TimedOut(_)) => {
+                report.busy = true;
+                return report;
+            }
+            Err(lockfile::NotLocked::Unavailable) => {
+                report.stopped = true;
+                report.reason = Some("the outbox's drain lock cannot be taken".into());
+                return report;
+            }
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => {
+            report.stopped = true;
+            report.reason = Some(format!("while opening the outbox's drain lock: {e}"));
+            return report;
+        }
+    };
     let mut backlog = dir.as_os_str().to_owned();
     backlog.push("-backlog");
     for d in [PathBuf::from(backlog), dir.to_owned()] {
@@ -310,11 +347,13 @@ pub fn drain(
                 }
                 PostResult::Status(s) => {
                     report.stopped = true;
+                    report.post_failed = true;
                     report.reason = Some(format!("brain answered HTTP {s}"));
                     return report;
                 }
                 PostResult::Failed(e) => {
                     report.stopped = true;
+                    report.post_failed = true;
                     report.reason = Some(format!("brain unreachable: {e}"));
                     return report;
                 }

@@ -15,6 +15,9 @@ use crate::MarkerRecord;
 /// The default `BRAIN_WRITER_MAX_MARKERS`.
 pub const DEFAULT_MAX_MARKERS: usize = 5;
 
+/// The default time all of one run's POSTs (drain and markers) may take together.
+pub const DEFAULT_BUDGET: std::time::Duration = std::time::Duration::from_secs(8);
+
 /// Brain-writer settings, read once from the environment.
 #[derive(Clone, Debug)]
 pub struct BrainConfig {
@@ -34,6 +37,9 @@ pub struct BrainConfig {
     pub project: String,
     /// The live folder: `CLAUDE_PROJECT_DIR`, else the process's directory.
     pub folder: String,
+    /// The most time one run's POSTs may take together ([`DEFAULT_BUDGET`]; a hook
+    /// lowers it to fit its deadline).
+    pub budget: std::time::Duration,
 }
 
 /// Whether an environment value means "on".
@@ -71,6 +77,7 @@ impl BrainConfig {
                     .map(|d| d.display().to_string())
                     .unwrap_or_default()
             }),
+            budget: DEFAULT_BUDGET,
         }
     }
 }
