@@ -26,6 +26,12 @@
 //! bytes again does nothing, and appended bytes are observed as if the file had been
 //! read in one pass ([`cursor`] has the details, kill safety included).
 //!
+//! A [`Request`] may carry a time limit ([`Request::until`]): a line read then stops
+//! after the first line decoded past it ([`ScanReport::cut`]), and everything after —
+//! `prepare`, `finish`, the cursor and its checkpoints — covers the lines read, as if
+//! the file had ended there. The next read goes on from that point, so a transcript
+//! too big for one hook run is read over several instead of never.
+//!
 //! ```
 //! use transcope_core::adapter::{AdapterRegistry, EntrySink};
 //! use transcope_core::stage::Stage;
@@ -200,6 +206,11 @@ pub struct Request<'a> {
     pub key: Option<&'a str>,
     /// How a whole-file read reads (a growing file is never mapped).
     pub read: ReadPolicy,
+    /// A time limit: a line read stops at the first line boundary past it, and the
+    /// cursor handed back covers the lines read, so the next read goes on from there
+    /// instead of starting over (a first read of a huge transcript spreads over as
+    /// many reads as it needs). `None`: read to the end.
+    pub until: Option<std::time::Instant>,
 }
 
 impl<'a> Request<'a> {
@@ -209,12 +220,19 @@ impl<'a> Request<'a> {
             path,
             key,
             read: ReadPolicy::Read,
+            until: None,
         }
     }
 
     /// The same request with a read policy.
     pub fn read(mut self, read: ReadPolicy) -> Request<'a> {
         self.read = read;
+        self
+    }
+
+    /// The same request with a time limit ([`Request::until`]).
+    pub fn until(mut self, until: Option<std::time::Instant>) -> Request<'a> {
+        self.until = until;
         self
     }
 }
@@ -450,9 +468,14 @@ impl Pipeline {
             skipped_hash: None,
         };
         obs.scan = match source {
-            Some(source) => {
-                source.read(from, &self.inner.framer, tail, req.read, buffers, &mut fan)?
-            }
+            Some(source) => source.until(req.until).read(
+                from,
+                &self.inner.framer,
+                tail,
+                req.read,
+                buffers,
+                &mut fan,
+            )?,
             None => ScanReport {
                 resume: from,
                 ..ScanReport::default()

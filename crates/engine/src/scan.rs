@@ -57,6 +57,10 @@ pub struct ScanReport {
     /// The adapter's [`Adapter::checkpoint`] at `resume`: what a read resumed there
     /// restores (`Null` for a file read whole).
     pub checkpoint: Value,
+    /// The read stopped at its time limit ([`Source::until`]), after a whole line and
+    /// before the end of the file: `resume` is where it stopped, and a read from there
+    /// goes on as if this one had reached the end.
+    pub cut: bool,
 }
 
 impl ScanReport {
@@ -129,6 +133,8 @@ struct Decoder<'x, 't> {
     /// That rest was read: the framer counted it as a line, so the lines after it are
     /// numbered one less than the framer says.
     joined: bool,
+    /// Stop after the first line decoded at or past this instant.
+    until: Option<std::time::Instant>,
 }
 
 impl Decoder<'_, '_> {
@@ -145,6 +151,7 @@ impl Decoder<'_, '_> {
             tail,
             rest_of_line: None,
             joined: false,
+            until: None,
         }
     }
 }
@@ -181,6 +188,12 @@ impl LineSink for Decoder<'_, '_> {
         );
         if unterminated && self.tail == Tail::DecodeIfComplete {
             self.report.tail_end = Some(line.end);
+        }
+        // Out of time: stop here, this line consumed (the framer's contract), so the
+        // resume point is the end of a line every stage has seen whole.
+        if self.until.is_some_and(|t| std::time::Instant::now() >= t) {
+            self.report.cut = true;
+            return Ok(false);
         }
         Ok(true)
     }
@@ -226,21 +239,30 @@ pub fn scan_slice(
     sink: &mut dyn EntrySink,
     report: &mut ScanReport,
 ) {
-    report.bytes += buf.len() as u64;
+    let mut decoder = Decoder::new(adapter, sink, report, tail);
+    scan_slice_with(buf, from, framer, &mut decoder);
+}
+
+/// [`scan_slice`] through a prepared decoder (which may carry a time limit).
+fn scan_slice_with(buf: &[u8], from: Resume, framer: &Framer, d: &mut Decoder<'_, '_>) {
+    d.report.bytes += buf.len() as u64;
     if from.offset == 0 && trim(buf).first() == Some(&b'[') {
-        report.array = true;
-        scan_array(buf, adapter, sink, report);
-        report.resume = from;
+        d.report.array = true;
+        scan_array(buf, &mut *d.adapter, &mut *d.sink, &mut *d.report);
+        d.report.resume = from;
         return;
     }
-    let Ok(summary) = tail.framer(framer).frame_slice(
-        buf,
-        from.offset,
-        from.line,
-        Decoder::new(adapter, sink, &mut *report, tail),
+    let tail = d.tail;
+    let Ok(summary) = tail
+        .framer(framer)
+        .frame_slice(buf, from.offset, from.line, &mut *d);
+    d.report.oversized += summary.oversized;
+    d.report.resume = resume_after(
+        from,
+        summary.bytes_consumed,
+        summary.lines_consumed,
+        d.report,
     );
-    report.oversized += summary.oversized;
-    report.resume = resume_after(from, summary.bytes_consumed, summary.lines_consumed, report);
 }
 
 /// Where the next read starts: after the last complete line, or after a complete last
@@ -350,6 +372,8 @@ pub struct Source<'a> {
     /// An adapter made ready to read on from a point, its state restored
     /// ([`Source::resume_adapter`]).
     primed: Option<(Resume, Box<dyn Adapter>)>,
+    /// The line read stops after the first line decoded at or past this instant.
+    until: Option<std::time::Instant>,
 }
 
 impl<'a> Source<'a> {
@@ -378,6 +402,7 @@ impl<'a> Source<'a> {
             head,
             factory,
             primed: None,
+            until: None,
         }))
     }
 
@@ -418,6 +443,15 @@ impl<'a> Source<'a> {
             );
         }
         adapter
+    }
+
+    /// Stop a line read (JSON Lines, streamed or mapped) after the first line decoded
+    /// at or past `until`, with [`ScanReport::cut`] set and `resume` just after that
+    /// line. A file read whole (one document, the JSON-array form) is one record and
+    /// is never cut. `None`: read to the end.
+    pub fn until(mut self, until: Option<std::time::Instant>) -> Self {
+        self.until = until;
+        self
     }
 
     /// The adapter's name.
@@ -464,6 +498,7 @@ impl<'a> Source<'a> {
             factory,
             document,
             array,
+            until,
             ..
         } = self;
         let io = io_error(path);
@@ -498,15 +533,9 @@ impl<'a> Source<'a> {
                     report.bytes += bytes.len() as u64;
                     decode_one(bytes, 0, 1, adapter.as_mut(), sink, &mut report);
                 } else {
-                    scan_slice(
-                        bytes,
-                        from,
-                        adapter.as_mut(),
-                        framer,
-                        tail,
-                        sink,
-                        &mut report,
-                    )
+                    let mut decoder = Decoder::new(adapter.as_mut(), sink, &mut report, tail);
+                    decoder.until = until;
+                    scan_slice_with(bytes, from, framer, &mut decoder);
                 }
             })
             .map_err(&io)?;
@@ -521,6 +550,7 @@ impl<'a> Source<'a> {
             report.bytes += len;
             let mut decoder = Decoder::new(adapter.as_mut(), sink, &mut report, tail);
             decoder.rest_of_line = inside_line.then_some(from.offset);
+            decoder.until = until;
             let summary = tail
                 .framer(framer)
                 .frame_reader(
@@ -542,6 +572,10 @@ impl<'a> Source<'a> {
                 summary.lines_consumed - joined,
                 &report,
             );
+        }
+        // Stopped at the limit on the very last line: nothing was left, no cut.
+        if report.cut && report.resume.offset >= size {
+            report.cut = false;
         }
         if data.capacity() > 64 * 1024 * 1024 {
             *data = Vec::new();

@@ -36,6 +36,9 @@ pub struct Observe<'a> {
     pub env: &'a Env,
     /// How a whole-file read reads.
     pub read: ReadPolicy,
+    /// Stop reading at the first line boundary past this instant (the cursor then
+    /// covers what was read: [`Request::until`]).
+    pub until: Option<std::time::Instant>,
 }
 
 impl<'a> Observe<'a> {
@@ -46,7 +49,14 @@ impl<'a> Observe<'a> {
             transcript,
             env,
             read: ReadPolicy::Read,
+            until: None,
         }
+    }
+
+    /// The same, its read stopping at the first line boundary past `until`.
+    pub fn until(mut self, until: Option<std::time::Instant>) -> Observe<'a> {
+        self.until = until;
+        self
     }
 }
 
@@ -89,7 +99,7 @@ pub fn observe_deferred<'o: 'x, 'x, R: ProjectResolver + Send + 'x>(
     let mut stage = ChangeDetect::begin(o.log, o.env, resolver);
     // An invalid session id has no log, and so no cursor either.
     let key = o.log.path().map(|_| o.log.session());
-    let req = Request::new(o.transcript, key).read(o.read);
+    let req = Request::new(o.transcript, key).read(o.read).until(o.until);
     let mut listed = pipeline
         .stages()
         .build(&BuildContext::new(o.transcript, key, o.env));

@@ -13,17 +13,28 @@ use transcope_core::Marker;
 use transcope_engine::Buffers;
 use transcope_markers::MarkerStage;
 use transcope_scopelog::ScopeLog;
-use transcope_stop::observe::{observe_deferred, Observe};
+use transcope_stop::observe::{observe_deferred, Observe, ObserveReport};
 use transcope_testkit::Rng;
 
 /// One observation of `t` for session `s` under `home`: (transitions written, markers).
 fn observe_once(home: &Path, s: &str, t: &Path) -> (u64, Vec<Marker>) {
+    let (r, m) = observe_until(home, s, t, None);
+    (r.outcome.recorded, m)
+}
+
+/// [`observe_once`] stopping at `until`, with the whole report.
+fn observe_until(
+    home: &Path,
+    s: &str,
+    t: &Path,
+    until: Option<std::time::Instant>,
+) -> (ObserveReport, Vec<Marker>) {
     let log = ScopeLog::open(home, s);
     let env = Env::new();
     let mut markers = MarkerStage::default();
     let (r, pending) = observe_deferred(
         &transcope_testkit::engine::pipeline(home),
-        &Observe::new(&log, t, &env),
+        &Observe::new(&log, t, &env).until(until),
         NoProjects,
         &mut Buffers::default(),
         Some(&mut markers),
@@ -32,7 +43,7 @@ fn observe_once(home: &Path, s: &str, t: &Path) -> (u64, Vec<Marker>) {
     if let Some(p) = pending {
         p.save().unwrap();
     }
-    (r.outcome.recorded, markers.take(None))
+    (r, markers.take(None))
 }
 
 fn log_bytes(home: &Path, s: &str) -> Vec<u8> {
@@ -280,4 +291,69 @@ fn gemini_documents_grow_and_each_message_is_observed_once() {
         std::fs::write(&w, doc(msgs.len())).unwrap();
         assert_eq!(got, observe_once(whole.path(), "g", &w).1, "case {case}");
     }
+}
+
+// ------------------------------------------------ a read with a time limit
+
+// Issue 13, item 8: a first read that cannot finish in time stops at a line boundary
+// and hands back a cursor for the lines it read, so the next read goes on from there
+// instead of starting over. Read in as many cut reads as it takes, a transcript gives
+// exactly the scope log and the markers of one pass.
+
+/// 60 Claude records: folder changes every 7 records, and marker blocks that open in
+/// one record and close two records later.
+fn cut_transcript(dir: &Path) -> std::path::PathBuf {
+    let mut lines = Vec::new();
+    for i in 0..60u64 {
+        let at = format!("2026-10-08T10:{:02}:{:02}Z", i / 60, i % 60);
+        let cwd = format!("/work/p{}", i / 7);
+        lines.push(if i % 3 == 0 {
+            serde_json::json!({"type": "user", "timestamp": at, "cwd": cwd, "gitBranch": "main",
+                   "message": {"role": "user", "content": "hi"}})
+        } else {
+            let text = if i % 3 == 1 {
+                format!("<!-- @lesson -->begin {i}")
+            } else {
+                format!("end {i}<!-- @/lesson -->")
+            };
+            serde_json::json!({"type": "assistant", "timestamp": at, "cwd": cwd, "gitBranch": "main",
+                   "message": {"role": "assistant", "content": [{"type": "text", "text": text}]}})
+        });
+    }
+    let t = dir.join("t.jsonl");
+    let body: String = lines.iter().map(|l| l.to_string() + "\n").collect();
+    std::fs::write(&t, body).unwrap();
+    t
+}
+
+#[test]
+fn issue13_item8_a_read_out_of_time_resumes_where_it_stopped() {
+    let one = tempfile::tempdir().unwrap();
+    let t = cut_transcript(one.path());
+    let (whole, expected_markers) = observe_until(one.path(), "s", &t, None);
+    assert!(!whole.scan.cut);
+    assert_eq!(whole.scan.lines, 60);
+    assert!(whole.outcome.recorded > 5);
+    assert_eq!(expected_markers.len(), 20);
+
+    // A limit already past: every read stops after its first line, and saves where.
+    let cut = tempfile::tempdir().unwrap();
+    let mut markers = Vec::new();
+    let mut reads = 0;
+    loop {
+        let (r, m) = observe_until(cut.path(), "s", &t, Some(std::time::Instant::now()));
+        markers.extend(m);
+        if r.up_to_date {
+            break;
+        }
+        reads += 1;
+        assert_eq!(r.scan.lines, 1, "read {reads}: one line, then out of time");
+        assert_eq!(r.scan.cut, reads < 60, "read {reads}");
+        assert_eq!(r.resumed, reads > 1, "read {reads} goes on from the last");
+        assert!(reads <= 60, "never starts over");
+    }
+    assert_eq!(reads, 60);
+    assert_eq!(log_bytes(cut.path(), "s"), log_bytes(one.path(), "s"));
+    let contents = |m: &[Marker]| m.iter().map(|m| m.content.clone()).collect::<Vec<_>>();
+    assert_eq!(contents(&markers), contents(&expected_markers));
 }
