@@ -98,11 +98,7 @@ pub const DEFAULT_HOOK_DEADLINE: Duration = Duration::from_secs(30);
 /// tmp → rename for cursors and outbox files), and a Stop that did not finish saved no
 /// cursor, so the next Stop catches up.
 fn arm_deadline(strict: bool) {
-    let deadline = std::env::var("TRANSCOPE_HOOK_DEADLINE_SECS")
-        .ok()
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .filter(|s| s.is_finite() && *s > 0.0)
-        .map_or(DEFAULT_HOOK_DEADLINE, Duration::from_secs_f64);
+    let deadline = hook_deadline();
     std::thread::spawn(move || {
         std::thread::sleep(deadline);
         eprintln!(
@@ -113,7 +109,18 @@ fn arm_deadline(strict: bool) {
     });
 }
 
+/// The bound on a whole hook run: `TRANSCOPE_HOOK_DEADLINE_SECS`, else
+/// [`DEFAULT_HOOK_DEADLINE`].
+fn hook_deadline() -> Duration {
+    std::env::var("TRANSCOPE_HOOK_DEADLINE_SECS")
+        .ok()
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map_or(DEFAULT_HOOK_DEADLINE, Duration::from_secs_f64)
+}
+
 pub fn run_hook(home: &Path, cmd: HookCommand) -> anyhow::Result<u8> {
+    let started = std::time::Instant::now();
     match &cmd {
         HookCommand::SessionStart(a) | HookCommand::Stop(a) => arm_deadline(a.strict),
     }
@@ -123,7 +130,7 @@ pub fn run_hook(home: &Path, cmd: HookCommand) -> anyhow::Result<u8> {
             (args, s)
         }
         HookCommand::Stop(args) => {
-            let s = stop(home);
+            let s = stop(home, started);
             (args, s)
         }
     };
@@ -184,13 +191,17 @@ fn session_start(home: &Path) -> Value {
     })
 }
 
-fn stop(home: &Path) -> Value {
+/// The Stop hook; `started` is when the hook began (its deadline counts from there).
+fn stop(home: &Path, started: std::time::Instant) -> Value {
     let (payload, err) = read_payload();
     if let Some(e) = err {
         return error_summary(e);
     }
     let env: Env = process_env();
-    let brain = BrainConfig::from_env(home, &env);
+    let mut brain = BrainConfig::from_env(home, &env);
+    // The brain's POSTs together take at most a third of the deadline: a hung or
+    // slow brain leaves the rest of the Stop (and its cursor) time to finish.
+    brain.budget = brain.budget.min(hook_deadline() / 3);
     let w = who(&payload, &env);
     if let Some(r) = w.refused {
         // A guessed record is checked or refused, never trusted: write nothing.
@@ -211,6 +222,9 @@ fn stop(home: &Path) -> Value {
             session: w.key.as_deref(),
             transcript: w.transcript.as_deref(),
             last_message: last,
+            // Half the deadline for reading: a transcript too big for one Stop is
+            // read in as many as it takes, each saving where it got to.
+            read_until: Some(started + hook_deadline() / 2),
         },
         &env,
         &brain,

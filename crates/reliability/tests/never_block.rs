@@ -147,10 +147,28 @@ fn stop_gives_up_on_a_held_scope_log_lock_and_the_next_stop_catches_up() {
     assert_eq!(cwds, ["/w/a", "/w/b", "/w/c", "/w/d", "/w/e", "/w/f"]);
 }
 
+/// The attrs of every marker file waiting in `outbox`, by content, with the
+/// per-run `ts` left out.
+fn outboxed(outbox: &Path) -> std::collections::BTreeMap<String, Value> {
+    std::fs::read_dir(outbox)
+        .unwrap()
+        .flatten()
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+        .map(|e| {
+            let mut v: Value = serde_json::from_slice(&std::fs::read(e.path()).unwrap()).unwrap();
+            v.as_object_mut().unwrap().remove("ts");
+            (v["content"].as_str().unwrap().to_owned(), v)
+        })
+        .collect()
+}
+
+/// Issue 13, item 5: a Stop that gives up on the scope log's lock delivers none of
+/// its markers (they would be attributed against a log lacking this transcript's
+/// rows) and saves no cursor; the next Stop attributes them against the log it
+/// wrote, exactly as a Stop that never waited does, and the per-Stop cap, now over
+/// two turns at once, loses none of them (past the cap they go to the outbox).
 #[test]
 fn stop_with_markers_gives_up_once_too() {
-    let sb = Sandbox::new();
-    let t = sb.user.join("t.jsonl");
     let body = [
         claude_line(0, "/w/a", "main"),
         claude_marker_line(30, "/w/a", "one"),
@@ -159,29 +177,51 @@ fn stop_with_markers_gives_up_once_too() {
     ]
     .join("\n")
         + "\n";
-    std::fs::write(&t, body).unwrap();
+    let stop = |sb: &Sandbox, t: &Path| {
+        let mut c = sb.cmd(&["hook", "stop", "--json"]);
+        c.env("BRAIN_WRITER_ENABLED", "1")
+            .env("BRAIN_WRITER_MAX_MARKERS", "1");
+        let (out, took) = run_within(c, &payload("m", t), BOUND + SLACK + Duration::from_secs(5));
+        assert_eq!(out.status.code(), Some(0));
+        (summary(&out), took)
+    };
+    // The control: no lock held.
+    let control = Sandbox::new();
+    let t = control.user.join("t.jsonl");
+    std::fs::write(&t, &body).unwrap();
+    let (v, _) = stop(&control, &t);
+    assert_eq!(v["over_cap"], 1, "{v}");
+    let expected = outboxed(&control.home.join("brain-outbox"));
+    assert_eq!(expected.len(), 2);
+
+    let sb = Sandbox::new();
+    let t = sb.user.join("t.jsonl");
+    std::fs::write(&t, &body).unwrap();
     let mut lock_path = sb.log("m").into_os_string();
     lock_path.push(".lock");
     let lock = hold_lock(Path::new(&lock_path));
-    let mut c = sb.cmd(&["hook", "stop", "--json"]);
-    c.env("BRAIN_WRITER_ENABLED", "1");
-    let (out, took) = run_within(c, &payload("m", &t), BOUND + SLACK + Duration::from_secs(5));
+    let (v, took) = stop(&sb, &t);
     assert!(took < BOUND + SLACK, "{took:?}");
-    let v = summary(&out);
     assert_eq!(v["transitions_recorded"], 0);
-    // The markers are still delivered (the outbox is not behind the log's lock).
-    assert_eq!(v["written"]["outbox"], 2, "{v}");
+    assert_eq!(
+        v["written"]["outbox"], 0,
+        "nothing attributed against a stale log: {v}"
+    );
+    assert_eq!(v["held_back"], 2, "{v}");
+    assert!(!v["error"].is_null());
+    assert!(!sb.home.join("brain-outbox").exists());
     drop(lock);
-    let mut c = sb.cmd(&["hook", "stop", "--json"]);
-    c.env("BRAIN_WRITER_ENABLED", "1");
-    let (out, _) = run_within(c, &payload("m", &t), BOUND + SLACK);
-    let v = summary(&out);
+    let (v, _) = stop(&sb, &t);
     assert_eq!(v["transitions_recorded"], 2, "{v}");
-    // The markers re-read with the lines are already waiting: no duplicate files.
-    let n = std::fs::read_dir(sb.home.join("brain-outbox"))
-        .unwrap()
-        .count();
-    assert_eq!(n, 2);
+    assert_eq!(v["markers"], 1, "{v}");
+    assert_eq!(v["over_cap"], 1, "{v}");
+    assert_eq!(v["written"]["outbox"], 2, "{v}");
+    let got = outboxed(&sb.home.join("brain-outbox"));
+    assert_eq!(got, expected, "attributed as a Stop that never waited");
+    // Read once: nothing again.
+    let (v, _) = stop(&sb, &t);
+    assert_eq!(v["markers"], 0, "{v}");
+    assert_eq!(outboxed(&sb.home.join("brain-outbox")).len(), 2);
 }
 
 #[test]
@@ -334,4 +374,85 @@ fn a_repository_with_a_fifo_head_does_not_hang_a_hook() {
     assert_eq!(out.status.code(), Some(0));
     assert!(took < Duration::from_secs(10));
     assert!(String::from_utf8_lossy(&out.stderr).contains("gave up"));
+}
+
+/// Issue 13, item 8: a first Stop over a transcript too big to read within the
+/// deadline stops reading at half of it, records and saves what it read, and the next
+/// Stop reads on from there: the transcript is done in a few Stops, each inside the
+/// deadline, with the log of one uninterrupted read.
+#[test]
+fn a_huge_first_stop_goes_on_at_the_next_stop() {
+    let sb = Sandbox::new();
+    let t = sb.user.join("huge.jsonl");
+    let n = 100_000u64;
+    let mut body = String::with_capacity(n as usize * 330);
+    for i in 0..n {
+        let mut v: Value = serde_json::from_str(&claude_line(
+            i / 1000 * 60,
+            &format!("/w/p{}", i / 20_000),
+            "main",
+        ))
+        .unwrap();
+        // A real transcript's first record is its origin (the caller finds it at once).
+        v["uuid"] = format!("u{i}").into();
+        v["message"]["content"] = "x".repeat(200).into();
+        body.push_str(&v.to_string());
+        body.push('\n');
+    }
+    std::fs::write(&t, body).unwrap();
+    let deadline = Duration::from_secs(1);
+    let mut stops = 0;
+    let mut cut = 0;
+    loop {
+        let mut c = sb.cmd(&["hook", "stop", "--json"]);
+        c.env("TRANSCOPE_HOOK_DEADLINE_SECS", "1");
+        let (out, took) = run_within(c, &payload("huge", &t), deadline + SLACK);
+        stops += 1;
+        assert_eq!(out.status.code(), Some(0));
+        let v = summary(&out);
+        assert!(v["error"].is_null(), "Stop {stops} ({took:?}): {v}");
+        assert!(
+            took < deadline,
+            "Stop {stops} finished on its own: {took:?}"
+        );
+        if v["read_cut"] == true {
+            cut += 1;
+        } else {
+            break;
+        }
+        assert!(stops < 60, "no progress after {stops} Stops");
+    }
+    eprintln!("{n} lines read in {stops} Stops, {cut} of them cut");
+    if cfg!(debug_assertions) {
+        assert!(
+            cut > 0,
+            "the debug binary cannot read this in half a second"
+        );
+    }
+    // Done: nothing more to read, and the log of one uninterrupted read.
+    let (out, _) = run_within(
+        sb.cmd(&["hook", "stop", "--json"]),
+        &payload("huge", &t),
+        BOUND + SLACK,
+    );
+    assert_eq!(summary(&out)["transitions_recorded"], 0);
+    let one = Sandbox::new();
+    let (out, _) = run_within(
+        one.cmd(&["observe", "--session", "huge", t.to_str().unwrap()]),
+        b"",
+        Duration::from_secs(120),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let rows = |sb: &Sandbox| -> Vec<Value> {
+        check_log(&std::fs::read(sb.log("huge")).unwrap())
+            .into_iter()
+            .map(|mut r| {
+                r.remove("recorded_at");
+                Value::Object(r)
+            })
+            .collect()
+    };
+    let got = rows(&sb);
+    assert_eq!(got.len(), 5);
+    assert_eq!(got, rows(&one));
 }

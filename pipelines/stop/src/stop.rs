@@ -26,6 +26,10 @@ pub struct StopInput<'a> {
     pub transcript: Option<&'a Path>,
     /// The payload's `last_assistant_message`.
     pub last_message: Option<&'a str>,
+    /// Stop reading the transcript at the first line boundary past this instant
+    /// ([`Request::until`]): what was read is recorded, delivered and its cursor saved,
+    /// and the next Stop reads on from there. `None`: read to the end.
+    pub read_until: Option<std::time::Instant>,
 }
 
 /// What one Stop did.
@@ -39,6 +43,14 @@ pub struct StopSummary {
     pub http: u64,
     /// Records written to the outbox.
     pub outbox: u64,
+    /// Markers past the per-Stop cap (`BRAIN_WRITER_MAX_MARKERS`): attributed like
+    /// the others and written to the outbox (the next drain sends them), never POSTed
+    /// by this Stop and never dropped. Counted in `outbox` too.
+    pub over_cap: u64,
+    /// Markers found but not delivered because the scope log could not be read and
+    /// written under its lock: the cursor stays, and the next Stop reads and
+    /// attributes them again.
+    pub held_back: u64,
     /// Records printed.
     pub printed: u64,
     /// The drain's report.
@@ -47,6 +59,9 @@ pub struct StopSummary {
     pub unattributed: u64,
     /// The delivered records, in order.
     pub records: Vec<MarkerRecord>,
+    /// Why the brain was not reached, when it was not (the drain's or a POST's
+    /// failure; the markers then went to the outbox). Not an error of the Stop.
+    pub brain_error: Option<String>,
     /// Errors (never fatal).
     pub errors: Vec<String>,
 }
@@ -60,7 +75,11 @@ impl StopSummary {
             "transitions_recorded": o.map_or(0, |o| o.outcome.recorded),
             "markers": self.markers.len(),
             "written": {"http": self.http, "outbox": self.outbox, "stdout": self.printed},
+            "over_cap": self.over_cap,
+            "held_back": self.held_back,
             "drained": self.drained.as_ref().map_or(0, |d| d.sent),
+            "read_cut": o.is_some_and(|o| o.scan.cut),
+            "brain_error": self.brain_error,
             "unattributed": self.unattributed,
             "error": self.errors.first(),
         })
@@ -87,14 +106,20 @@ pub fn run_stop<R: ProjectResolver + Send>(
     let client = brain
         .url
         .as_deref()
-        .map(|u| BrainClient::new(u, DEFAULT_TIMEOUT));
-    // 1. Drain the outbox first.
+        .map(|u| BrainClient::new(u, DEFAULT_TIMEOUT).within(brain.budget));
+    // 1. Drain the outbox first. A drain that could not reach the brain means no
+    // POST for this Stop's markers either: they go straight to the outbox.
+    let mut brain_down: Option<String> = None;
     if brain.enabled {
         if let Some(c) = &client {
             let mut replay = |attrs: &Map<String, Value>, session: Option<&str>, folder: &str| {
                 legacy_identity(home, session, attrs, folder, &Env::new(), &mut resolver)
             };
-            sum.drained = Some(drain(&brain.outbox, c, &brain.source, &mut replay));
+            let report = drain(&brain.outbox, c, &brain.source, &mut replay);
+            if report.post_failed {
+                brain_down = report.reason.clone();
+            }
+            sum.drained = Some(report);
         }
     }
     // 2. Change detection (and marker extraction in the same pass).
@@ -109,7 +134,7 @@ pub fn run_stop<R: ProjectResolver + Send>(
             let also = stage.as_mut().map(|s| s as &mut dyn Stage);
             match observe_deferred(
                 pipeline,
-                &Observe::new(log, t, env),
+                &Observe::new(log, t, env).until(input.read_until),
                 &mut resolver,
                 &mut buffers,
                 also,
@@ -142,29 +167,42 @@ pub fn run_stop<R: ProjectResolver + Send>(
         return sum;
     };
     // 3. Markers, with the payload's last message as the fallback.
-    let mut markers = stage.take(Some(brain.max_markers));
+    let mut markers = stage.take(None);
     if markers.is_empty() {
         if let Some(msg) = input.last_message.filter(|m| !m.is_empty()) {
             markers = markers_of_message(msg, &Instant::now().to_python_isoformat());
-            markers.truncate(brain.max_markers);
         }
     }
+    // The log could not be read and written under its lock: attributing now would
+    // use a log that may lack this very transcript's rows. Deliver nothing and save
+    // no cursor (the engine kept the old one): the next Stop reads these bytes
+    // again and attributes their markers against the log as it then stands.
+    if sum
+        .observe
+        .as_ref()
+        .is_some_and(|o| o.outcome.io_errors > 0)
+    {
+        sum.held_back = markers.len() as u64;
+        return sum;
+    }
+    let over_cap = markers.split_off(brain.max_markers.min(markers.len()));
     // 4. Attribution through the writing session's own log, read once (and not at all
     // when there is nothing to attribute: the common Stop).
     let rows = match &log {
-        Some(l) if !markers.is_empty() => l.transitions(),
+        Some(l) if !markers.is_empty() || !over_cap.is_empty() => l.transitions(),
         _ => Vec::new(),
     };
-    let mut owned_sink;
+    sum.brain_error.clone_from(&brain_down);
+    let (mut http, mut plain) = (None, None);
     let sink: &mut dyn Sink = match sink {
         Some(s) => s,
         None => {
             let outbox = OutboxSink::new(&brain.outbox, &brain.agent_name, &brain.project);
-            owned_sink = match &client {
-                Some(c) => Box::new(HttpSink::new(c.clone(), outbox)) as Box<dyn Sink>,
-                None => Box::new(outbox),
-            };
-            &mut owned_sink
+            match (&client, brain_down) {
+                (Some(c), Some(why)) => http.insert(HttpSink::new(c.clone(), outbox).given_up(why)),
+                (Some(c), None) => http.insert(HttpSink::new(c.clone(), outbox)),
+                (None, _) => plain.insert(outbox),
+            }
         }
     };
     let writer = Writer {
@@ -189,6 +227,27 @@ pub fn run_stop<R: ProjectResolver + Send>(
             }
         }
         sum.records.push(rec);
+    }
+    if let Some(f) = http.and_then(|h: HttpSink| h.last_failure) {
+        sum.brain_error = Some(f);
+    }
+    // Past the cap: to the outbox, attributed now (under the log just written), so
+    // a Stop that reads two turns at once loses neither.
+    if !over_cap.is_empty() {
+        let (records, unattributed) = writer.attribute(&over_cap, &rows, &mut resolver);
+        sum.unattributed += unattributed;
+        let mut outbox = OutboxSink::new(&brain.outbox, &brain.agent_name, &brain.project);
+        match outbox.deliver_all(&records) {
+            Ok(done) => {
+                sum.over_cap = done.len() as u64;
+                sum.outbox += done.len() as u64;
+                sum.records.extend(records);
+            }
+            Err(e) => {
+                delivered_all = false;
+                sum.errors.push(e.to_string());
+            }
+        }
     }
     sum.markers = markers;
     if let Some(p) = pending.filter(|_| delivered_all) {

@@ -102,6 +102,7 @@ fn stop(
             session,
             transcript,
             last_message: last,
+            read_until: None,
         },
         env,
         &brain(home),

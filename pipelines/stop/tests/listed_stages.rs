@@ -103,6 +103,7 @@ fn stop_with(p: &Pipeline, home: &Path, t: &Path) -> (u64, String) {
             session: Some("s1"),
             transcript: Some(t),
             last_message: None,
+            read_until: None,
         },
         &env,
         &brain,
