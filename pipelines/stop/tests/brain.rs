@@ -785,27 +785,33 @@ fn record(kind: &str, content: &str) -> MarkerRecord {
 fn http_sink_accepts_refuses_and_times_out_into_the_outbox() {
     let home = tempfile::tempdir().unwrap();
     let outbox = home.path().join("outbox");
-    let server = Server::start(vec![201, 503, 0]);
+    let server = Server::start(vec![201, 0, 200]);
     let client = BrainClient::new(&server.url, Duration::from_millis(500));
     let mut sink = HttpSink::new(client.clone(), OutboxSink::new(&outbox, "a", ""));
     assert_eq!(
         sink.deliver(&record("lesson", "one")).unwrap(),
         Delivery::Sent
     );
-    assert!(matches!(
-        sink.deliver(&record("lesson", "two")).unwrap(),
-        Delivery::Outboxed(_)
-    ));
     let t0 = std::time::Instant::now();
     assert!(matches!(
-        sink.deliver(&record("lesson", "three")).unwrap(),
+        sink.deliver(&record("lesson", "two")).unwrap(),
         Delivery::Outboxed(_)
     ));
     assert!(
         t0.elapsed() < Duration::from_secs(2),
         "the client gives up at its timeout"
     );
+    // After a failure, the rest of the run goes to the outbox without a POST.
+    let t0 = std::time::Instant::now();
+    assert!(matches!(
+        sink.deliver(&record("lesson", "three")).unwrap(),
+        Delivery::Outboxed(_)
+    ));
+    assert!(t0.elapsed() < Duration::from_millis(400), "not tried");
+    assert_eq!(sink.not_tried, 1);
+    assert!(sink.last_failure.is_some());
     let reqs = server.requests();
+    assert_eq!(reqs.len(), 2, "the third marker was never POSTed");
     assert_eq!(
         reqs[0].0.as_deref(),
         Some(record("lesson", "one").idempotency_key.as_str())
@@ -819,6 +825,20 @@ fn http_sink_accepts_refuses_and_times_out_into_the_outbox() {
     let mut sink = HttpSink::new(down, OutboxSink::new(&outbox, "a", ""));
     sink.deliver(&record("lesson", "two")).unwrap();
     assert_eq!(std::fs::read_dir(&outbox).unwrap().count(), 2);
+}
+
+/// A client's POSTs share its budget: once spent, a POST fails at once, unsent.
+#[test]
+fn a_spent_budget_sends_nothing() {
+    let server = Server::start(vec![200, 200]);
+    let client = BrainClient::new(&server.url, Duration::from_secs(2)).within(Duration::ZERO);
+    let t0 = std::time::Instant::now();
+    assert!(matches!(
+        client.post(&json!({"type": "lesson"}), "k"),
+        transcope_brain::PostResult::Failed(_)
+    ));
+    assert!(t0.elapsed() < Duration::from_millis(200));
+    assert!(server.requests().is_empty());
 }
 
 /// One sink delivering many markers keeps the outbox's listing between them, and still
