@@ -6,7 +6,7 @@ mod common;
 
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::Output;
+use std::process::{Command, Output};
 
 use common::*;
 use serde_json::{json, Value};
@@ -316,6 +316,195 @@ fn two_folders(sb: &Sandbox) -> std::path::PathBuf {
         &[
             claude_line(0, "/w/a", "main"),
             claude_line(60, "/w/b", "main"),
+        ],
+    );
+    t
+}
+
+/// A tmpfs of a few pages mounted at a fresh folder (a real full disk), unmounted when
+/// dropped; `None` when this process may not mount one (not root, no tmpfs).
+struct SmallFs {
+    dir: std::path::PathBuf,
+}
+
+impl SmallFs {
+    fn mount(dir: std::path::PathBuf, size: &str) -> Option<SmallFs> {
+        std::fs::create_dir_all(&dir).ok()?;
+        let ok = Command::new("mount")
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={size},mode=0700"),
+                "tmpfs",
+            ])
+            .arg(&dir)
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then_some(SmallFs { dir })
+    }
+}
+
+impl Drop for SmallFs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.dir).status();
+    }
+}
+
+/// Fill the file system holding `dir` until `room` bytes (rounded to pages) are left.
+fn leave_room(dir: &Path, room: u64) {
+    use std::io::Write as _;
+    let filler = dir.join("filler");
+    let mut f = std::fs::File::create(&filler).unwrap();
+    let page = [b'f'; 4096];
+    while f.write_all(&page).is_ok() {}
+    let len = f.metadata().unwrap().len();
+    f.set_len(len.saturating_sub(room)).unwrap();
+}
+
+/// Item 11: after a disk-full write that took part of the batch, the Stop's summary
+/// said `transitions_recorded: 0` while rows were in the log. It counts the rows that
+/// reached the log whole, and the next Stop (with room again) adds the rest.
+#[test]
+fn a_partial_write_counts_what_reached_the_log() {
+    let sb = Sandbox::new();
+    let Some(fs) = SmallFs::mount(sb.root.join("small"), "256k") else {
+        eprintln!("skipped: cannot mount a tmpfs here");
+        return;
+    };
+    let home = fs.dir.join("home");
+    // A first Stop makes the home, its folders and the cursor store.
+    let t0 = sb.user.join("t0.jsonl");
+    write_lines(&t0, &[claude_line(0, "/w/first", "main")]);
+    let out = run(
+        cmd_in(&home, &sb.user, &["hook", "stop", "--json"]),
+        &payload("warm", &t0),
+    );
+    exited(&out, 0, "first stop");
+    // 400 transitions, about 150 KB of rows, with about 16 KB of room.
+    let t = sb.user.join("t.jsonl");
+    let lines: Vec<String> = (0..400)
+        .map(|i| claude_line(i * 2, &format!("/w/folder-{i:04}"), "main"))
+        .collect();
+    write_lines(&t, &lines);
+    leave_room(&fs.dir, 16 * 1024);
+    let out = run(
+        cmd_in(&home, &sb.user, &["hook", "stop", "--json"]),
+        &payload("part", &t),
+    );
+    exited(&out, 0, "stop on a full disk");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["error"].is_string(), "{v}");
+    let log = std::fs::read(log_path(&home, "part")).unwrap_or_default();
+    let rows = check_log(&log);
+    assert!(
+        !rows.is_empty() && rows.len() < 400,
+        "a prefix: {} rows",
+        rows.len()
+    );
+    assert_eq!(v["transitions_recorded"], rows.len(), "{v}");
+    // Room again: the next Stop adds exactly the rest.
+    std::fs::remove_file(fs.dir.join("filler")).unwrap();
+    let out = run(
+        cmd_in(&home, &sb.user, &["hook", "stop", "--json"]),
+        &payload("part", &t),
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["error"].is_null(), "{v}");
+    assert_eq!(v["transitions_recorded"], 400 - rows.len(), "{v}");
+    let all = check_log(&std::fs::read(log_path(&home, "part")).unwrap());
+    assert_eq!(all.len(), 400);
+}
+
+/// Item 11: a disk with no room left an empty log file behind (the append creates it,
+/// then its first byte is refused). The Stop, `session-start`, `observe` and
+/// `scope record` leave no log; a log that holds rows is never removed.
+#[test]
+fn a_full_disk_leaves_no_empty_log() {
+    let sb = Sandbox::new();
+    let Some(fs) = SmallFs::mount(sb.root.join("small"), "128k") else {
+        eprintln!("skipped: cannot mount a tmpfs here");
+        return;
+    };
+    let home = fs.dir.join("home");
+    let t = two_folders(&sb);
+    let out = run(
+        cmd_in(&home, &sb.user, &["hook", "stop"]),
+        &payload("warm", &t),
+    );
+    exited(&out, 0, "first stop");
+    let kept = std::fs::read(log_path(&home, "warm")).unwrap();
+    leave_room(&fs.dir, 0);
+    let out = run(
+        cmd_in(&home, &sb.user, &["hook", "stop", "--json"]),
+        &payload("none", &t),
+    );
+    exited(&out, 0, "stop with no room");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["error"].is_string(), "{v}");
+    assert!(
+        !log_path(&home, "none").exists(),
+        "the Stop left an empty log"
+    );
+    let out = run(
+        cmd_in(
+            &home,
+            &sb.user,
+            &["observe", "--session", "none2", t.to_str().unwrap()],
+        ),
+        b"",
+    );
+    exited(&out, 1, "observe with no room");
+    let out = run(
+        cmd_in(
+            &home,
+            &sb.user,
+            &[
+                "scope",
+                "record",
+                "--session",
+                "none3",
+                "--at",
+                "2026-10-08T10:00:00Z",
+                "--cwd",
+                "/w",
+            ],
+        ),
+        b"",
+    );
+    exited(&out, 1, "scope record with no room");
+    let mut c = cmd_in(&home, &sb.user, &["hook", "session-start", "--json"]);
+    c.env("AGENTIHOOKS_SESSION_SCOPE", "1");
+    let out = run(
+        c,
+        json!({"session_id": "none4", "cwd": sb.user, "source": "startup"})
+            .to_string()
+            .as_bytes(),
+    );
+    exited(&out, 0, "session-start with no room");
+    for s in ["none", "none2", "none3", "none4"] {
+        let p = log_path(&home, s);
+        assert!(!p.exists(), "{s}: an empty log was left at {}", p.display());
+    }
+    // A run that fails on a log holding rows leaves it whole.
+    let out = run(
+        cmd_in(&home, &sb.user, &["hook", "stop"]),
+        &payload("warm", &two_more(&sb)),
+    );
+    exited(&out, 0, "stop on a full log");
+    assert!(std::fs::read(log_path(&home, "warm"))
+        .unwrap()
+        .starts_with(&kept));
+}
+
+/// A transcript at `t2.jsonl` that moves on from `/w/b` to two new folders.
+fn two_more(sb: &Sandbox) -> std::path::PathBuf {
+    let t = sb.user.join("t2.jsonl");
+    write_lines(
+        &t,
+        &[
+            claude_line(600, "/w/c", "main"),
+            claude_line(660, "/w/d", "main"),
         ],
     );
     t
