@@ -31,6 +31,8 @@ pub struct OutboxSink {
     now: Option<Instant>,
     /// The outbox's file names as last read, valid while the folder is unchanged.
     listing: Option<Listing>,
+    /// Temporaries of killed writers removed so far (see [`OutboxSink::stale_removed`]).
+    stale_removed: u64,
 }
 
 /// What the outbox held when last listed, and the folder's modification stamp then. A
@@ -72,19 +74,55 @@ fn dir_stamp(dir: &Path) -> Option<(std::time::SystemTime, u64, u64)> {
     Some((m.modified().ok()?, m.size(), m.ino()))
 }
 
+/// How old an outbox temporary (`.<name>.<pid>.tmp`) must be to be a killed writer's:
+/// a live one is renamed within its write and fsync, and every hook run ends at its
+/// deadline (30 s by default), so one this old was left by a process that died.
+pub const STALE_TMP_AGE: Duration = Duration::from_secs(600);
+
+/// Whether `name` is a temporary [`transcope_jsonl::write_atomic`] makes for an outbox
+/// file: `.<something>.json.<pid>.tmp`.
+fn is_outbox_tmp(name: &str) -> bool {
+    let Some(rest) = name.strip_prefix('.').and_then(|n| n.strip_suffix(".tmp")) else {
+        return false;
+    };
+    rest.rsplit_once('.').is_some_and(|(file, pid)| {
+        file.ends_with(".json") && !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit())
+    })
+}
+
 impl Listing {
-    fn read(dir: &Path) -> Listing {
+    /// The outbox's names; temporaries older than [`STALE_TMP_AGE`] (left by killed
+    /// writers) are removed on the way, and counted in `removed`. Called under the
+    /// outbox lock.
+    fn read(dir: &Path, removed: &mut u64) -> Listing {
         let mut listing = Listing {
-            stamp: dir_stamp(dir),
+            stamp: None,
             ends: std::collections::HashMap::new(),
         };
+        let now = std::time::SystemTime::now();
         for e in fs::read_dir(dir).into_iter().flatten().flatten() {
             let name = e.file_name();
             let name = name.to_string_lossy();
             if !name.starts_with('.') {
                 listing.add(&name);
+            } else if is_outbox_tmp(&name) {
+                let stale = e
+                    .metadata()
+                    .ok()
+                    .filter(fs::Metadata::is_file)
+                    .is_some_and(|m| {
+                        m.modified()
+                            .ok()
+                            .and_then(|t| now.duration_since(t).ok())
+                            .is_some_and(|age| age >= STALE_TMP_AGE)
+                    });
+                if stale && fs::remove_file(e.path()).is_ok() {
+                    *removed += 1;
+                }
             }
         }
+        // After the removals: the stamp is of the folder as listed.
+        listing.stamp = dir_stamp(dir);
         listing
     }
 }
@@ -103,7 +141,14 @@ impl OutboxSink {
             project: project.into(),
             now: None,
             listing: None,
+            stale_removed: 0,
         }
+    }
+
+    /// How many temporaries left by killed writers (older than [`STALE_TMP_AGE`]) this
+    /// sink removed from the outbox while listing it.
+    pub fn stale_removed(&self) -> u64 {
+        self.stale_removed
     }
 
     /// Stamp files with a fixed instant (tests).
@@ -157,8 +202,21 @@ impl Sink for OutboxSink {
 
     /// The folder is made, locked and its listing checked once for the whole batch.
     fn deliver_all(&mut self, recs: &[MarkerRecord]) -> Result<Vec<Delivery>, SinkError> {
+        match self.deliver_counted(recs) {
+            (out, None) => Ok(out),
+            (_, Some(e)) => Err(e),
+        }
+    }
+}
+
+impl OutboxSink {
+    /// Deliver `recs` in order, stopping at the first that fails, and say how far it
+    /// got: the deliveries made (one per record before the failure, which stay
+    /// written) and the failure, if any. [`Sink::deliver_all`] without losing the
+    /// count of what was written before an error (a backfill reports both).
+    pub fn deliver_counted(&mut self, recs: &[MarkerRecord]) -> (Vec<Delivery>, Option<SinkError>) {
         if recs.is_empty() {
-            return Ok(Vec::new());
+            return (Vec::new(), None);
         }
         // One file per marker: a second Stop (or a concurrent one) that fails to send
         // the same marker finds it already waiting. Concurrent Stops serialise the
@@ -167,14 +225,17 @@ impl Sink for OutboxSink {
             Ok(d) => lockfile::lock(d, LockWait::AtMost(OUTBOX_LOCK_WAIT)).ok(),
             Err(_) => {
                 // Made only when it cannot be opened: not a mkdir and a stat per call.
-                fs::DirBuilder::new()
+                if let Err(source) = fs::DirBuilder::new()
                     .recursive(true)
                     .mode(0o700)
                     .create(&self.dir)
-                    .map_err(|source| SinkError::Io {
+                {
+                    let e = SinkError::Io {
                         context: "creating the outbox",
                         source,
-                    })?;
+                    };
+                    return (Vec::new(), Some(e));
+                }
                 open_dir(&self.dir)
                     .ok()
                     .and_then(|d| lockfile::lock(d, LockWait::AtMost(OUTBOX_LOCK_WAIT)).ok())
@@ -182,15 +243,15 @@ impl Sink for OutboxSink {
         };
         let stamp = dir_stamp(&self.dir);
         if stamp.is_none() || self.listing.as_ref().is_none_or(|l| l.stamp != stamp) {
-            self.listing = Some(Listing::read(&self.dir));
+            self.listing = Some(Listing::read(&self.dir, &mut self.stale_removed));
         }
         let mut out = Vec::with_capacity(recs.len());
-        let mut result = Ok(());
+        let mut failed = None;
         for rec in recs {
             match self.write_one(rec) {
                 Ok(d) => out.push(d),
                 Err(e) => {
-                    result = Err(e);
+                    failed = Some(e);
                     break;
                 }
             }
@@ -199,11 +260,9 @@ impl Sink for OutboxSink {
         if let Some(l) = &mut self.listing {
             l.stamp = dir_stamp(&self.dir);
         }
-        result.map(|()| out)
+        (out, failed)
     }
-}
 
-impl OutboxSink {
     /// One record's file, under the outbox lock with the listing fresh.
     fn write_one(&mut self, rec: &MarkerRecord) -> Result<Delivery, SinkError> {
         let io = |context| move |source| SinkError::Io { context, source };
@@ -426,6 +485,75 @@ fn replay_body(f: &Path, source: &str, lookup: &mut Replay<'_>) -> Option<(Value
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn record(content: &str) -> MarkerRecord {
+        MarkerRecord {
+            body: serde_json::json!({"type": "lesson", "content": content, "attrs": {}}),
+            content: content.to_owned(),
+            idempotency_key: format!("{:032x}", content.len()),
+            session: Some("s1".to_owned()),
+        }
+    }
+
+    /// Issue 13, item 11: a killed run's `.…<pid>.tmp` stayed in the outbox for ever.
+    /// Old ones go at the next delivery (and are counted); a fresh one (a writer still
+    /// at work) and other dot files stay.
+    #[test]
+    fn temporaries_left_by_killed_writers_are_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = dir
+            .path()
+            .join(".20260101T000000-lesson-0000abcd.json.4242.tmp");
+        let fresh = dir
+            .path()
+            .join(".20260101T000001-lesson-0000abce.json.4343.tmp");
+        let other = dir.path().join(".keep.tmp");
+        for f in [&old, &fresh, &other] {
+            fs::write(f, b"{").unwrap();
+        }
+        let long_ago = std::time::SystemTime::now() - STALE_TMP_AGE * 2;
+        for f in [&old, &other] {
+            fs::File::options()
+                .write(true)
+                .open(f)
+                .unwrap()
+                .set_modified(long_ago)
+                .unwrap();
+        }
+        let mut sink = OutboxSink::new(dir.path(), "t", "");
+        let (done, failed) = sink.deliver_counted(&[record("x")]);
+        assert!(failed.is_none());
+        assert_eq!(done.len(), 1);
+        assert!(!old.exists(), "a stale temporary is removed");
+        assert!(fresh.exists(), "a writer's live temporary is kept");
+        assert!(other.exists(), "only outbox temporaries are touched");
+        assert_eq!(sink.stale_removed(), 1);
+    }
+
+    #[test]
+    fn outbox_temporaries_are_told_from_other_names() {
+        assert!(is_outbox_tmp(
+            ".20260101T000000-lesson-0000abcd.json.17.tmp"
+        ));
+        assert!(!is_outbox_tmp(".keep.tmp"));
+        assert!(!is_outbox_tmp(".x.json.tmp"));
+        assert!(!is_outbox_tmp(".x.json.1a.tmp"));
+        assert!(!is_outbox_tmp("x.json.1.tmp"));
+    }
+
+    /// A write that fails part way through a batch still says what it wrote before
+    /// (backfill counts delivered and undelivered markers from it).
+    #[test]
+    fn a_failed_batch_says_how_far_it_got() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut sink = OutboxSink::new(dir.path(), "t", "");
+        let (done, failed) = sink.deliver_counted(&[record("a"), record("bb")]);
+        assert_eq!((done.len(), failed.is_none()), (2, true));
+        let (done, failed) = sink.deliver_counted(&[]);
+        assert_eq!((done.len(), failed.is_none()), (0, true));
+        let missing = OutboxSink::new("/dev/null/outbox", "t", "").deliver_counted(&[record("a")]);
+        assert_eq!((missing.0.len(), missing.1.is_some()), (0, true));
+    }
 
     /// A waiting file is found by its `-<kind>-<tag>.json` end whatever comes before
     /// it (another writer's prefix may hold `-` too), the first listed name for an end

@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
+use transcope_core::quote::{quote, quote_path};
 use transcope_jsonl::{read_regular, FinalLine, Framer, Line, LineSink, Oversized};
 
 /// The longest line (in bytes, a trailing `\r` included, the `\n` not) the scanner accepts
@@ -58,15 +59,20 @@ pub enum TranscriptError {
         id: String,
     },
     /// `hookinput.ErrNotASessionID`: the payload's session id holds a path separator.
-    #[error("transcope: the reported session id is not a session id: {id:?}")]
+    #[error(
+        "transcope: the reported session id is not a session id: {}",
+        quote(id)
+    )]
     NotASessionId {
         /// The refused id.
         id: String,
     },
     /// `ErrWrongSession`: a guessed record names other sessions and never this one.
     #[error(
-        "the transcript at that path belongs to another session: {} says it belongs to {found}, not {wanted}",
-        path.display()
+        "the transcript at that path belongs to another session: {} says it belongs to {}, not {}",
+        quote_path(path),
+        quote(found),
+        quote(wanted)
     )]
     WrongSession {
         /// The guessed record.
@@ -78,8 +84,8 @@ pub enum TranscriptError {
     },
     /// `ErrWrongTree`: a guessed record was written only in other trees.
     #[error(
-        "the transcript at that path was written in another tree: {} was written in {recorded}, which is not {cwd}",
-        path.display()
+        "the transcript at that path was written in another tree: {} was written in {}, which is not {}",
+        quote_path(path), quote(recorded), quote(cwd)
     )]
     WrongTree {
         /// The guessed record.
@@ -116,7 +122,7 @@ fn describe_agent_id(id: &str) -> String {
     if id.is_empty() {
         "it is empty".to_owned()
     } else {
-        format!("{id:?}")
+        quote(id).to_string()
     }
 }
 

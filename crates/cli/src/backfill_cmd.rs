@@ -18,8 +18,13 @@ pub struct BackfillArgs {
     /// $CODEX_HOME/sessions (else ~/.codex/sessions) and $GEMINI_CLI_HOME/.gemini/tmp
     /// (else ~/.gemini/tmp)].
     paths: Vec<PathBuf>,
-    /// Worker threads [default: one per core].
-    #[arg(long, default_value_t = 0)]
+    /// Worker threads, at most 256 [default: one per core].
+    #[arg(
+        long,
+        default_value_t = 0,
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new()
+            .range(0..=transcope_backfill::MAX_JOBS as u64)
+    )]
     jobs: usize,
     /// Print a JSON summary on stdout.
     #[arg(long)]
@@ -110,12 +115,13 @@ pub fn run_backfill(home: &Path, args: BackfillArgs) -> Result<u8> {
         // One write: stderr is unbuffered, and a formatted line is otherwise written
         // piece by piece (and could interleave with another writer's).
         let line = format!(
-            "transcope: {} files, {} bytes, {} transitions written, {} markers ({} unattributed), {} errors, {:.2} s, {:.1} MB/s\n",
+            "transcope: {} files, {} bytes, {} transitions written, {} markers ({} unattributed, {} undelivered), {} errors, {:.2} s, {:.1} MB/s\n",
             summary.files,
             summary.bytes,
             summary.transitions,
             summary.markers,
             summary.unattributed,
+            summary.markers_undelivered,
             summary.errors.len(),
             summary.seconds,
             summary.mb_per_s()

@@ -2,7 +2,6 @@
 //! the agent: every problem is one line on stderr and the exit status is 0 (unless
 //! `--strict`).
 
-use std::io::Read;
 use std::path::Path;
 use std::time::Duration;
 
@@ -17,11 +16,10 @@ use transcope_scopelog::{LockWait, ScopeLog};
 use transcope_stop::session_start::record_session;
 use transcope_stop::stop::{run_stop, StopInput};
 
+use crate::payload::{Oversize, Payload};
 use crate::transcript_cmd::{process_env, resolver_for};
 use crate::{exit, println_out};
 
-/// The most a hook reads from stdin.
-const MAX_PAYLOAD: u64 = 16 * 1024 * 1024;
 /// How long a hook waits for a scope log's lock before giving up (the next Stop
 /// catches up).
 pub const HOOK_LOCK_WAIT: Duration = Duration::from_secs(2);
@@ -44,23 +42,19 @@ pub struct HookArgs {
     json: bool,
 }
 
-/// Read the hook payload (bounded). An empty body is an empty payload; an invalid
-/// one is reported.
-pub fn read_payload() -> (HookInput, Option<String>) {
-    let mut buf = Vec::new();
-    if let Err(e) = std::io::stdin().take(MAX_PAYLOAD).read_to_end(&mut buf) {
-        return (
-            HookInput::default(),
-            Some(format!("reading the hook payload: {e}")),
-        );
+/// Read the hook payload in bounded memory ([`crate::payload`]). An empty body is an
+/// empty payload; an invalid one is reported; an oversized one keeps its identity
+/// fields and says what it left out.
+pub fn read_payload() -> Payload {
+    crate::payload::read(std::io::stdin().lock())
+}
+
+/// `summary` with the oversized payload's `payload` entry, when there was one.
+fn with_oversize(mut summary: Value, oversize: Option<&Oversize>) -> Value {
+    if let (Some(o), Value::Object(m)) = (oversize, &mut summary) {
+        m.insert("payload".into(), o.to_json());
     }
-    let err = match serde_json::from_slice::<Value>(&buf) {
-        Ok(Value::Object(_)) => None,
-        Ok(_) => Some("hook payload is not a JSON object".to_owned()),
-        Err(_) if buf.iter().all(u8::is_ascii_whitespace) => None,
-        Err(e) => Some(format!("hook payload is not JSON: {e}")),
-    };
-    (HookInput::parse(&buf), err)
+    summary
 }
 
 /// Whose transcript this hook is about: the caller's own record and scope-log key
@@ -124,16 +118,15 @@ pub fn run_hook(home: &Path, cmd: HookCommand) -> anyhow::Result<u8> {
     match &cmd {
         HookCommand::SessionStart(a) | HookCommand::Stop(a) => arm_deadline(a.strict),
     }
+    let read = read_payload();
     let (args, summary) = match cmd {
-        HookCommand::SessionStart(args) => {
-            let s = session_start(home);
-            (args, s)
+        HookCommand::SessionStart(args) | HookCommand::Stop(args) if read.error.is_some() => {
+            (args, error_summary(read.error.clone().unwrap_or_default()))
         }
-        HookCommand::Stop(args) => {
-            let s = stop(home, started);
-            (args, s)
-        }
+        HookCommand::SessionStart(args) => (args, session_start(home, &read.input)),
+        HookCommand::Stop(args) => (args, stop(home, &read.input, started)),
     };
+    let summary = with_oversize(summary, read.oversize.as_ref());
     let failed = summary.get("error").is_some_and(|e| !e.is_null());
     let line = serde_json::to_string(&summary)?;
     if args.json {
@@ -152,13 +145,9 @@ fn error_summary(msg: String) -> Value {
     json!({"error": msg})
 }
 
-fn session_start(home: &Path) -> Value {
-    let (payload, err) = read_payload();
-    if let Some(e) = err {
-        return error_summary(e);
-    }
+fn session_start(home: &Path, payload: &HookInput) -> Value {
     let env = process_env();
-    let w = who(&payload, &env);
+    let w = who(payload, &env);
     if let Some(r) = w.refused {
         return error_summary(format!("refused: {r}; nothing written"));
     }
@@ -172,7 +161,7 @@ fn session_start(home: &Path) -> Value {
             Some(Err(e)) => return error_summary(format!("project identity: {e}")),
             None => None,
         },
-        Err(e) => return error_summary(format!("{e:#}")),
+        Err(e) => return error_summary(crate::error_text(&e)),
     };
     let report = record_session(
         home,
@@ -192,17 +181,13 @@ fn session_start(home: &Path) -> Value {
 }
 
 /// The Stop hook; `started` is when the hook began (its deadline counts from there).
-fn stop(home: &Path, started: std::time::Instant) -> Value {
-    let (payload, err) = read_payload();
-    if let Some(e) = err {
-        return error_summary(e);
-    }
+fn stop(home: &Path, payload: &HookInput, started: std::time::Instant) -> Value {
     let env: Env = process_env();
     let mut brain = BrainConfig::from_env(home, &env);
     // The brain's POSTs together take at most a third of the deadline: a hung or
     // slow brain leaves the rest of the Stop (and its cursor) time to finish.
     brain.budget = brain.budget.min(hook_deadline() / 3);
-    let w = who(&payload, &env);
+    let w = who(payload, &env);
     if let Some(r) = w.refused {
         // A guessed record is checked or refused, never trusted: write nothing.
         return error_summary(format!("refused: {r}; nothing written"));
@@ -212,7 +197,7 @@ fn stop(home: &Path, started: std::time::Instant) -> Value {
     }
     let mut resolver = match resolver_for(home, &env) {
         Ok(r) => r,
-        Err(e) => return error_summary(format!("{e:#}")),
+        Err(e) => return error_summary(crate::error_text(&e)),
     };
     let last = (!payload.last_assistant_message.is_empty())
         .then_some(payload.last_assistant_message.as_str());
@@ -244,11 +229,11 @@ fn stop(home: &Path, started: std::time::Instant) -> Value {
 
 /// `transcope identity`: the caller's identity for a hook payload on stdin.
 pub fn run_identity() -> anyhow::Result<u8> {
-    let (payload, err) = read_payload();
-    if let Some(e) = err {
+    let read = read_payload();
+    if let Some(e) = &read.error {
         eprintln!("transcope: {e}");
     }
-    let c = caller(&payload, &process_env());
+    let c = caller(&read.input, &process_env());
     println_out(&mut std::io::stdout().lock(), &serde_json::to_string(&c)?)?;
     Ok(exit::OK)
 }

@@ -10,6 +10,7 @@
 mod backfill_cmd;
 mod compose;
 mod hook;
+mod payload;
 mod scope_cmd;
 mod transcript_cmd;
 
@@ -125,8 +126,64 @@ fn main() -> ExitCode {
             {
                 return ExitCode::from(exit::OK);
             }
-            eprintln!("transcope: {e:#}");
+            eprintln!("transcope: {}", error_text(&e));
             ExitCode::from(exit::RUNTIME)
         }
+    }
+}
+
+/// `e` and its causes, joined by `: `, each said once: a library error whose message
+/// already ends with its source's (`while appending to the scope log: <io error>`)
+/// is not followed by that source again.
+pub fn error_text(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let part = cause.to_string();
+        if text.ends_with(&part) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&part);
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An error whose message includes its source, as thiserror's `{source}` makes it.
+    #[derive(Debug)]
+    struct Says {
+        source: io::Error,
+    }
+
+    impl std::fmt::Display for Says {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "while appending: {}", self.source)
+        }
+    }
+
+    impl std::error::Error for Says {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.source)
+        }
+    }
+
+    /// `scope record` on a full disk printed the I/O error twice (issue 13, item 11).
+    #[test]
+    fn a_cause_already_in_its_message_is_said_once() {
+        let e = anyhow::Error::new(Says {
+            source: io::Error::other("File too large"),
+        })
+        .context("recording the transition");
+        assert_eq!(
+            error_text(&e),
+            "recording the transition: while appending: File too large"
+        );
+        let plain = anyhow::Error::new(io::Error::other("disk")).context("writing");
+        assert_eq!(error_text(&plain), "writing: disk");
     }
 }

@@ -157,7 +157,13 @@ pub fn run_scope(home: &Path, cmd: ScopeCommand) -> Result<u8> {
                     eprintln!("refused: {r}");
                     Ok(exit::REFUSED)
                 }
-                Err(e) => Err(e).context("recording the transition"),
+                Err(e) => {
+                    if matches!(e, RecordError::Io { .. }) {
+                        // A write refused before its first byte leaves no empty log.
+                        let _ = log.remove_if_empty();
+                    }
+                    Err(e).context("recording the transition")
+                }
             }
         }
         ScopeCommand::Log(args) => {

@@ -72,11 +72,25 @@ pub fn run_observe(home: &Path, args: ObserveArgs) -> Result<u8> {
         &mut Buffers::default(),
     )
     .with_context(|| format!("observing {}", args.transcript.display()))?;
-    if let Some(e) = &report.outcome.first_error {
+    let outcome = &report.outcome;
+    if outcome.io_errors > 0 {
+        // The log could not be written: a runtime error, with what was written before it.
+        eprintln!(
+            "transcope: {}; {} transition(s) recorded, {} write(s) failed",
+            outcome
+                .first_error
+                .as_deref()
+                .unwrap_or("writing the scope log failed"),
+            outcome.recorded,
+            outcome.io_errors
+        );
+        return Ok(exit::RUNTIME);
+    }
+    if let Some(e) = &outcome.first_error {
         eprintln!("transcope: {e}");
     }
     let mut out = std::io::stdout().lock();
-    println_out(&mut out, &report.outcome.recorded.to_string())?;
+    println_out(&mut out, &outcome.recorded.to_string())?;
     Ok(exit::OK)
 }
 

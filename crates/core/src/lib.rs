@@ -16,7 +16,8 @@
 //!   [`StageFactory`](stage::StageFactory) a composition lists to build one per file;
 //! * [`marker`] and [`env`]: the brain [`Marker`](marker::Marker) and the explicit
 //!   [`Env`](env::Env) that stages and sinks share;
-//! * [`session`]: the session-id grammar.
+//! * [`session`]: the session-id grammar;
+//! * [`quote`]: the one way an untrusted value goes into a message (escaped, bounded).
 //!
 //! Data flows one way: hook payload → caller → identity → adapter → stages → scope log and sinks.
 //! This crate sits at the bottom and depends on none of the others.
@@ -36,6 +37,7 @@ pub mod env;
 pub mod head;
 pub mod marker;
 pub mod py;
+pub mod quote;
 pub mod scope;
 pub mod session;
 pub mod stage;

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::Value;
+use transcope_core::quote::quote;
 
 use crate::{canonical_remote, ResolveError, UNKNOWN_PROJECT_ID};
 
@@ -67,12 +68,15 @@ impl AliasMap {
             .ok_or_else(|| invalid("aliases is not an object"))?;
         let mut aliases = BTreeMap::new();
         for (source, target) in entries {
-            let target = target
-                .as_str()
-                .ok_or_else(|| invalid(format!("the alias of {source} is not a string")))?;
+            let target = target.as_str().ok_or_else(|| {
+                invalid(format!("the alias of {} is not a string", quote(source)))
+            })?;
             for id in [source.as_str(), target] {
                 if id == UNKNOWN_PROJECT_ID || canonical_remote(&format!("https://{id}")) != id {
-                    return Err(invalid(format!("{id:?} is not a canonical project id")));
+                    return Err(invalid(format!(
+                        "{} is not a canonical project id",
+                        quote(id)
+                    )));
                 }
             }
             aliases.insert(source.clone(), target.to_owned());

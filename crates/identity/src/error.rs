@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use transcope_core::quote::quote;
+
 /// Why a folder's project could not be resolved, or a resolver could not be configured.
 ///
 /// The first three are the cases where the reference raises `ValueError` (scope-log.md §3.3,
@@ -10,10 +12,14 @@ use std::path::PathBuf;
 #[non_exhaustive]
 pub enum ResolveError {
     /// `AGENTIHOOKS_PROJECT_ID` applies (folder outside any git repository) but does not match
-    /// `local:[A-Za-z0-9][A-Za-z0-9._-]{0,127}`.
-    #[error("Invalid registered project ID: {id:?}")]
+    /// `local:[A-Za-z0-9][A-Za-z0-9._-]{0,127}`. The message names the variable and the
+    /// value's length, never the value: an environment value is not echoed on stderr.
+    #[error(
+        "Invalid registered project ID: AGENTIHOOKS_PROJECT_ID ({} bytes) does not match local:[A-Za-z0-9][A-Za-z0-9._-]{{0,127}}",
+        id.len()
+    )]
     InvalidProjectId {
-        /// The rejected value.
+        /// The rejected value (kept for callers; not part of the message).
         id: String,
     },
     /// The alias map document breaks the strict schema.
@@ -23,7 +29,7 @@ pub enum ResolveError {
         reason: String,
     },
     /// Following the alias map from `project_id` comes back to it.
-    #[error("Invalid project alias map: cycle through {project_id}")]
+    #[error("Invalid project alias map: cycle through {}", quote(project_id))]
     AliasCycle {
         /// A project id on the cycle.
         project_id: String,

@@ -189,6 +189,31 @@ impl ScopeLog {
         record::record(self, scope, at, grant)
     }
 
+    /// Remove the log when it is an empty regular file — what an append refused before
+    /// its first byte (a full disk) leaves behind — under its lock, waited for as
+    /// `record` waits. `Ok(true)` when removed; a log holding any byte, a missing log,
+    /// a symbolic link, or a lock that cannot be had is left alone.
+    ///
+    /// # Errors
+    /// The removal's, or reading the log's metadata (other than "not found").
+    pub fn remove_if_empty(&self) -> io::Result<bool> {
+        let Some(path) = &self.path else {
+            return Ok(false);
+        };
+        let Ok(sidecar) = lockfile::open_sidecar(path) else {
+            return Ok(false);
+        };
+        let Ok(_held) = lockfile::lock(sidecar, self.lock_wait) else {
+            return Ok(false);
+        };
+        match std::fs::symlink_metadata(path) {
+            Ok(m) if m.is_file() && m.len() == 0 => std::fs::remove_file(path).map(|()| true),
+            Ok(_) => Ok(false),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
     /// The scope in force at `at` (§4.1), or `None`.
     pub fn scope_at(&self, at: &str) -> Option<Scope> {
         scope_at_rows(&self.transitions(), at)

@@ -61,7 +61,7 @@ use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rayon::prelude::*;
-use transcope_brain::{OutboxSink, Sink, Writer};
+use transcope_brain::{OutboxSink, Writer};
 use transcope_change_detect::{Env, NoProjects, ProjectResolver};
 use transcope_core::Stage;
 use transcope_engine::{Buffers, Pipeline};
@@ -112,6 +112,11 @@ pub enum MarkersOut {
     Outbox(PathBuf),
 }
 
+/// The most worker threads a backfill starts: past a few per core they only cost
+/// memory (each has its own stack and read buffer), and thousands of them exhaust the
+/// process's threads or address space. [`Options::jobs`] above it is lowered to it.
+pub const MAX_JOBS: usize = 256;
+
 /// How a backfill runs.
 pub struct Options {
     /// The agentihooks home.
@@ -119,7 +124,7 @@ pub struct Options {
     /// The engine: the adapters, and the cursor store under the home that a Stop and
     /// `observe` share (each file's bytes observed once, whatever read them first).
     pub pipeline: Pipeline,
-    /// Worker threads (0: rayon's default).
+    /// Worker threads (0: rayon's default, one per core), at most [`MAX_JOBS`].
     pub jobs: usize,
     /// Markers.
     pub markers: MarkersOut,
@@ -160,11 +165,15 @@ pub struct Summary {
     pub skipped_lines: u64,
     /// Transitions written.
     pub transitions: u64,
-    /// Markers found.
+    /// Markers delivered (written to the outbox or the markers file).
     pub markers: u64,
-    /// Markers labelled unknown or refused.
+    /// Markers found but not delivered (the write failed; the file's cursor is not
+    /// saved, so the next run finds them again).
+    pub markers_undelivered: u64,
+    /// Markers labelled unknown or refused (of those found).
     pub unattributed: u64,
-    /// Files that failed, with the reason.
+    /// Every problem, with its file: a file may have several (its transitions and its
+    /// markers can fail apart).
     pub errors: Vec<Problem>,
     /// Wall time.
     pub seconds: f64,
@@ -189,6 +198,7 @@ impl Summary {
             "skipped_lines": self.skipped_lines,
             "transitions_written": self.transitions,
             "markers": self.markers,
+            "markers_undelivered": self.markers_undelivered,
             "unattributed": self.unattributed,
             "errors": self.errors.len(),
             "seconds": (self.seconds * 1000.0).round() / 1000.0,
@@ -236,8 +246,10 @@ struct FileOutcome {
     skipped: u64,
     transitions: u64,
     markers: u64,
+    markers_undelivered: u64,
     unattributed: u64,
-    error: Option<String>,
+    /// Every problem of this file, in the order met.
+    errors: Vec<String>,
 }
 
 /// Process `jobs`; `progress(files_done, bytes_done)` is called after each file.
@@ -259,10 +271,26 @@ where
 {
     let start = std::time::Instant::now();
     let summary = Mutex::new(Summary::default());
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(opts.jobs)
+    // A pool that cannot be built (threads or memory refused by a limit) is the run's
+    // error, not a panic.
+    let pool = match rayon::ThreadPoolBuilder::new()
+        .num_threads(opts.jobs.min(MAX_JOBS))
         .build()
-        .expect("a thread pool");
+    {
+        Ok(pool) => pool,
+        Err(e) => {
+            let mut summary = Summary::default();
+            summary.errors.push(Problem {
+                path: opts.home.clone(),
+                reason: format!(
+                    "cannot start {} worker threads: {e}",
+                    opts.jobs.min(MAX_JOBS)
+                ),
+            });
+            summary.seconds = start.elapsed().as_secs_f64();
+            return summary;
+        }
+    };
     let destination = match &opts.markers {
         MarkersOut::Ndjson(p) => match p
             .parent()
@@ -315,7 +343,7 @@ where
                 lock(&summary).add(
                     &job.path,
                     FileOutcome {
-                        error: Some(reason),
+                        errors: vec![reason],
                         ..FileOutcome::default()
                     },
                 );
@@ -410,14 +438,15 @@ impl Summary {
             skipped_lines: o.skipped,
             transitions: o.transitions,
             markers: o.markers,
+            markers_undelivered: o.markers_undelivered,
             unattributed: o.unattributed,
             errors: o
-                .error
+                .errors
+                .into_iter()
                 .map(|reason| Problem {
                     path: path.to_path_buf(),
                     reason,
                 })
-                .into_iter()
                 .collect(),
             seconds: 0.0,
         });
@@ -431,6 +460,7 @@ impl Summary {
         self.skipped_lines += other.skipped_lines;
         self.transitions += other.transitions;
         self.markers += other.markers;
+        self.markers_undelivered += other.markers_undelivered;
         self.unattributed += other.unattributed;
         self.errors.extend(other.errors);
     }
@@ -480,12 +510,17 @@ fn process_file(
             o.skipped = r.scan.skipped_total() + r.scan.oversized;
             o.transitions = r.outcome.recorded;
             if r.outcome.io_errors > 0 {
-                o.error = r.outcome.first_error.clone();
+                o.errors.push(
+                    r.outcome
+                        .first_error
+                        .clone()
+                        .unwrap_or_else(|| "writing the scope log failed".to_owned()),
+                );
             }
             pending
         }
         Err(e) => {
-            o.error = Some(e.to_string());
+            o.errors.push(e.to_string());
             return o;
         }
     };
@@ -493,8 +528,7 @@ fn process_file(
     let save = |o: &mut FileOutcome| {
         if let Some(p) = pending {
             if let Err(e) = p.save() {
-                o.error
-                    .get_or_insert_with(|| format!("saving the cursor: {e}"));
+                o.errors.push(format!("saving the cursor: {e}"));
             }
         }
     };
@@ -517,9 +551,9 @@ fn process_file(
         source: "agent",
     };
     let (records, unattributed) = writer.attribute(&markers, &rows, &mut w.resolver);
-    o.markers = records.len() as u64;
     o.unattributed = unattributed;
-    match destination {
+    let found = records.len() as u64;
+    let delivered = match destination {
         Out::Ndjson(f) => {
             let mut text = String::new();
             for r in &records {
@@ -527,19 +561,27 @@ fn process_file(
                 text.push('\n');
             }
             let mut f = lock(f);
-            if let Err(e) = f.write_all(text.as_bytes()) {
-                o.error = Some(format!("writing markers: {e}"));
+            match f.write_all(text.as_bytes()) {
+                Ok(()) => found,
+                Err(e) => {
+                    // The file's markers are one write: count none as delivered.
+                    o.errors.push(format!("writing markers: {e}"));
+                    0
+                }
             }
         }
         Out::Outbox(sink) => {
-            let mut sink = lock(sink);
-            if let Err(e) = sink.deliver_all(&records) {
-                o.error = Some(e.to_string());
+            let (written, failed) = lock(sink).deliver_counted(&records);
+            if let Some(e) = failed {
+                o.errors.push(e.to_string());
             }
+            written.len() as u64
         }
-        Out::Skip => {}
-    }
-    if o.error.is_none() {
+        Out::Skip => found,
+    };
+    o.markers = delivered;
+    o.markers_undelivered = found - delivered;
+    if o.errors.is_empty() {
         save(&mut o);
     }
     o

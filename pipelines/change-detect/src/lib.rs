@@ -223,11 +223,32 @@ impl<'a, R: ProjectResolver> ChangeDetect<'a, R> {
         self.load();
         self.out.seen = self.seen.clone();
         if let Some(txn) = self.txn.take() {
+            let ours: std::collections::HashSet<String> = txn
+                .written()
+                .iter()
+                .map(|w| w.transition_id.clone())
+                .collect();
             if let Err(err) = txn.commit() {
-                // Nothing of this run was written; the next run starts from the same log.
+                // A full disk can take a prefix of the batch: count the rows of this run
+                // that reached the log whole (readers skip a torn one), not zero. The
+                // next run reads the same bytes again and adds only what is missing.
                 self.out.io_errors += 1;
-                self.out.recorded = 0;
+                self.out.recorded = if ours.is_empty() {
+                    0
+                } else {
+                    self.log
+                        .transitions()
+                        .iter()
+                        .filter(|r| {
+                            r.get("transition_id")
+                                .and_then(Value::as_str)
+                                .is_some_and(|id| ours.contains(id))
+                        })
+                        .count() as u64
+                };
                 self.out.first_error.get_or_insert_with(|| err.to_string());
+                // Refused before its first byte: no empty log left behind.
+                let _ = self.log.remove_if_empty();
             }
         }
     }

@@ -61,7 +61,13 @@ pub fn record_session(
             Ok(Some(_)) => report.recorded = true,
             Ok(None) => {}
             Err(RecordError::Refused(r)) => report.errors.push(format!("launch scope: {r}")),
-            Err(e) => report.errors.push(format!("launch scope: {e}")),
+            Err(e) => {
+                report.errors.push(format!("launch scope: {e}"));
+                if matches!(e, RecordError::Io { .. }) {
+                    // A write refused before its first byte leaves no empty log.
+                    let _ = log.remove_if_empty();
+                }
+            }
         }
     }
     if let Some(id) = identity {

@@ -455,6 +455,17 @@ pub fn wait4(pid: libc::pid_t) -> (ExitStatus, libc::rusage) {
 /// Make the child's writes fail past `bytes` (a full disk): `RLIMIT_FSIZE`, with
 /// `SIGXFSZ` ignored so `write` returns `EFBIG` instead of killing the process.
 pub fn limit_file_size(c: &mut Command, bytes: u64) {
+    set_limit(c, libc::RLIMIT_FSIZE, bytes);
+}
+
+/// Run the child with at most `bytes` of address space (`RLIMIT_AS`).
+pub fn limit_memory(c: &mut Command, bytes: u64) {
+    set_limit(c, libc::RLIMIT_AS, bytes);
+}
+
+/// Set the child's `resource` limit to `bytes` (soft and hard); for `RLIMIT_FSIZE`,
+/// ignore `SIGXFSZ` too.
+fn set_limit(c: &mut Command, resource: libc::__rlimit_resource_t, bytes: u64) {
     // SAFETY: only async-signal-safe calls between fork and exec.
     unsafe {
         c.pre_exec(move || {
@@ -462,10 +473,12 @@ pub fn limit_file_size(c: &mut Command, bytes: u64) {
                 rlim_cur: bytes as libc::rlim_t,
                 rlim_max: bytes as libc::rlim_t,
             };
-            if libc::setrlimit(libc::RLIMIT_FSIZE, &lim) != 0 {
+            if libc::setrlimit(resource, &lim) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
-            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            if resource == libc::RLIMIT_FSIZE {
+                libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            }
             Ok(())
         });
     }
