@@ -22,6 +22,9 @@ use std::collections::{HashMap, HashSet};
 use memchr::memmem;
 use serde_json::{Map, Value};
 
+#[cfg(test)]
+mod tests;
+
 /// One block as matched (before type filtering and trimming).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Block<'t> {
@@ -321,13 +324,21 @@ fn scan(text: &str, complete: bool) -> (Vec<Block<'_>>, Option<usize>, usize) {
 /// The attributes of a block: `(\w+)=(?:"([^"]*)"|([^\s>]+))` found left to right in
 /// the attribute text; the last of a repeated name wins; `a=""` is `null`.
 pub fn attributes(text: &str) -> Map<String, Value> {
+    attributes_counted(text).0
+}
+
+/// [`attributes`], with the number of `\w+=` tried as a match's start: at most one per
+/// `=` in the text.
+fn attributes_counted(text: &str) -> (Map<String, Value>, usize) {
     let mut map = Map::new();
+    let mut tried = 0;
     let mut pos = 0;
     while pos < text.len() {
         // Find the next position where `\w+=` matches (finditer semantics).
         let Some((name, v)) = next_name(text, pos) else {
             break;
         };
+        tried += 1;
         let (value, end) = if text[v..].starts_with('"')
             && memchr::memchr(b'"', &text.as_bytes()[v + 1..]).is_some()
         {
@@ -342,8 +353,9 @@ pub fn attributes(text: &str) -> Map<String, Value> {
         } else {
             let e = skip_while(text, v, |c| !is_py_space(c) && c != '>');
             if e == v {
-                // `name=` with no value: no match here; retry one character later.
-                pos = name + text[name..].chars().next().map_or(1, char::len_utf8);
+                // `name=` with no value: no match here, nor from any later start in
+                // `name` (`\w+` runs to the same `=`) or at the `=`: go on after it.
+                pos = v;
                 continue;
             }
             (Value::String(text[v..e].to_owned()), e)
@@ -352,7 +364,7 @@ pub fn attributes(text: &str) -> Map<String, Value> {
         map.insert(text[name..v - 1].to_owned(), value);
         pos = end;
     }
-    map
+    (map, tried)
 }
 
 /// The next `\w+=` at or after `pos`: (name start, value start).
