@@ -74,8 +74,16 @@ pub fn is_py_word(c: char) -> bool {
     c == '_' || c.is_alphanumeric()
 }
 
+/// The end of the run of chars from `p` (a char boundary) that `f` accepts.
 fn skip_while(t: &str, mut p: usize, f: impl Fn(char) -> bool) -> usize {
-    while let Some(c) = t[p..].chars().next() {
+    let b = t.as_bytes();
+    while let Some(&x) = b.get(p) {
+        // ASCII (most of any text) without decoding; a longer char decoded.
+        let c = if x.is_ascii() {
+            char::from(x)
+        } else {
+            t[p..].chars().next().unwrap_or(char::REPLACEMENT_CHARACTER)
+        };
         if !f(c) {
             break;
         }
