@@ -130,6 +130,17 @@ def markers():
         "<!-- @lesson a=\"x -->y\" -->z<!-- @/lesson -->",
         "<!-- @lesson -->   <!-- @/lesson -->",
     }
+    # Issue 13, cut to fit -max_len: distinct TYPEs whose attribute lists run through
+    # each other, closed after (item 1) and before all their openings; a value-less
+    # `name=` after a long word (item 2).
+    n = 150
+    opens = "".join(f"<!--@t{i} x=" for i in range(n))
+    closes = "".join(f"<!--@/t{i}-->" for i in range(n))
+    texts |= {
+        opens + " " + closes,
+        closes + opens + "1 -->c",
+        '<!-- @lesson a="x b=y"' + "w" * 4000 + "= c=d -->c<!-- @/lesson -->",
+    }
     for t in sorted(texts):
         write("markers", t)
 

@@ -137,6 +137,13 @@ fn piece() -> impl Strategy<Value = String> {
         Just("<!-- @/Decision -->".to_owned()),
         Just("<!-- @milestone a=b-->".to_owned()),
         Just("<!-- @/milestone-->".to_owned()),
+        // Distinct TYPEs whose attribute lists run through each other (issue 13).
+        Just("<!--@t1 x=".to_owned()),
+        Just("<!--@t10 x=".to_owned()),
+        Just("<!--@/t1-->".to_owned()),
+        Just("<!--@/t10 -->".to_owned()),
+        Just(" a=".to_owned()),
+        Just("<!-- @lesson a=\"x b=y\"ww".to_owned()),
         Just("<!--".to_owned()),
         Just("-->".to_owned()),
         Just(" ".to_owned()),
@@ -227,7 +234,7 @@ proptest! {
 #[test]
 fn hostile_inputs_take_linear_work() {
     type Maker = fn(usize) -> String;
-    let hostile: [(&str, Maker); 6] = [
+    let hostile: [(&str, Maker); 9] = [
         // Many attributes that end in failure: exponential for a naive backtracker.
         ("failing attribute list", |n| {
             format!(
@@ -251,6 +258,27 @@ fn hostile_inputs_take_linear_work() {
         }),
         ("unclosed quotes", |n| {
             format!("{}<!-- @/lesson -->", "<!-- @lesson a=\"".repeat(n))
+        }),
+        // Issue 13: distinct TYPEs, each walk running through all later openings, the
+        // closing tags after them all (quadratic while failures were kept per TYPE).
+        ("many types closed later", |n| {
+            let opens: String = (0..n).map(|i| format!("<!--@t{i} x=")).collect();
+            let closes: String = (0..n).map(|i| format!("<!--@/t{i}-->")).collect();
+            format!("{opens} {closes}")
+        }),
+        // The same, each walk reaching a `-->` that only a later closing tag would take.
+        ("many types closed before", |n| {
+            let closes: String = (0..n).map(|i| format!("<!--@/t{i}-->")).collect();
+            let opens: String = (0..n).map(|i| format!("<!--@t{i} x=")).collect();
+            format!("{closes}{opens}1 -->c")
+        }),
+        // Issue 13: a value-less `name=` after a long value (the grammar's side of it;
+        // the attribute scanner's is `parse::tests::issue13_attribute_rescan`).
+        ("valueless name after a long value", |n| {
+            format!(
+                "<!-- @lesson a=\"x b=y\"{}= c=d -->c<!-- @/lesson -->",
+                "w".repeat(n)
+            )
         }),
     ];
     for (name, make) in hostile {
