@@ -107,17 +107,16 @@ pub struct ChangeDetect<'a, R: ProjectResolver> {
 /// The name of this stage's checkpoint in a cursor.
 pub const STAGE_NAME: &str = "change-detect";
 
-fn last_id(rows: &[transcope_scopelog::Row]) -> Option<&str> {
-    rows.last()
-        .and_then(|r| r.get("transition_id"))
+fn last_id(last: Option<&transcope_scopelog::Row>) -> Option<&str> {
+    last.and_then(|r| r.get("transition_id"))
         .and_then(Value::as_str)
 }
 
 impl<'a, R: ProjectResolver> ChangeDetect<'a, R> {
     /// Start a run over `log`: `after` and `seen` are read from it when the run first
     /// needs them (a pipeline that finds nothing new never reads the log). Accepted
-    /// transitions are held in a [`Transaction`] and written in one piece by
-    /// [`ChangeDetect::finish`].
+    /// transitions go through one [`Transaction`] (one lock, whole rows appended in
+    /// order), finished by [`ChangeDetect::finish`].
     pub fn begin(log: &'a ScopeLog, env: &'a Env, resolver: R) -> Self {
         ChangeDetect {
             log,
@@ -138,7 +137,7 @@ impl<'a, R: ProjectResolver> ChangeDetect<'a, R> {
             return;
         }
         let txn = self.log.transaction();
-        if let Some(last) = txn.rows().last() {
+        if let Some(last) = txn.last_row() {
             self.after_raw = last.get("at").and_then(Value::as_str).map(str::to_owned);
             self.after = self.after_raw.as_deref().and_then(timestamp::parse);
             self.seen = Some(Seen {
@@ -208,7 +207,7 @@ impl<'a, R: ProjectResolver> ChangeDetect<'a, R> {
         }
     }
 
-    /// End the run: append the accepted transitions in one write.
+    /// End the run: append the accepted transitions still waiting and release the lock.
     pub fn finish(mut self) -> Outcome {
         self.commit();
         self.out
@@ -222,11 +221,12 @@ impl<'a, R: ProjectResolver> ChangeDetect<'a, R> {
     fn commit(&mut self) {
         self.load();
         self.out.seen = self.seen.clone();
-        if let Some(txn) = self.txn.take() {
-            if let Err(err) = txn.commit() {
-                // Nothing of this run was written; the next run starts from the same log.
+        if let Some(mut txn) = self.txn.take() {
+            if let Err(err) = txn.flush() {
+                // Only the rows whose writes completed are in the log (a torn line may
+                // follow them); the next run takes the log as it stands.
                 self.out.io_errors += 1;
-                self.out.recorded = 0;
+                self.out.recorded = txn.durable();
                 self.out.first_error.get_or_insert_with(|| err.to_string());
             }
         }
@@ -250,7 +250,7 @@ impl<R: ProjectResolver + Send> transcope_core::Stage for ChangeDetect<'_, R> {
         }
         self.txn
             .as_ref()
-            .and_then(|t| t.written().last())
+            .and_then(|t| t.last_written())
             .map_or(Value::Null, |w| Value::String(w.transition_id.clone()))
     }
 
@@ -263,11 +263,7 @@ impl<R: ProjectResolver + Send> transcope_core::Stage for ChangeDetect<'_, R> {
             return false;
         };
         self.load();
-        self.txn.as_ref().is_some_and(|t| {
-            t.rows()
-                .iter()
-                .any(|r| r.get("transition_id").and_then(Value::as_str) == Some(id))
-        })
+        self.txn.as_ref().is_some_and(|t| t.contains_transition(id))
     }
 
     fn finish(&mut self, _: &transcope_core::FileContext<'_>) {
@@ -279,11 +275,11 @@ impl<R: ProjectResolver + Send> transcope_core::Stage for ChangeDetect<'_, R> {
     }
 
     fn checkpoint(&self) -> Value {
-        let rows = self.txn.as_ref().map_or(&[][..], |t| t.rows());
+        let last = self.txn.as_ref().and_then(|t| t.last_row());
         serde_json::json!({
             "seen": self.seen.as_ref().map(|s| [s.cwd.clone(), s.branch.clone()]),
             "after": self.after_raw,
-            "log_last": last_id(rows),
+            "log_last": last_id(last),
         })
     }
 
@@ -295,10 +291,10 @@ impl<R: ProjectResolver + Send> transcope_core::Stage for ChangeDetect<'_, R> {
             return false;
         };
         self.load();
-        let rows = self.txn.as_ref().map_or(&[][..], |t| t.rows());
+        let last = self.txn.as_ref().and_then(|t| t.last_row());
         // A log that has moved on since (session start recorded a launch scope, another
         // writer) is the truth: keep the state read from it.
-        if o.get("log_last").and_then(Value::as_str) != last_id(rows) {
+        if o.get("log_last").and_then(Value::as_str) != last_id(last) {
             return true;
         }
         self.seen = match o.get("seen") {

@@ -384,6 +384,9 @@ pub struct Measured {
     /// Peak resident set size of the child, in KiB (`ru_maxrss` from `wait4`).
     pub max_rss_kib: u64,
     pub elapsed: Duration,
+    /// CPU time the child used, user and system (from `wait4`): steadier than the
+    /// wall time on a busy machine.
+    pub cpu: Duration,
 }
 
 /// Spawn `c` (stdin from `stdin`), let `feed` write to its stdin on another thread,
@@ -432,7 +435,12 @@ pub fn run_measured(
         stderr: e.join().unwrap(),
         max_rss_kib: ru.ru_maxrss as u64,
         elapsed,
+        cpu: timeval(ru.ru_utime) + timeval(ru.ru_stime),
     }
+}
+
+fn timeval(t: libc::timeval) -> Duration {
+    Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
 }
 
 /// `wait4(pid)`: the exit status and the child's own resource usage.
