@@ -111,16 +111,7 @@ fn scope_record_killed_at_random_points() {
             torn += 1;
             continue;
         }
-        let c = sb.cmd(&[
-            "scope",
-            "record",
-            "--session",
-            session,
-            "--at",
-            &iso(i * 10, "+00:00"),
-            "--cwd",
-            &format!("/w/{i}"),
-        ]);
+        let c = sb.record_cmd(session, &iso(i * 10, "+00:00"), &format!("/w/{i}"));
         match kill_after(c, b"", Duration::from_micros(rng.below(5000))) {
             None => killed += 1,
             Some(st) => {

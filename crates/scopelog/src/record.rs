@@ -94,10 +94,10 @@ pub struct Transaction<'l> {
     last: Option<Row>,
     /// The file's bytes are non-empty and do not end with `\n` (fresh-line rule).
     torn_tail: bool,
-    /// The lock, once asked for (`Some(None)`: no lock could be had; best effort).
-    locked: Option<Option<Locked>>,
+    /// The lock, held from the first record attempt until commit.
+    locked: Option<Locked>,
     /// Why later records fail at once: the lock wait ran out (a hook's whole batch is
-    /// bounded by one wait), or a write failed.
+    /// bounded by one wait), the lock cannot be taken, or a write failed.
     stuck: Option<Stuck>,
     read: bool,
     /// Accepted rows not yet appended, and how many.
@@ -116,6 +116,7 @@ const APPENDING: &str = "appending to the scope log";
 #[derive(Debug)]
 enum Stuck {
     TimedOut(Duration),
+    Unusable(io::ErrorKind, String),
     Io(&'static str, io::ErrorKind, String),
     /// Appending failed: rows of the batch were lost, so commit fails too.
     Write(io::ErrorKind, String),
@@ -125,6 +126,7 @@ impl Stuck {
     fn of(e: &RecordError) -> Option<Stuck> {
         match e {
             RecordError::LockTimeout(d) => Some(Stuck::TimedOut(*d)),
+            RecordError::LockUnusable(e) => Some(Stuck::Unusable(e.kind(), e.to_string())),
             RecordError::Io { context, source } => {
                 Some(Stuck::Io(context, source.kind(), source.to_string()))
             }
@@ -135,6 +137,9 @@ impl Stuck {
     fn error(&self) -> RecordError {
         match self {
             Stuck::TimedOut(d) => RecordError::LockTimeout(*d),
+            Stuck::Unusable(kind, msg) => {
+                RecordError::LockUnusable(io::Error::new(*kind, msg.clone()))
+            }
             Stuck::Io(context, kind, msg) => RecordError::Io {
                 context,
                 source: io::Error::new(*kind, msg.clone()),
@@ -261,10 +266,10 @@ impl Transaction<'_> {
     /// `record_scope` within the batch (scope-log.md §2.1).
     ///
     /// # Errors
-    /// A refusal (the rules); the lock's wait running out ([`RecordError::LockTimeout`]),
-    /// after which every later record of the batch fails the same way at once and
-    /// nothing is written; a failed write of waiting rows ([`RecordError::Io`]),
-    /// likewise final.
+    /// A refusal (the rules); the lock's wait running out ([`RecordError::LockTimeout`])
+    /// or the lock being unusable ([`RecordError::LockUnusable`]), after which every
+    /// later record of the batch fails the same way at once and nothing is written; a
+    /// failed write of waiting rows ([`RecordError::Io`]), likewise final.
     pub fn record(
         &mut self,
         scope: &Scope,
@@ -414,10 +419,8 @@ impl Transaction<'_> {
 
 /// Steps 5 and 6: the directory, then the exclusive lock on `<log>.lock`. The
 /// directory is made (or found unmakeable, the clear error) only when the lock file
-/// cannot be opened, which saves a mkdir and a stat per batch. Best effort, as in the
-/// reference: a sidecar that cannot be opened or locked means no lock; only a bounded
-/// wait running out is an error.
-fn lock_log(path: &Path, wait: LockWait) -> Result<Option<Locked>, RecordError> {
+/// cannot be opened, which saves a mkdir and a stat per batch.
+fn lock_log(path: &Path, wait: LockWait) -> Result<Locked, RecordError> {
     let sidecar = match open_sidecar(path) {
         Err(_) => {
             if let Some(dir) = path.parent() {
@@ -434,14 +437,12 @@ fn lock_log(path: &Path, wait: LockWait) -> Result<Option<Locked>, RecordError> 
         }
         opened => opened,
     };
-    let Ok(file) = sidecar else {
-        return Ok(None);
-    };
-    match lockfile::lock(file, wait) {
-        Ok(l) => Ok(Some(l)),
-        Err(NotLocked::TimedOut(limit)) => Err(RecordError::LockTimeout(limit)),
-        Err(NotLocked::Unavailable) => Ok(None),
-    }
+    // Without the lock nothing is written: concurrent writers would interleave.
+    let file = sidecar.map_err(RecordError::LockUnusable)?;
+    lockfile::lock(file, wait).map_err(|e| match e {
+        NotLocked::TimedOut(limit) => RecordError::LockTimeout(limit),
+        NotLocked::Unavailable(e) => RecordError::LockUnusable(e),
+    })
 }
 
 fn str_field<'a>(row: &'a Row, key: &str) -> Option<&'a str> {

@@ -83,6 +83,9 @@ pub struct Outcome {
     pub resolve_errors: u64,
     /// The first error message, for a hook's stderr line (never names a project).
     pub first_error: Option<String>,
+    /// The log's lock could not be taken at all (its `.lock` sidecar is unusable):
+    /// nothing was recorded, and nothing read through the log should be handed on.
+    pub lock_unusable: bool,
     /// The (folder, branch) pair in force at the end.
     pub seen: Option<Seen>,
 }
@@ -201,6 +204,7 @@ impl<'a, R: ProjectResolver> ChangeDetect<'a, R> {
             Ok(None) => {}
             Err(RecordError::Refused(_)) => self.out.refused += 1,
             Err(err) => {
+                self.out.lock_unusable |= matches!(err, RecordError::LockUnusable(_));
                 self.out.io_errors += 1;
                 self.out.first_error.get_or_insert_with(|| err.to_string());
             }

@@ -122,6 +122,20 @@ impl Sandbox {
         cmd_in(&self.home, &self.user, args)
     }
 
+    /// `transcope scope record --session S --at AT --cwd CWD`.
+    pub fn record_cmd(&self, session: &str, at: &str, cwd: &str) -> Command {
+        self.cmd(&[
+            "scope",
+            "record",
+            "--session",
+            session,
+            "--at",
+            at,
+            "--cwd",
+            cwd,
+        ])
+    }
+
     /// The scope log of `session`.
     pub fn log(&self, session: &str) -> PathBuf {
         log_path(&self.home, session)
