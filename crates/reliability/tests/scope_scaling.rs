@@ -55,21 +55,9 @@ fn grows_linearly(what: &str, small: Duration, large: Duration) {
 
 #[test]
 fn a_batch_of_alternating_folders_costs_linear_time_and_writes_pythons_rows() {
-    let transcript = |n: u64| -> Vec<u8> {
-        let mut t = String::new();
-        for i in 0..n {
-            t.push_str(&claude_line(
-                i,
-                if i % 2 == 0 { "/w/a" } else { "/w/b" },
-                "main",
-            ));
-            t.push('\n');
-        }
-        t.into_bytes()
-    };
     let mut cpu = Vec::new();
     for n in [5_000u64, 20_000] {
-        let input = transcript(n);
+        let input = alternating(n).into_bytes();
         let (sb, m) = stop_measured("batch", &input);
         let log = std::fs::read(sb.log("batch")).unwrap();
         let rows = check_log(&log);

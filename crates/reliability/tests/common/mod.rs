@@ -220,6 +220,21 @@ pub fn claude_line(secs: u64, cwd: &str, branch: &str) -> String {
     .to_string()
 }
 
+/// Claude `user` lines alternating between two folders, one a second: every line a
+/// transition (issue 13's input for a large batch).
+pub fn alternating(n: u64) -> String {
+    let mut t = String::new();
+    for i in 0..n {
+        t.push_str(&claude_line(
+            i,
+            if i % 2 == 0 { "/w/a" } else { "/w/b" },
+            "main",
+        ));
+        t.push('\n');
+    }
+    t
+}
+
 /// A Claude Code assistant record holding a brain marker.
 pub fn claude_marker_line(secs: u64, cwd: &str, lesson: &str) -> String {
     serde_json::json!({
@@ -488,6 +503,32 @@ pub fn limit_file_size(c: &mut Command, bytes: u64) {
                 return Err(std::io::Error::last_os_error());
             }
             libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+}
+
+/// Kill the child (`SIGXFSZ`, no core file) at its first write past `bytes` of any file,
+/// after the part of that write that fits: a kill at an exact byte of a write, as a
+/// `SIGKILL` landing in the middle of one leaves.
+pub fn kill_at_file_size(c: &mut Command, bytes: u64) {
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        c.pre_exec(move || {
+            let no_core = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            let lim = libc::rlimit {
+                rlim_cur: bytes as libc::rlim_t,
+                rlim_max: bytes as libc::rlim_t,
+            };
+            if libc::setrlimit(libc::RLIMIT_CORE, &no_core) != 0
+                || libc::setrlimit(libc::RLIMIT_FSIZE, &lim) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            libc::signal(libc::SIGXFSZ, libc::SIG_DFL);
             Ok(())
         });
     }
