@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::io;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Component, Components, Path, PathBuf};
 
 /// Python `Path(p).expanduser()` for `~` and `~/…`, using `home` for `~`.
 ///
@@ -66,13 +66,14 @@ pub(crate) fn real_or_same(path: &Path) -> PathBuf {
     std::fs::canonicalize(path).unwrap_or_else(|_| resolve(path))
 }
 
-/// A resolved absolute path, as a stack of components over one buffer.
+/// A resolved absolute path, as a stack of components over one buffer (a pop cuts at
+/// the last `/`: each byte is pushed and popped at most once).
 #[derive(Clone, Debug)]
 struct Resolved {
     /// `/a/b/c`: each component with the `/` before it; empty for the root.
     bytes: Vec<u8>,
-    /// Where each component starts in `bytes` (a pop truncates there).
-    starts: Vec<usize>,
+    /// How many components.
+    depth: usize,
     /// The depth (1 for the first component) of a component known to have nothing
     /// below it that `lstat` could find: missing, not a folder, or `PATH_MAX` long.
     dead: Option<usize>,
@@ -82,27 +83,24 @@ impl Resolved {
     fn root() -> Resolved {
         Resolved {
             bytes: Vec::new(),
-            starts: Vec::new(),
+            depth: 0,
             dead: None,
         }
     }
 
-    fn depth(&self) -> usize {
-        self.starts.len()
-    }
-
     fn push(&mut self, name: &[u8]) {
-        self.starts.push(self.bytes.len());
         self.bytes.push(b'/');
         self.bytes.extend_from_slice(name);
+        self.depth += 1;
     }
 
     /// `..`: the parent (the root's parent is the root).
     fn pop(&mut self) {
-        if let Some(start) = self.starts.pop() {
-            self.bytes.truncate(start);
+        if let Some(slash) = memchr::memrchr(b'/', &self.bytes) {
+            self.bytes.truncate(slash);
+            self.depth -= 1;
         }
-        if self.dead.is_some_and(|d| d > self.depth()) {
+        if self.dead.is_some_and(|d| d > self.depth) {
             self.dead = None;
         }
     }
@@ -154,13 +152,13 @@ fn lstat(path: &Path) -> Found {
     }
 }
 
-/// The path `base` + `names` as written, for a loop (Python returns the rest
-/// unresolved).
-fn unresolved(mut base: Vec<u8>, names: &[&OsStr]) -> Vec<u8> {
+/// The path `base` + the names left in `rest` as written, for a loop (Python returns
+/// the rest unresolved).
+fn unresolved(mut base: Vec<u8>, rest: Components<'_>) -> Vec<u8> {
     if base.is_empty() {
         base.push(b'/');
     }
-    for name in names {
+    for name in rest.filter_map(walked) {
         if base.last() != Some(&b'/') {
             base.push(b'/');
         }
@@ -169,16 +167,14 @@ fn unresolved(mut base: Vec<u8>, names: &[&OsStr]) -> Vec<u8> {
     base
 }
 
-/// The names `_joinrealpath` walks: each component, `..` included, `.` and empty ones
-/// not.
-fn names(rest: &Path) -> Vec<&OsStr> {
-    rest.components()
-        .filter_map(|c| match c {
-            Component::Normal(name) => Some(name),
-            Component::ParentDir => Some(OsStr::new("..")),
-            _ => None,
-        })
-        .collect()
+/// The name `_joinrealpath` walks for a component: each one, `..` included, `.` and
+/// empty ones not.
+fn walked(c: Component<'_>) -> Option<&OsStr> {
+    match c {
+        Component::Normal(name) => Some(name),
+        Component::ParentDir => Some(OsStr::new("..")),
+        _ => None,
+    }
 }
 
 /// `posixpath._joinrealpath`: resolve `rest` on top of the already resolved `base`;
@@ -191,9 +187,11 @@ fn join_real(
     if rest.is_absolute() {
         base = Resolved::root();
     }
-    let names = names(rest);
-    for (index, name) in names.iter().enumerate() {
-        if *name == ".." {
+    // Walked as it is read: nothing is kept per component.
+    let mut names = rest.components();
+    while let Some(name) = names.next() {
+        let Some(name) = walked(name) else { continue };
+        if name == ".." {
             base.pop();
             continue;
         }
@@ -210,7 +208,7 @@ fn join_real(
         match found {
             Found::Folder | Found::Other => continue,
             Found::Nothing => {
-                base.dead.get_or_insert(base.depth());
+                base.dead.get_or_insert(base.depth);
                 continue;
             }
             Found::Link => {}
@@ -221,7 +219,7 @@ fn join_real(
                 base = resolved.clone();
                 continue;
             }
-            Some(None) => return Err(unresolved(candidate, &names[index + 1..])),
+            Some(None) => return Err(unresolved(candidate, names)),
             None => {}
         }
         seen.insert(candidate.clone(), None);
@@ -235,7 +233,7 @@ fn join_real(
                 seen.insert(candidate, Some(resolved.clone()));
                 base = resolved;
             }
-            Err(path) => return Err(unresolved(path, &names[index + 1..])),
+            Err(path) => return Err(unresolved(path, names)),
         }
     }
     Ok(base)
@@ -329,7 +327,7 @@ mod tests {
             if rest.is_absolute() {
                 base = PathBuf::from("/");
             }
-            let names = names(rest);
+            let names: Vec<&OsStr> = rest.components().filter_map(walked).collect();
             for (index, name) in names.iter().enumerate() {
                 if *name == ".." {
                     base.pop();

@@ -279,6 +279,11 @@ impl Inner {
     }
 
     fn repo_facts(&self, resolved: &Path) -> Option<Arc<GitFacts>> {
+        // `git -C` cannot enter a path the kernel does not take: no repository, nothing
+        // to probe or to keep (such a path can be megabytes long).
+        if resolved.as_os_str().len() >= paths::PATH_MAX {
+            return None;
+        }
         let enclosing = {
             let cache = self.lock();
             if let Some(facts) = cache.repos.get(resolved) {

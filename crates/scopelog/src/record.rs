@@ -28,7 +28,10 @@ pub struct WrittenRow {
 
 /// The row text: the 15 keys in order, Python `json.dumps` style.
 pub fn row_line(session: &str, sequence: u64, at: &str, id: &str, scope: &Scope) -> String {
-    let mut out = String::with_capacity(512);
+    // The keys, separators and `sequence` take under 256 bytes; values grow only when
+    // escaped. Sized once: a row holding a megabyte-long folder is not grown by doubling.
+    let values: usize = scope.iter().map(|(_, v)| v.len()).sum();
+    let mut out = String::with_capacity(256 + session.len() + at.len() + id.len() + values);
     out.push_str("{\"session_id\": ");
     py::write_str(&mut out, session);
     out.push_str(", \"sequence\": ");
@@ -107,7 +110,8 @@ pub struct Transaction<'l> {
     out: Option<File>,
     accepted: u64,
     durable: u64,
-    last_written: Option<WrittenRow>,
+    /// The `transition_id` of the row accepted last (its line is the caller's).
+    last_written_id: Option<String>,
 }
 
 const APPENDING: &str = "appending to the scope log";
@@ -195,7 +199,7 @@ impl ScopeLog {
             out: None,
             accepted: 0,
             durable: 0,
-            last_written: None,
+            last_written_id: None,
         }
     }
 }
@@ -258,9 +262,9 @@ impl Transaction<'_> {
         self.durable
     }
 
-    /// The row this batch accepted last.
-    pub fn last_written(&self) -> Option<&WrittenRow> {
-        self.last_written.as_ref()
+    /// The `transition_id` of the row this batch accepted last.
+    pub fn last_written_id(&self) -> Option<&str> {
+        self.last_written_id.as_deref()
     }
 
     /// `record_scope` within the batch (scope-log.md §2.1).
@@ -356,7 +360,7 @@ impl Transaction<'_> {
             sequence,
             transition_id: id,
         };
-        self.last_written = Some(w.clone());
+        self.last_written_id = Some(w.transition_id.clone());
         if self.pending.len() >= FLUSH_BYTES {
             self.flush()?;
         }

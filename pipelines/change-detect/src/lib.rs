@@ -254,8 +254,8 @@ impl<R: ProjectResolver + Send> transcope_core::Stage for ChangeDetect<'_, R> {
         }
         self.txn
             .as_ref()
-            .and_then(|t| t.last_written())
-            .map_or(Value::Null, |w| Value::String(w.transition_id.clone()))
+            .and_then(|t| t.last_written_id())
+            .map_or(Value::Null, |id| Value::String(id.to_owned()))
     }
 
     fn begin(&mut self, _: &transcope_core::FileContext<'_>) {
