@@ -23,16 +23,26 @@ def parse(v):
     return d if d.tzinfo else d.replace(tzinfo=timezone.utc)
 
 
-def rows(text):
-    out = []
-    for line in text.splitlines():
-        try:
-            v = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(v, dict):
-            out.append(v)
-    return out
+class Log:
+    """One log as the rules read it: its text, and what record_scope reads of its rows
+    (how many, their transition ids, the latest), kept as rows are appended rather than
+    parsed again at every record, so a model run is linear in its transcripts."""
+
+    def __init__(self):
+        self.parts = []
+        self.count = 0
+        self.ids = set()
+        self.latest = None
+
+    def append(self, row):
+        # Every row ends its line: the fresh-line rule never applies to a model log.
+        self.parts.append(json.dumps(row) + "\n")
+        self.count += 1
+        self.ids.add(row["transition_id"])
+        self.latest = row
+
+    def text(self):
+        return "".join(self.parts)
 
 
 def record(log, sid, scope, at):
@@ -40,21 +50,19 @@ def record(log, sid, scope, at):
     t = parse(at)
     if t is None:
         return None
-    existing = rows(log[0])
     tid = hashlib.sha256(json.dumps([sid, at, scope], sort_keys=True).encode()).hexdigest()
-    if any(r.get("transition_id") == tid for r in existing):
+    if tid in log.ids:
         return None
-    if existing:
-        latest = existing[-1]
+    if log.latest is not None:
+        latest = log.latest
         lt = parse(latest.get("at"))
         if lt is not None and t < lt:
             return None  # refused: older
         if all(latest.get(k) == scope[k] for k in FIELDS):
             return None
-    row = {"session_id": sid, "sequence": len(existing), "at": at, "transition_id": tid}
+    row = {"session_id": sid, "sequence": log.count, "at": at, "transition_id": tid}
     row.update(scope)
-    prefix = "\n" if log[0] and not log[0].endswith("\n") else ""
-    log[0] += prefix + json.dumps(row) + "\n"
+    log.append(row)
     return row
 
 
@@ -85,9 +93,9 @@ def entries(path):
 
 
 def observe(log, sid, path):
-    existing = rows(log[0])
-    after = parse(existing[-1].get("at")) if existing else None
-    seen = (existing[-1].get("cwd"), existing[-1].get("branch")) if existing else None
+    last = log.latest
+    after = parse(last.get("at")) if last else None
+    seen = (last.get("cwd"), last.get("branch")) if last else None
     count = 0
     for e in entries(path):
         if not isinstance(e, dict):
@@ -117,8 +125,8 @@ def observe(log, sid, path):
 
 
 if __name__ == "__main__":
-    log = [""]
+    log = Log()
     args = sys.argv[1:]
     for sid, path in zip(args[::2], args[1::2]):
         observe(log, sid, path)
-    sys.stdout.write(log[0])
+    sys.stdout.write(log.text())

@@ -358,9 +358,9 @@ pub fn drain(
                 report.busy = true;
                 return report;
             }
-            Err(lockfile::NotLocked::Unavailable) => {
+            Err(e) => {
                 report.stopped = true;
-                report.reason = Some("the outbox's drain lock cannot be taken".into());
+                report.reason = Some(format!("the outbox's drain lock: {e}"));
                 return report;
             }
         },

@@ -88,9 +88,9 @@ pub const DEFAULT_HOOK_DEADLINE: Duration = Duration::from_secs(30);
 
 /// Never block the agent, whatever stalls (a FIFO planted where git metadata should
 /// be, a hung file system): past the deadline the hook says so and exits. Every write
-/// transcope makes survives being cut at any point (one `write_all` per log,
-/// tmp → rename for cursors and outbox files), and a Stop that did not finish saved no
-/// cursor, so the next Stop catches up.
+/// transcope makes survives being cut at any point (whole rows appended in order, at
+/// most one torn line, to a log; tmp → rename for cursors and outbox files), and a Stop
+/// that did not finish saved no cursor, so the next Stop catches up.
 fn arm_deadline(strict: bool) {
     let deadline = hook_deadline();
     std::thread::spawn(move || {

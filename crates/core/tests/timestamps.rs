@@ -102,22 +102,6 @@ fn isoformat_round_trip() {
     );
 }
 
-/// `python3` when it is at least 3.11, else `None` with a printed notice.
-pub fn python311() -> Option<&'static str> {
-    let ok = Command::new("python3")
-        .args([
-            "-c",
-            "import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)",
-        ])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        eprintln!("NOTICE: python3 >= 3.11 not found; differential test skipped");
-        return None;
-    }
-    Some("python3")
-}
-
 fn generated_timestamps() -> Vec<String> {
     let seeds = [
         "2026-10-08T10:00:00Z",
@@ -182,7 +166,10 @@ for line in sys.stdin:
 
 #[test]
 fn differential_against_python_fromisoformat() {
-    let Some(py) = python311() else { return };
+    if !transcope_testkit::python311() {
+        return;
+    }
+    let py = "python3";
     let inputs = generated_timestamps();
     let mut child = Command::new(py)
         .args(["-c", PY_FROMISO])

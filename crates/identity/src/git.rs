@@ -37,7 +37,11 @@ pub struct GitFacts {
 /// Opens the repository containing `dir` the way `git -C dir` finds it, or `None` when git
 /// would fail (not a directory, not in a repository, broken gitfile, unsafe repository).
 fn open(dir: &Path) -> Option<(gix::Repository, PathBuf)> {
-    // `git -C` needs to chdir into the folder; it then works on its real path.
+    // `git -C` needs to chdir into the folder, which fails for a path the kernel does
+    // not take (`ENAMETOOLONG`: not worth asking); it then works on its real path.
+    if dir.as_os_str().len() >= paths::PATH_MAX {
+        return None;
+    }
     let dir = std::fs::canonicalize(dir).ok()?;
     if !dir.is_dir() {
         return None;

@@ -279,6 +279,11 @@ impl Inner {
     }
 
     fn repo_facts(&self, resolved: &Path) -> Option<Arc<GitFacts>> {
+        // `git -C` cannot enter a path the kernel does not take: no repository, nothing
+        // to probe or to keep (such a path can be megabytes long).
+        if resolved.as_os_str().len() >= paths::PATH_MAX {
+            return None;
+        }
         let enclosing = {
             let cache = self.lock();
             if let Some(facts) = cache.repos.get(resolved) {
@@ -472,10 +477,18 @@ fn enclosing_work_tree(
 }
 
 /// `true` when git, searching upwards from `dir` (a real path), would reach the work
-/// tree `top` without stopping earlier: no folder on the way (`dir` included, `top`
+/// tree `top` without stopping earlier: `dir` is a folder (`git -C` fails on anything
+/// else, a missing one included), and no folder on the way (`dir` included, `top`
 /// excluded) is or holds a `.git`, or has a `HEAD` (could be a git directory itself).
 /// Anything unusual answers `false`, and the repository is opened as usual.
+///
+/// The walk is as deep as `dir` below `top`, and `dir` is a folder the kernel can look
+/// up, so under `PATH_MAX` bytes: a path that does not exist, however deep, costs one
+/// `stat`.
 fn plain_below(dir: &Path, top: &Path) -> bool {
+    if !std::fs::metadata(dir).is_ok_and(|m| m.is_dir()) {
+        return false;
+    }
     for folder in dir.ancestors() {
         if folder == top {
             return true;

@@ -92,4 +92,6 @@ pub use frame::{
     FinalLine, FnSink, Framer, FramerBuilder, Line, LineSink, Oversized, Summary,
     DEFAULT_BUFFER_SIZE, DEFAULT_MAX_LINE,
 };
-pub use open::{in_private_dir, open_regular, read_private, sync_filesystem, write_atomic};
+pub use open::{
+    in_private_dir, open_private, open_regular, read_private, sync_filesystem, write_atomic,
+};

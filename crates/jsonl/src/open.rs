@@ -36,6 +36,16 @@ fn not_a_file(path: &Path) -> io::Error {
 /// Read one of transcope's own files whole, never through a symbolic link and never
 /// blocking.
 pub fn read_private(path: &Path) -> io::Result<Vec<u8>> {
+    let (f, len) = open_private(path)?;
+    let mut buf = Vec::with_capacity(len as usize);
+    f.take(len).read_to_end(&mut buf)?;
+    Ok(buf)
+}
+
+/// Open one of transcope's own files for reading as [`read_private`] does (never
+/// through a symbolic link, never blocking, only a regular file), for a reader that
+/// streams it; its size as opened.
+pub fn open_private(path: &Path) -> io::Result<(File, u64)> {
     let f = OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
@@ -44,9 +54,7 @@ pub fn read_private(path: &Path) -> io::Result<Vec<u8>> {
     if !meta.is_file() {
         return Err(not_a_file(path));
     }
-    let mut buf = Vec::with_capacity(meta.len() as usize);
-    f.take(meta.len()).read_to_end(&mut buf)?;
-    Ok(buf)
+    Ok((f, meta.len()))
 }
 
 /// Replace `path` with `bytes` atomically (temporary file `.<name>.<pid>.tmp` in the

@@ -235,3 +235,188 @@ fn eight_concurrent_stops_on_one_transcript() {
         assert!(sb.outside_home().iter().all(|p| p == "user/t.jsonl"));
     }
 }
+
+/// What can stand where a log's `.lock` sidecar should be.
+#[derive(Clone, Copy, Debug)]
+enum Planted {
+    /// A symbolic link to a file outside the home.
+    Link,
+    /// A symbolic link to nothing.
+    Dangling,
+    Folder,
+    /// A FIFO no one reads (opening it for writing fails at once).
+    Fifo,
+    /// A FIFO the test holds open for reading (opening it succeeds: only its type
+    /// tells it from a lock file).
+    ReadFifo,
+}
+
+/// A hook's one-line summary, as it prints it on stderr without `--json`.
+fn summary_on_stderr(err: &str) -> Value {
+    let line = err.lines().last().unwrap_or_default();
+    serde_json::from_str(line.strip_prefix("transcope: ").unwrap_or(line))
+        .unwrap_or_else(|e| panic!("{e}: {err}"))
+}
+
+/// Put `what` at `lock`; the returned file keeps a FIFO's reader open.
+fn plant(sb: &Sandbox, lock: &std::path::Path, what: Planted) -> Option<std::fs::File> {
+    match what {
+        Planted::Link => {
+            let target = sb.outside.join("lock-target");
+            std::fs::write(&target, b"precious\n").unwrap();
+            std::os::unix::fs::symlink(&target, lock).unwrap();
+        }
+        Planted::Dangling => {
+            std::os::unix::fs::symlink(sb.outside.join("made-through-a-link"), lock).unwrap()
+        }
+        Planted::Folder => std::fs::create_dir(lock).unwrap(),
+        Planted::Fifo | Planted::ReadFifo => mkfifo(lock),
+    }
+    matches!(what, Planted::ReadFifo).then(|| {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(lock)
+            .unwrap()
+    })
+}
+
+/// Issue 13, item 7: a symbolic link, folder or FIFO at `<log>.lock` turned locking off
+/// silently, and 24 concurrent writers then wrote duplicate `sequence` values. Now no
+/// writer writes without the lock: `scope record` fails with the reason, a Stop says it
+/// and exits 0 having written nothing (no row, no marker, no cursor), session start
+/// too; once the sidecar is a file again, the next Stop records everything.
+#[test]
+fn an_unusable_lock_sidecar_is_an_error_never_an_unlocked_write() {
+    const WRITERS: usize = 24;
+    for what in [
+        Planted::Link,
+        Planted::Dangling,
+        Planted::Folder,
+        Planted::Fifo,
+        Planted::ReadFifo,
+    ] {
+        let sb = Arc::new(Sandbox::new());
+        let session = "nolock";
+        let log = sb.log(session);
+        std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+        let mut lock = log.clone().into_os_string();
+        lock.push(".lock");
+        let lock = std::path::PathBuf::from(lock);
+        let _reader = plant(&sb, &lock, what);
+
+        let start = Arc::new(Barrier::new(WRITERS));
+        let handles: Vec<_> = (0..WRITERS)
+            .map(|w| {
+                let (sb, start) = (sb.clone(), start.clone());
+                std::thread::spawn(move || {
+                    let c = sb.record_cmd(session, &at(w as u64), &format!("/work/w{w}"));
+                    start.wait();
+                    run(c, b"")
+                })
+            })
+            .collect();
+        for h in handles {
+            let out = h.join().unwrap();
+            assert_eq!(
+                out.status.code(),
+                Some(1),
+                "{what:?}: {}",
+                text(&out.stderr)
+            );
+            assert!(out.stdout.is_empty(), "{what:?}: a row was printed");
+            let err = text(&out.stderr);
+            assert!(
+                err.contains("cannot be locked") && err.contains("nothing written"),
+                "{what:?}: {err}"
+            );
+        }
+        assert!(
+            !log.exists(),
+            "{what:?}: the log was written without its lock"
+        );
+
+        // A Stop with the brain writer on: the reason on stderr, exit 0, nothing written.
+        let t = sb.user.join("t.jsonl");
+        let lines = [
+            claude_line(0, "/work/a", "main"),
+            claude_marker_line(30, "/work/a", "held back"),
+            claude_line(60, "/work/b", "main"),
+        ];
+        std::fs::write(&t, lines.join("\n") + "\n").unwrap();
+        let outbox = sb.home.join("outbox");
+        let stop = |sb: &Sandbox| {
+            let mut c = sb.cmd(&["hook", "stop"]);
+            c.env("BRAIN_WRITER_ENABLED", "1")
+                .env("BRAIN_WRITER_OUTBOX", &outbox);
+            run(c, &payload(session, &t))
+        };
+        let out = stop(&sb);
+        assert_eq!(out.status.code(), Some(0));
+        let err = text(&out.stderr);
+        assert!(err.contains("cannot be locked"), "{what:?}: {err}");
+        let v = summary_on_stderr(&err);
+        assert_eq!(v["transitions_recorded"], 0, "{what:?}: {v}");
+        assert_eq!(v["written"]["outbox"], 0, "{what:?}: {v}");
+        assert!(!log.exists(), "{what:?}: the Stop wrote the log");
+        assert!(!outbox.exists(), "{what:?}: a marker was delivered");
+        // Session start: the launch scope is not recorded either.
+        let p = serde_json::json!({"session_id": session, "cwd": "/work/a"}).to_string();
+        let out = run(sb.cmd(&["hook", "session-start", "--json"]), p.as_bytes());
+        assert_eq!(out.status.code(), Some(0));
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["recorded"], 0, "{what:?}: {v}");
+        assert!(
+            v["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("cannot be locked")),
+            "{what:?}: {v}"
+        );
+        assert!(!log.exists(), "{what:?}: session start wrote the log");
+        if matches!(what, Planted::Link) {
+            assert_eq!(
+                std::fs::read(sb.outside.join("lock-target")).unwrap(),
+                b"precious\n"
+            );
+        }
+        assert!(!sb.outside.join("made-through-a-link").exists());
+
+        // The sidecar a file again: the next Stop records what was held back.
+        if matches!(what, Planted::Folder) {
+            std::fs::remove_dir(&lock).unwrap();
+        } else {
+            std::fs::remove_file(&lock).unwrap();
+        }
+        let out = stop(&sb);
+        let v = summary_on_stderr(&text(&out.stderr));
+        assert!(v["error"].is_null(), "{what:?}: {v}");
+        assert_eq!(v["written"]["outbox"], 1, "{what:?}: {v}");
+        let rows = check_log(&std::fs::read(&log).unwrap());
+        let cwds: Vec<&str> = rows.iter().map(|r| r["cwd"].as_str().unwrap()).collect();
+        assert_eq!(cwds, ["/work/a", "/work/b"], "{what:?}");
+    }
+}
+
+/// The session index's sidecar is unusable: session start says so and appends no
+/// index row (the reference would append without the lock).
+#[test]
+fn an_unusable_index_lock_is_an_error_too() {
+    let sb = Sandbox::new();
+    let repo = sb.user.join("alpha");
+    git_repo(&repo);
+    let brain = sb.home.join("brain");
+    std::fs::create_dir_all(&brain).unwrap();
+    std::fs::create_dir(brain.join("project-sessions.jsonl.lock")).unwrap();
+    let p = serde_json::json!({"session_id": "idx", "cwd": repo}).to_string();
+    let out = run(sb.cmd(&["hook", "session-start", "--json"]), p.as_bytes());
+    assert_eq!(out.status.code(), Some(0));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["indexed"], false, "{v}");
+    let e = v["error"].as_str().unwrap_or_default();
+    assert!(
+        e.contains("session index") && e.contains("cannot be locked"),
+        "{v}"
+    );
+    assert!(!brain.join("project-sessions.jsonl").exists());
+}

@@ -841,16 +841,7 @@ fn a_full_disk() {
     let sb = Sandbox::new();
     let session = "full";
     let record = |at: &str, cwd: &str, limit: Option<u64>| {
-        let mut c = sb.cmd(&[
-            "scope",
-            "record",
-            "--session",
-            session,
-            "--at",
-            at,
-            "--cwd",
-            cwd,
-        ]);
+        let mut c = sb.record_cmd(session, at, cwd);
         if let Some(l) = limit {
             limit_file_size(&mut c, l);
         }

@@ -180,8 +180,9 @@ fn own_files_are_never_followed_through_a_symlink() {
     assert_eq!(std::fs::read(&target).unwrap(), body);
     assert!(!dangling.exists());
 
-    // The lock sidecar is a symlink: the target is neither created nor truncated; the
-    // log itself is still written.
+    // The lock sidecar is a symlink: the target is neither created nor truncated, and
+    // without its lock the log is not written (contention.rs has the other things that
+    // can stand there).
     let (lock_target, lock_body) = precious(&sb, "lock-target");
     std::os::unix::fs::symlink(&lock_target, scopes.join("locked.jsonl.lock")).unwrap();
     let out = run(
@@ -197,12 +198,14 @@ fn own_files_are_never_followed_through_a_symlink() {
         ]),
         b"",
     );
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert_eq!(std::fs::read(&lock_target).unwrap(), lock_body);
-    assert_eq!(
-        check_log(&std::fs::read(sb.log("locked")).unwrap()).len(),
-        1
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("symbolic links"),
+        "{}",
+        text(&out.stderr)
     );
+    assert_eq!(std::fs::read(&lock_target).unwrap(), lock_body);
+    assert!(!sb.log("locked").exists());
 
     // The cursor database and its sidecars replaced by symlinks: the links are removed
     // (never written or read through) and the store starts again, empty.
@@ -330,11 +333,11 @@ fn fifos_planted_in_the_home_do_not_hang_a_hook() {
         let out = child.wait_with_output().unwrap();
         assert_eq!(out.status.code(), Some(0));
         let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-        if session == "fifo" {
-            assert!(v["error"].is_string(), "{v}");
-        } else {
-            // A lock that cannot be opened is skipped; the log is written.
-            assert_eq!(v["transitions_recorded"], 1, "{v}");
+        assert!(v["error"].is_string(), "{v}");
+        assert_eq!(v["transitions_recorded"], 0, "{v}");
+        if session == "fifolock" {
+            // Without its lock the log is not written.
+            assert!(!sb.log(session).exists());
         }
     }
 }

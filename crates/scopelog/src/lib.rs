@@ -91,6 +91,12 @@ pub enum RecordError {
     /// The lock was held by another process for longer than the configured bound.
     #[error("the scope log is locked by another process (gave up after {0:?})")]
     LockTimeout(Duration),
+    /// The log's lock file (`<log>.lock`) cannot be used: a symbolic link, a folder, a
+    /// FIFO or a device is in its place, it cannot be created, or the file system
+    /// refuses `flock`. Nothing is written without the lock (concurrent writers would
+    /// interleave); the reference would go on unlocked.
+    #[error("the scope log cannot be locked (its .lock file: {0}); nothing written")]
+    LockUnusable(io::Error),
 }
 
 impl RecordError {

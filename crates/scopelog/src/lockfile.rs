@@ -1,5 +1,10 @@
 //! Advisory `flock` locks with a bounded wait: the scope log's sidecar, the session
 //! index's sidecar and the outbox folder all lock through here.
+//!
+//! A lock that cannot be taken is an error, never a silent "no lock": a symbolic link,
+//! a folder, a FIFO or a device planted at `<log>.lock`, or a file system that refuses
+//! `flock`, would otherwise let concurrent writers interleave (duplicate `sequence`
+//! values, a transition recorded twice). The caller says so and writes nothing.
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io;
@@ -20,21 +25,28 @@ impl Drop for Locked {
 }
 
 /// Why [`lock`] holds no lock.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum NotLocked {
     /// Another process held it for longer than the bound.
+    #[error("locked by another process (gave up after {0:?})")]
     TimedOut(Duration),
-    /// Locking is not possible here (best effort: the caller goes on without it).
-    Unavailable,
+    /// `flock` itself failed (a file system without locks, for one): no lock can be
+    /// taken here, and the caller must not write as if it held one.
+    #[error("the lock cannot be taken: {0}")]
+    Unavailable(#[source] io::Error),
 }
 
 /// Take the exclusive lock on `file`, waiting as `wait` says (polling with a backoff
-/// up to 50 ms when bounded).
+/// up to 50 ms when bounded). A signal interrupting the wait is not a failure.
 pub fn lock(file: File, wait: LockWait) -> Result<Locked, NotLocked> {
     match wait {
-        LockWait::Forever => match file.lock() {
-            Ok(()) => Ok(Locked(file)),
-            Err(_) => Err(NotLocked::Unavailable),
+        LockWait::Forever => loop {
+            match file.lock() {
+                Ok(()) => return Ok(Locked(file)),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(NotLocked::Unavailable(e)),
+            }
         },
         LockWait::AtMost(limit) => {
             let start = Instant::now();
@@ -47,7 +59,8 @@ pub fn lock(file: File, wait: LockWait) -> Result<Locked, NotLocked> {
                         pause = (pause * 2).min(Duration::from_millis(50));
                     }
                     Err(TryLockError::WouldBlock) => return Err(NotLocked::TimedOut(limit)),
-                    Err(TryLockError::Error(_)) => return Err(NotLocked::Unavailable),
+                    Err(TryLockError::Error(e)) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(TryLockError::Error(e)) => return Err(NotLocked::Unavailable(e)),
                 }
             }
         }
@@ -61,14 +74,43 @@ pub fn sidecar_path(path: &Path) -> PathBuf {
     PathBuf::from(p)
 }
 
-/// Open (creating it 0600) the lock sidecar of `path`: never through a symbolic link,
-/// never blocking on a FIFO planted in its place.
+/// Open (creating it 0600) the lock sidecar of `path`: never through a symbolic link
+/// (`ELOOP`), never blocking on a FIFO planted in its place, and only a regular file —
+/// a folder, FIFO or device there is an error (`InvalidInput`), not a lock.
 pub fn open_sidecar(path: &Path) -> io::Result<File> {
-    OpenOptions::new()
+    let file = OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(false)
         .mode(0o600)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(sidecar_path(path))
+        .open(sidecar_path(path))?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "the lock file is not a regular file",
+        ));
+    }
+    Ok(file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_regular_file_is_a_sidecar() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("s.jsonl");
+        assert!(open_sidecar(&log).unwrap().metadata().unwrap().is_file());
+
+        let linked = dir.path().join("l.jsonl");
+        std::os::unix::fs::symlink(sidecar_path(&log), sidecar_path(&linked)).unwrap();
+        let e = open_sidecar(&linked).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::ELOOP), "{e}");
+
+        let folder = dir.path().join("d.jsonl");
+        std::fs::create_dir(sidecar_path(&folder)).unwrap();
+        assert!(open_sidecar(&folder).is_err());
+    }
 }

@@ -1,5 +1,8 @@
 //! Reading a scope log exactly as the reference does (scope-log.md §1.7).
 
+use std::io::{self, Read};
+use std::path::Path;
+
 use serde_json::{Map, Value};
 
 /// One readable row: a JSON object, kept as written (key order preserved, no
@@ -68,6 +71,96 @@ pub fn rows_from_bytes(bytes: &[u8]) -> Vec<Row> {
         .collect()
 }
 
+/// Where the first line break at or after `from` in `buf` is: `(end of the line, start
+/// of the next)`. The breaks are `splitlines`' (see [`splitlines`]) as they appear in the
+/// bytes of a file that [`decode_lossy`] will decode: ASCII `\n`, `\r`, `\r\n`, `\v`,
+/// `\f`, `\x1c`–`\x1e`, and the UTF-8 forms of U+0085, U+2028 and U+2029 (`C2 85`,
+/// `E2 80 A8`, `E2 80 A9`, which decode as those characters wherever they appear: `C2`
+/// and `E2` are never continuation bytes, so no earlier byte can claim them). `None` when
+/// there is no break in `buf`, or when, before the end of the file (`!eof`), the bytes at
+/// its end could still become one.
+fn next_break(buf: &[u8], from: usize, eof: bool) -> Option<(usize, usize)> {
+    let mut i = from;
+    while i < buf.len() {
+        let more = |n: usize| i + n < buf.len();
+        match buf[i] {
+            b'\n' | 0x0b | 0x0c | 0x1c..=0x1e => return Some((i, i + 1)),
+            b'\r' if more(1) => {
+                let end = if buf[i + 1] == b'\n' { i + 2 } else { i + 1 };
+                return Some((i, end));
+            }
+            b'\r' => return eof.then_some((i, i + 1)),
+            0xc2 if more(1) && buf[i + 1] == 0x85 => return Some((i, i + 2)),
+            0xe2 if more(2) && buf[i + 1] == 0x80 && matches!(buf[i + 2], 0xa8 | 0xa9) => {
+                return Some((i, i + 3))
+            }
+            // Possibly the start of a break whose last bytes are not read yet.
+            0xc2 | 0xe2 if !eof && !more(2) => return None,
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// What [`scan_log`] saw of a log besides its rows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Scanned {
+    /// The bytes are non-empty and do not end with `\n` (the fresh-line rule applies).
+    pub torn_tail: bool,
+}
+
+/// Every readable row of the log at `path`, in file order, handed to `row` one at a
+/// time — exactly the rows [`rows_from_bytes`] gives for the file's bytes, but read in
+/// 64 KiB pieces, so memory is the longest line, never the log. The file is read as of
+/// its size when opened ([`read_private`](crate::read_private)'s rules: a symbolic link
+/// or anything but a regular file is an error).
+pub(crate) fn scan_log(path: &Path, mut row: impl FnMut(Row)) -> io::Result<Scanned> {
+    const CHUNK: usize = 64 * 1024;
+    let (file, size) = transcope_jsonl::open_private(path)?;
+    let mut file = file.take(size);
+    let mut buf: Vec<u8> = Vec::with_capacity(CHUNK.min(size as usize));
+    let mut last_byte = None;
+    let mut eof = false;
+    let mut line = |bytes: &[u8]| {
+        if let Ok(Value::Object(m)) = serde_json::from_str::<Value>(&decode_lossy(bytes)) {
+            row(m);
+        }
+    };
+    while !eof {
+        let start = buf.len();
+        buf.resize(start + CHUNK, 0);
+        let n = loop {
+            match file.read(&mut buf[start..]) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                r => break r?,
+            }
+        };
+        buf.truncate(start + n);
+        eof = n == 0;
+        if let Some(b) = buf.last() {
+            last_byte = Some(*b);
+        }
+        let mut from = 0;
+        // A break is searched for from where the last search stopped, less the two
+        // bytes a multi-byte break could have begun in.
+        let mut search = start.saturating_sub(2);
+        while let Some((end, next)) = next_break(&buf, search.max(from), eof) {
+            line(&buf[from..end]);
+            from = next;
+            search = next;
+        }
+        if eof && from < buf.len() {
+            line(&buf[from..]);
+            from = buf.len();
+        }
+        buf.drain(..from);
+    }
+    Ok(Scanned {
+        torn_tail: last_byte.is_some_and(|b| b != b'\n'),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -104,5 +197,56 @@ mod tests {
         let rows = rows_from_bytes(b"{\"a\": 1}\n\xff\xfe\n{\"b\": \"\xff\"}\n");
         assert_eq!(rows.len(), 2);
         assert_eq!(rows[1]["b"], "\u{fffd}");
+    }
+
+    /// The streamed scan is `rows_from_bytes` on the same bytes, whatever they hold
+    /// (breaks of every kind, undecodable bytes, multi-byte breaks cut by a read) and
+    /// wherever the 64 KiB reads fall.
+    #[test]
+    fn scan_log_reads_what_rows_from_bytes_reads() {
+        let pieces: [&[u8]; 14] = [
+            b"{\"a\": 1}",
+            b"{}",
+            b"[1]",
+            b"\n",
+            b"\r",
+            b"\r\n",
+            b"\x0b\x0c\x1c\x1d\x1e",
+            "\u{85}".as_bytes(),
+            "\u{2028}\u{2029}".as_bytes(),
+            b"\xc2",
+            b"\xe2\x80",
+            b"\xff",
+            b"{\"b\": \"\xe2\x80\xa8 \xc2\"}",
+            b"{\"torn",
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log.jsonl");
+        let mut seed = 0x5eed_u64;
+        let mut next = |n: u64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) % n
+        };
+        for round in 0..300 {
+            let mut bytes = Vec::new();
+            // Some files cross the 64 KiB read boundary, at every offset near it.
+            let pad = if round % 3 == 0 {
+                64 * 1024 - 8 + next(16) as usize
+            } else {
+                0
+            };
+            bytes.extend(std::iter::repeat_n(b' ', pad));
+            for _ in 0..next(40) {
+                bytes.extend_from_slice(pieces[next(pieces.len() as u64) as usize]);
+            }
+            std::fs::write(&path, &bytes).unwrap();
+            let mut got = Vec::new();
+            let scanned = scan_log(&path, |r| got.push(r)).unwrap();
+            assert_eq!(got, rows_from_bytes(&bytes), "round {round}: {bytes:?}");
+            let torn = !bytes.is_empty() && bytes.last() != Some(&b'\n');
+            assert_eq!(scanned.torn_tail, torn, "round {round}");
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! `record_scope` (scope-log.md §2), step by step in the reference's order.
 
-use std::fs::{self, OpenOptions};
+use std::collections::HashSet;
+use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::Path;
@@ -9,8 +10,9 @@ use std::time::Duration;
 use serde_json::Value;
 use transcope_core::{py, timestamp, Grant, Scope, ScopeField};
 
-use crate::lockfile::{open_sidecar, Locked, NotLocked};
-use crate::{rows_from_bytes, LockWait, RecordError, Refusal, Row, ScopeLog};
+use crate::lockfile::{self, open_sidecar, Locked, NotLocked};
+use crate::read::scan_log;
+use crate::{LockWait, RecordError, Refusal, Row, ScopeLog};
 
 /// A row [`ScopeLog::record`] appended.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -26,7 +28,10 @@ pub struct WrittenRow {
 
 /// The row text: the 15 keys in order, Python `json.dumps` style.
 pub fn row_line(session: &str, sequence: u64, at: &str, id: &str, scope: &Scope) -> String {
-    let mut out = String::with_capacity(512);
+    // The keys, separators and `sequence` take under 256 bytes; values grow only when
+    // escaped. Sized once: a row holding a megabyte-long folder is not grown by doubling.
+    let values: usize = scope.iter().map(|(_, v)| v.len()).sum();
+    let mut out = String::with_capacity(256 + session.len() + at.len() + id.len() + values);
     out.push_str("{\"session_id\": ");
     py::write_str(&mut out, session);
     out.push_str(", \"sequence\": ");
@@ -57,26 +62,117 @@ pub(crate) fn record(
     Ok(row)
 }
 
+/// Accepted rows are appended once this many bytes of them are waiting (and at
+/// [`Transaction::commit`]): a batch's memory stays bounded whatever its size.
+const FLUSH_BYTES: usize = 1 << 20;
+
 /// A batch of `record` calls on one log: the rows are read once, the lock is taken at
 /// the first record attempt (re-reading the rows under it) and held until
-/// [`Transaction::commit`], which appends every accepted row in one `write_all`.
+/// [`Transaction::commit`].
 ///
 /// Each call applies exactly the rules of [`ScopeLog::record`] against the rows as they
 /// stand, the earlier accepted rows of the batch included, so a batch writes the same
-/// bytes as the same calls made one by one — but a process killed before `commit`
-/// leaves none of the batch, never part of it.
+/// bytes as the same calls made one by one (tested against them).
+///
+/// **Cost.** What the rules need of the rows is kept, not the rows: their number (the
+/// next `sequence`), the set of their `transition_id`s (the replay check is a lookup,
+/// not a scan) and the latest row. A batch of `n` records over a log of `m` rows takes
+/// time linear in `n + m` and memory for `m + n` ids, plus at most about 1 MiB of rows
+/// waiting to be appended.
+///
+/// **What a kill leaves.** Accepted rows are appended in order, in writes of whole rows
+/// (whenever about 1 MiB is waiting, and at `commit`), under the lock. A process
+/// killed (or cut by a hook's deadline, or stopped by a full disk) part way through a
+/// batch leaves a prefix of its rows: whole rows, then at most one torn line. Readers
+/// skip the torn line, and the next write starts on a fresh line. Rows still waiting
+/// when a transaction is dropped without `commit` are not written.
 pub struct Transaction<'l> {
     log: &'l ScopeLog,
-    rows: Vec<Row>,
+    /// Readable rows, the file's and this batch's: the next row's `sequence`.
+    count: u64,
+    /// The `transition_id`s among them that could equal one this batch computes (64
+    /// lowercase hex digits), as the 32 bytes they spell.
+    ids: HashSet<[u8; 32]>,
+    /// The latest row in file order (the rules compare against it).
+    last: Option<Row>,
     /// The file's bytes are non-empty and do not end with `\n` (fresh-line rule).
     torn_tail: bool,
-    locked: Option<Option<Locked>>,
-    /// The lock wait already ran out once: later records fail at once instead of
-    /// waiting again (a hook's whole batch is bounded by one wait).
-    gave_up: Option<Duration>,
+    /// The lock, held from the first record attempt until commit.
+    locked: Option<Locked>,
+    /// Why later records fail at once: the lock wait ran out (a hook's whole batch is
+    /// bounded by one wait), the lock cannot be taken, or a write failed.
+    stuck: Option<Stuck>,
     read: bool,
+    /// Accepted rows not yet appended, and how many.
     pending: String,
-    written: Vec<WrittenRow>,
+    pending_rows: u64,
+    /// The log, opened for appending at the first write.
+    out: Option<File>,
+    accepted: u64,
+    durable: u64,
+    /// The `transition_id` of the row accepted last (its line is the caller's).
+    last_written_id: Option<String>,
+}
+
+const APPENDING: &str = "appending to the scope log";
+
+/// A failure a transaction does not retry.
+#[derive(Debug)]
+enum Stuck {
+    TimedOut(Duration),
+    Unusable(io::ErrorKind, String),
+    Io(&'static str, io::ErrorKind, String),
+    /// Appending failed: rows of the batch were lost, so commit fails too.
+    Write(io::ErrorKind, String),
+}
+
+impl Stuck {
+    fn of(e: &RecordError) -> Option<Stuck> {
+        match e {
+            RecordError::LockTimeout(d) => Some(Stuck::TimedOut(*d)),
+            RecordError::LockUnusable(e) => Some(Stuck::Unusable(e.kind(), e.to_string())),
+            RecordError::Io { context, source } => {
+                Some(Stuck::Io(context, source.kind(), source.to_string()))
+            }
+            _ => None,
+        }
+    }
+
+    fn error(&self) -> RecordError {
+        match self {
+            Stuck::TimedOut(d) => RecordError::LockTimeout(*d),
+            Stuck::Unusable(kind, msg) => {
+                RecordError::LockUnusable(io::Error::new(*kind, msg.clone()))
+            }
+            Stuck::Io(context, kind, msg) => RecordError::Io {
+                context,
+                source: io::Error::new(*kind, msg.clone()),
+            },
+            Stuck::Write(kind, msg) => RecordError::Io {
+                context: APPENDING,
+                source: io::Error::new(*kind, msg.clone()),
+            },
+        }
+    }
+}
+
+/// The 32 bytes a `transition_id` of 64 lowercase hex digits spells; `None` for any
+/// other value (which no computed id can equal).
+fn id_key(id: &str) -> Option<[u8; 32]> {
+    let hex = id.as_bytes();
+    if hex.len() != 64 {
+        return None;
+    }
+    let digit = |b: u8| match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        _ => None,
+    };
+    let mut key = [0u8; 32];
+    for (k, pair) in key.iter_mut().zip(hex.chunks_exact(2)) {
+        *k = (digit(pair[0])? << 4) | digit(pair[1])?;
+    }
+    Some(key)
 }
 
 impl ScopeLog {
@@ -91,40 +187,93 @@ impl ScopeLog {
     fn transaction_unread(&self) -> Transaction<'_> {
         Transaction {
             log: self,
-            rows: Vec::new(),
+            count: 0,
+            ids: HashSet::new(),
+            last: None,
             torn_tail: false,
             locked: None,
-            gave_up: None,
+            stuck: None,
             read: false,
             pending: String::new(),
-            written: Vec::new(),
+            pending_rows: 0,
+            out: None,
+            accepted: 0,
+            durable: 0,
+            last_written_id: None,
         }
     }
 }
 
 impl Transaction<'_> {
+    /// Read the log again (any I/O error reads as empty, as for
+    /// [`ScopeLog::transitions`]), one row at a time.
     fn reload(&mut self) {
-        let bytes = self
-            .log
-            .path()
-            .and_then(|p| crate::read_private(p).ok())
-            .unwrap_or_default();
-        self.rows = rows_from_bytes(&bytes);
-        self.torn_tail = !bytes.is_empty() && bytes.last() != Some(&b'\n');
+        self.count = 0;
+        self.ids.clear();
+        self.last = None;
+        let (count, ids, last) = (&mut self.count, &mut self.ids, &mut self.last);
+        let scanned = self.log.path().and_then(|p| {
+            scan_log(p, |row| {
+                *count += 1;
+                if let Some(key) = row
+                    .get("transition_id")
+                    .and_then(Value::as_str)
+                    .and_then(id_key)
+                {
+                    ids.insert(key);
+                }
+                *last = Some(row);
+            })
+            .ok()
+        });
+        if scanned.is_none() {
+            // Unreadable part way: as empty, like a failed whole read.
+            self.count = 0;
+            self.ids.clear();
+            self.last = None;
+        }
+        self.torn_tail = scanned.is_some_and(|s| s.torn_tail);
         self.read = true;
     }
 
-    /// The rows as they stand (file rows, then this batch's accepted rows).
-    pub fn rows(&self) -> &[Row] {
-        &self.rows
+    /// How many readable rows the log has as this batch stands (the file's, then the
+    /// rows accepted so far): the next accepted row's `sequence`.
+    pub fn row_count(&self) -> u64 {
+        self.count
     }
 
-    /// The rows accepted so far in this batch.
-    pub fn written(&self) -> &[WrittenRow] {
-        &self.written
+    /// The latest row in file order as this batch stands.
+    pub fn last_row(&self) -> Option<&Row> {
+        self.last.as_ref()
+    }
+
+    /// Whether a row with this `transition_id` is in the log as this batch stands.
+    pub fn contains_transition(&self, id: &str) -> bool {
+        id_key(id).is_some_and(|k| self.ids.contains(&k))
+    }
+
+    /// How many rows this batch accepted so far.
+    pub fn accepted(&self) -> u64 {
+        self.accepted
+    }
+
+    /// How many of them are in the file: appended by writes that completed.
+    pub fn durable(&self) -> u64 {
+        self.durable
+    }
+
+    /// The `transition_id` of the row this batch accepted last.
+    pub fn last_written_id(&self) -> Option<&str> {
+        self.last_written_id.as_deref()
     }
 
     /// `record_scope` within the batch (scope-log.md §2.1).
+    ///
+    /// # Errors
+    /// A refusal (the rules); the lock's wait running out ([`RecordError::LockTimeout`])
+    /// or the lock being unusable ([`RecordError::LockUnusable`]), after which every
+    /// later record of the batch fails the same way at once and nothing is written; a
+    /// failed write of waiting rows ([`RecordError::Io`]), likewise final.
     pub fn record(
         &mut self,
         scope: &Scope,
@@ -144,50 +293,25 @@ impl Transaction<'_> {
         let Some(path) = self.log.path() else {
             return Ok(None);
         };
+        if let Some(stuck) = &self.stuck {
+            return Err(stuck.error());
+        }
         if self.locked.is_none() {
-            if let Some(waited) = self.gave_up {
-                return Err(RecordError::LockTimeout(waited));
-            }
-            // 5. The directory, before locking: made (or found unmakeable, the clear
-            // error) only when the lock file cannot be opened, which saves a mkdir and a
-            // stat per batch.
-            let sidecar = match open_sidecar(path) {
-                Err(_) => {
-                    if let Some(dir) = path.parent() {
-                        fs::DirBuilder::new()
-                            .recursive(true)
-                            .mode(0o700)
-                            .create(dir)
-                            .map_err(|source| RecordError::Io {
-                                context: "creating the session-scopes directory",
-                                source,
-                            })?;
-                    }
-                    open_sidecar(path)
-                }
-                opened => opened,
-            };
-            // 6. The exclusive lock, then 7. read under it.
-            self.locked = Some(lock(sidecar, self.log.lock_wait).inspect_err(|e| {
-                if let RecordError::LockTimeout(waited) = e {
-                    self.gave_up = Some(*waited);
-                }
-            })?);
+            // 5, 6, then 7: read under the lock.
+            let locked = lock_log(path, self.log.lock_wait);
+            self.locked = Some(locked.inspect_err(|e| self.stuck = Stuck::of(e))?);
             self.reload();
         } else if !self.read {
             self.reload();
         }
         let id = scope.transition_id(self.log.session(), at);
+        let key = id_key(&id);
         // 8. Idempotent replay, anywhere in the file.
-        if self
-            .rows
-            .iter()
-            .any(|r| r.get("transition_id").and_then(Value::as_str) == Some(id.as_str()))
-        {
+        if key.is_some_and(|k| self.ids.contains(&k)) {
             return Ok(None);
         }
         // 9. Against the latest row in file order.
-        if let Some(latest) = self.rows.last() {
+        if let Some(latest) = &self.last {
             if let Some(latest_at) = latest
                 .get("at")
                 .and_then(Value::as_str)
@@ -204,14 +328,16 @@ impl Transaction<'_> {
                 return Ok(None);
             }
         }
-        // 10. The row, appended (in memory until commit) with the fresh-line rule.
-        let sequence = self.rows.len() as u64;
+        // 10. The row, appended (waiting until enough is, or commit) with the
+        // fresh-line rule.
+        let sequence = self.count;
         let line = row_line(self.log.session(), sequence, at, &id, scope);
-        if self.torn_tail && self.pending.is_empty() && self.written.is_empty() {
+        if self.torn_tail && self.accepted == 0 {
             self.pending.push('\n');
         }
         self.pending.push_str(&line);
         self.pending.push('\n');
+        self.pending_rows += 1;
         let mut row = Row::new();
         row.insert(
             "session_id".into(),
@@ -223,29 +349,104 @@ impl Transaction<'_> {
         for (f, v) in scope.iter() {
             row.insert(f.key().into(), Value::String(v.to_owned()));
         }
-        self.rows.push(row);
+        self.last = Some(row);
+        self.count += 1;
+        if let Some(k) = key {
+            self.ids.insert(k);
+        }
+        self.accepted += 1;
         let w = WrittenRow {
             line,
             sequence,
             transition_id: id,
         };
-        self.written.push(w.clone());
+        self.last_written_id = Some(w.transition_id.clone());
+        if self.pending.len() >= FLUSH_BYTES {
+            self.flush()?;
+        }
         Ok(Some(w))
     }
 
-    /// Append every accepted row in one write and release the lock.
-    pub fn commit(mut self) -> Result<Vec<WrittenRow>, RecordError> {
-        if !self.pending.is_empty() {
-            if let Some(path) = self.log.path() {
-                append(path, self.pending.as_bytes()).map_err(|source| RecordError::Io {
-                    context: "appending to the scope log",
+    /// Append the rows waiting, in one `write_all` (still under the lock).
+    ///
+    /// # Errors
+    /// The log cannot be opened or written ([`RecordError::Io`]): what reached the file
+    /// stays (whole rows, then perhaps one torn line), the rest of the batch is dropped,
+    /// and every later record or flush fails the same way.
+    pub fn flush(&mut self) -> Result<(), RecordError> {
+        if let Some(stuck @ Stuck::Write(..)) = &self.stuck {
+            return Err(stuck.error());
+        }
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let Some(path) = self.log.path() else {
+            self.pending.clear();
+            return Ok(());
+        };
+        let written = match &mut self.out {
+            Some(f) => f.write_all(self.pending.as_bytes()),
+            None => open_append(path).and_then(|f| {
+                let f = self.out.insert(f);
+                f.write_all(self.pending.as_bytes())
+            }),
+        };
+        self.pending.clear();
+        match written {
+            Ok(()) => {
+                self.durable += std::mem::take(&mut self.pending_rows);
+                Ok(())
+            }
+            Err(source) => {
+                self.pending_rows = 0;
+                self.stuck = Some(Stuck::Write(source.kind(), source.to_string()));
+                Err(RecordError::Io {
+                    context: APPENDING,
                     source,
-                })?;
+                })
             }
         }
-        self.locked = None;
-        Ok(std::mem::take(&mut self.written))
     }
+
+    /// Append the rows still waiting and release the lock. Returns how many rows the
+    /// batch wrote.
+    ///
+    /// # Errors
+    /// As [`Transaction::flush`]; [`Transaction::durable`] (before commit) or the rows
+    /// readable afterwards say what was written.
+    pub fn commit(mut self) -> Result<u64, RecordError> {
+        self.flush()?;
+        self.locked = None;
+        Ok(self.durable)
+    }
+}
+
+/// Steps 5 and 6: the directory, then the exclusive lock on `<log>.lock`. The
+/// directory is made (or found unmakeable, the clear error) only when the lock file
+/// cannot be opened, which saves a mkdir and a stat per batch.
+fn lock_log(path: &Path, wait: LockWait) -> Result<Locked, RecordError> {
+    let sidecar = match open_sidecar(path) {
+        Err(_) => {
+            if let Some(dir) = path.parent() {
+                fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(dir)
+                    .map_err(|source| RecordError::Io {
+                        context: "creating the session-scopes directory",
+                        source,
+                    })?;
+            }
+            open_sidecar(path)
+        }
+        opened => opened,
+    };
+    // Without the lock nothing is written: concurrent writers would interleave.
+    let file = sidecar.map_err(RecordError::LockUnusable)?;
+    lockfile::lock(file, wait).map_err(|e| match e {
+        NotLocked::TimedOut(limit) => RecordError::LockTimeout(limit),
+        NotLocked::Unavailable(e) => RecordError::LockUnusable(e),
+    })
 }
 
 fn str_field<'a>(row: &'a Row, key: &str) -> Option<&'a str> {
@@ -293,23 +494,10 @@ fn revision_is_older(latest: &Row, scope: &Scope) -> bool {
     }
 }
 
-/// The log's sidecar lock (best effort: a sidecar that cannot be opened or locked
-/// means no lock, as in the reference; only a bounded wait running out is an error).
-/// Lock the opened sidecar; none when it could not be opened (the reference goes on
-/// without the lock then).
-fn lock(sidecar: io::Result<fs::File>, wait: LockWait) -> Result<Option<Locked>, RecordError> {
-    let Ok(file) = sidecar else {
-        return Ok(None);
-    };
-    match crate::lockfile::lock(file, wait) {
-        Ok(l) => Ok(Some(l)),
-        Err(NotLocked::TimedOut(limit)) => Err(RecordError::LockTimeout(limit)),
-        Err(NotLocked::Unavailable) => Ok(None),
-    }
-}
-
-fn append(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let mut f = OpenOptions::new()
+/// The log opened for appending (created 0600), never through a symbolic link, and
+/// only a regular file.
+fn open_append(path: &Path) -> io::Result<File> {
+    let f = OpenOptions::new()
         .append(true)
         .create(true)
         .mode(0o600)
@@ -321,7 +509,7 @@ fn append(path: &Path, bytes: &[u8]) -> io::Result<()> {
             "the scope log is not a regular file",
         ));
     }
-    f.write_all(bytes)
+    Ok(f)
 }
 
 #[cfg(test)]

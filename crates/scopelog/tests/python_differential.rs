@@ -7,20 +7,7 @@ use std::process::{Command, Stdio};
 
 use transcope_core::{Scope, ScopeField};
 use transcope_scopelog::ScopeLog;
-
-fn python311() -> bool {
-    let ok = Command::new("python3")
-        .args([
-            "-c",
-            "import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)",
-        ])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        eprintln!("NOTICE: python3 >= 3.11 not found; differential test skipped");
-    }
-    ok
-}
+use transcope_testkit::python311;
 
 const POOL: &[&str] = &[
     "a",

@@ -239,3 +239,37 @@ fn a_transaction_writes_the_same_bytes_as_the_same_calls_one_by_one() {
         );
     }
 }
+
+/// A lock sidecar that is not a lockable file (here a folder, a symbolic link) is an
+/// error, never a write without the lock; a batch gives up at its first record and
+/// every later one fails the same way, without trying again.
+#[test]
+fn an_unusable_sidecar_is_an_error_and_nothing_is_written() {
+    let h = tempfile::tempdir().unwrap();
+    for (session, plant) in [
+        (
+            "folder",
+            (|p: &std::path::Path| std::fs::create_dir(p).unwrap()) as fn(&_),
+        ),
+        ("link", |p| {
+            std::os::unix::fs::symlink("elsewhere", p).unwrap()
+        }),
+    ] {
+        let log = ScopeLog::open(h.path(), session);
+        let path = log.path().unwrap().to_owned();
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        plant(&transcope_scopelog::lockfile::sidecar_path(&path));
+        let s = Scope::default().with(ScopeField::Worktree, "one");
+        let err = log.record(&s, "2026-10-08T10:00:00Z", None).unwrap_err();
+        assert!(matches!(err, RecordError::LockUnusable(_)), "{err}");
+        assert!(err.to_string().contains("nothing written"), "{err}");
+        let mut txn = log.transaction();
+        for i in 0..3 {
+            let s = Scope::default().with(ScopeField::Worktree, format!("w{i}"));
+            let err = txn.record(&s, "2026-10-08T10:00:00Z", None).unwrap_err();
+            assert!(matches!(err, RecordError::LockUnusable(_)), "{err}");
+        }
+        assert_eq!(txn.commit().unwrap(), 0);
+        assert!(!path.exists(), "{session}: written without the lock");
+    }
+}

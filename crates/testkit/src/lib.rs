@@ -522,6 +522,23 @@ pub fn git_repo(root: &Path, origin: &str, branch: &str) -> io::Result<()> {
     .map(|_| ())
 }
 
+/// Whether `python3` is Python 3.11 or later (the reference's version), for the tests
+/// that compare with Python itself; prints a notice when it is not, so a skipped
+/// comparison is seen.
+pub fn python311() -> bool {
+    let ok = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)",
+        ])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("NOTICE: python3 >= 3.11 not found; the comparison with Python is skipped");
+    }
+    ok
+}
+
 /// Writes one large Claude Code transcript (2.1.x shape, no sub-agent files) of at least
 /// `target_bytes` to `path`, with four folder/branch switches spread evenly through it.
 ///

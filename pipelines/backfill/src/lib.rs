@@ -13,9 +13,10 @@
 //!   the result never depends on scheduling;
 //! * each worker builds its reusable state once (`map_init`): read buffer, adapter
 //!   registry, framer, a clone of the shared project resolver (one cache for all);
-//! * each file's transitions are appended in one write ([`Transaction`]), and its
-//!   markers written in one piece, so a run killed at any moment and run again ends
-//!   with the same logs as an uninterrupted one;
+//! * each file's transitions are appended in order by one [`Transaction`] (whole
+//!   rows; a kill leaves a prefix of them and at most one torn line), and its markers
+//!   written in one piece, so a run killed at any moment and run again ends with the
+//!   same logs as an uninterrupted one, but for torn lines;
 //! * the environment is the bare one: never the backfilling process's
 //!   `AGENTIHOOKS_SWARM*` variables;
 //! * one bad file is reported (path and reason), counted, and never stops the others.

@@ -153,8 +153,8 @@ fn an_interrupted_backfill_resumes_to_the_same_logs() {
     let full = tempfile::tempdir().unwrap();
     run(full.path(), &[archive()], 2);
     let (jobs, _) = discover(&[archive()], &transcope_testkit::engine::adapters());
-    // Killed after any prefix of files (a file's rows are written in one piece, so a
-    // kill leaves whole files done or not done), then run again.
+    // Killed after any prefix of files (a file's rows, under 1 MiB here, are written in
+    // one piece, so a kill leaves whole files done or not done), then run again.
     for cut in 0..=jobs.len() {
         let home = tempfile::tempdir().unwrap();
         let mut o = Options::new(

@@ -83,6 +83,9 @@ pub struct Outcome {
     pub resolve_errors: u64,
     /// The first error message, for a hook's stderr line (never names a project).
     pub first_error: Option<String>,
+    /// The log's lock could not be taken at all (its `.lock` sidecar is unusable):
+    /// nothing was recorded, and nothing read through the log should be handed on.
+    pub lock_unusable: bool,
     /// The (folder, branch) pair in force at the end.
     pub seen: Option<Seen>,
 }
@@ -107,17 +110,16 @@ pub struct ChangeDetect<'a, R: ProjectResolver> {
 /// The name of this stage's checkpoint in a cursor.
 pub const STAGE_NAME: &str = "change-detect";
 
-fn last_id(rows: &[transcope_scopelog::Row]) -> Option<&str> {
-    rows.last()
-        .and_then(|r| r.get("transition_id"))
+fn last_id(last: Option<&transcope_scopelog::Row>) -> Option<&str> {
+    last.and_then(|r| r.get("transition_id"))
         .and_then(Value::as_str)
 }
 
 impl<'a, R: ProjectResolver> ChangeDetect<'a, R> {
     /// Start a run over `log`: `after` and `seen` are read from it when the run first
     /// needs them (a pipeline that finds nothing new never reads the log). Accepted
-    /// transitions are held in a [`Transaction`] and written in one piece by
-    /// [`ChangeDetect::finish`].
+    /// transitions go through one [`Transaction`] (one lock, whole rows appended in
+    /// order), finished by [`ChangeDetect::finish`].
     pub fn begin(log: &'a ScopeLog, env: &'a Env, resolver: R) -> Self {
         ChangeDetect {
             log,
@@ -138,7 +140,7 @@ impl<'a, R: ProjectResolver> ChangeDetect<'a, R> {
             return;
         }
         let txn = self.log.transaction();
-        if let Some(last) = txn.rows().last() {
+        if let Some(last) = txn.last_row() {
             self.after_raw = last.get("at").and_then(Value::as_str).map(str::to_owned);
             self.after = self.after_raw.as_deref().and_then(timestamp::parse);
             self.seen = Some(Seen {
@@ -202,13 +204,14 @@ impl<'a, R: ProjectResolver> ChangeDetect<'a, R> {
             Ok(None) => {}
             Err(RecordError::Refused(_)) => self.out.refused += 1,
             Err(err) => {
+                self.out.lock_unusable |= matches!(err, RecordError::LockUnusable(_));
                 self.out.io_errors += 1;
                 self.out.first_error.get_or_insert_with(|| err.to_string());
             }
         }
     }
 
-    /// End the run: append the accepted transitions in one write.
+    /// End the run: append the accepted transitions still waiting and release the lock.
     pub fn finish(mut self) -> Outcome {
         self.commit();
         self.out
@@ -222,30 +225,12 @@ impl<'a, R: ProjectResolver> ChangeDetect<'a, R> {
     fn commit(&mut self) {
         self.load();
         self.out.seen = self.seen.clone();
-        if let Some(txn) = self.txn.take() {
-            let ours: std::collections::HashSet<String> = txn
-                .written()
-                .iter()
-                .map(|w| w.transition_id.clone())
-                .collect();
-            if let Err(err) = txn.commit() {
-                // A full disk can take a prefix of the batch: count the rows of this run
-                // that reached the log whole (readers skip a torn one), not zero. The
-                // next run reads the same bytes again and adds only what is missing.
+        if let Some(mut txn) = self.txn.take() {
+            if let Err(err) = txn.flush() {
+                // Only the rows whose writes completed are in the log (a torn line may
+                // follow them); the next run takes the log as it stands.
                 self.out.io_errors += 1;
-                self.out.recorded = if ours.is_empty() {
-                    0
-                } else {
-                    self.log
-                        .transitions()
-                        .iter()
-                        .filter(|r| {
-                            r.get("transition_id")
-                                .and_then(Value::as_str)
-                                .is_some_and(|id| ours.contains(id))
-                        })
-                        .count() as u64
-                };
+                self.out.recorded = txn.durable();
                 self.out.first_error.get_or_insert_with(|| err.to_string());
                 // Refused before its first byte: no empty log left behind.
                 let _ = self.log.remove_if_empty();
@@ -271,8 +256,8 @@ impl<R: ProjectResolver + Send> transcope_core::Stage for ChangeDetect<'_, R> {
         }
         self.txn
             .as_ref()
-            .and_then(|t| t.written().last())
-            .map_or(Value::Null, |w| Value::String(w.transition_id.clone()))
+            .and_then(|t| t.last_written_id())
+            .map_or(Value::Null, |id| Value::String(id.to_owned()))
     }
 
     fn begin(&mut self, _: &transcope_core::FileContext<'_>) {
@@ -284,11 +269,7 @@ impl<R: ProjectResolver + Send> transcope_core::Stage for ChangeDetect<'_, R> {
             return false;
         };
         self.load();
-        self.txn.as_ref().is_some_and(|t| {
-            t.rows()
-                .iter()
-                .any(|r| r.get("transition_id").and_then(Value::as_str) == Some(id))
-        })
+        self.txn.as_ref().is_some_and(|t| t.contains_transition(id))
     }
 
     fn finish(&mut self, _: &transcope_core::FileContext<'_>) {
@@ -300,11 +281,11 @@ impl<R: ProjectResolver + Send> transcope_core::Stage for ChangeDetect<'_, R> {
     }
 
     fn checkpoint(&self) -> Value {
-        let rows = self.txn.as_ref().map_or(&[][..], |t| t.rows());
+        let last = self.txn.as_ref().and_then(|t| t.last_row());
         serde_json::json!({
             "seen": self.seen.as_ref().map(|s| [s.cwd.clone(), s.branch.clone()]),
             "after": self.after_raw,
-            "log_last": last_id(rows),
+            "log_last": last_id(last),
         })
     }
 
@@ -326,10 +307,10 @@ impl<R: ProjectResolver + Send> transcope_core::Stage for ChangeDetect<'_, R> {
             return false;
         }
         self.load();
-        let rows = self.txn.as_ref().map_or(&[][..], |t| t.rows());
+        let last = self.txn.as_ref().and_then(|t| t.last_row());
         // A log that has moved on since (session start recorded a launch scope, another
         // writer) is the truth: keep the state read from it.
-        if o.get("log_last").and_then(Value::as_str) != last_id(rows) {
+        if o.get("log_last").and_then(Value::as_str) != last_id(last) {
             return true;
         }
         self.seen = match o.get("seen") {

@@ -79,6 +79,12 @@ pub fn record_session(
     report
 }
 
+fn unlockable(why: String) -> io::Error {
+    io::Error::other(format!(
+        "the session index cannot be locked (its .lock file: {why}); nothing written"
+    ))
+}
+
 /// Append the index row unless the session's last row already says the same.
 fn update_index(
     home: &Path,
@@ -93,19 +99,21 @@ fn update_index(
             .mode(0o700)
             .create(dir)?;
     }
-    // Never block the agent: wait for another writer at most INDEX_LOCK_WAIT.
+    // Never block the agent: wait for another writer at most INDEX_LOCK_WAIT. Never
+    // write without the lock either (a sidecar that is a symbolic link, a folder or a
+    // FIFO, or no flock): concurrent session starts would interleave.
     let _lock = match open_sidecar(&path)
         .map(|f| lockfile::lock(f, LockWait::AtMost(INDEX_LOCK_WAIT)))
     {
+        Ok(Ok(held)) => held,
         Ok(Err(NotLocked::TimedOut(limit))) => {
             return Err(io::Error::new(
                 io::ErrorKind::WouldBlock,
                 format!("the session index is locked by another process (gave up after {limit:?})"),
             ));
         }
-        Ok(Ok(held)) => Some(held),
-        // Best effort, as for the scope log: no sidecar or no flock means no lock.
-        Ok(Err(NotLocked::Unavailable)) | Err(_) => None,
+        Ok(Err(e)) => return Err(unlockable(e.to_string())),
+        Err(e) => return Err(unlockable(e.to_string())),
     };
     let bytes = match transcope_scopelog::read_private(&path) {
         Ok(b) => b,

@@ -166,6 +166,16 @@ pub fn run_stop<R: ProjectResolver + Send>(
         }
         return sum;
     };
+    if sum
+        .observe
+        .as_ref()
+        .is_some_and(|o| o.outcome.lock_unusable)
+    {
+        // The log cannot be locked, so it cannot be read as it stands: attributing
+        // through it is a guess. Nothing is delivered, no cursor saved; the next Stop
+        // with a usable lock reads these lines again.
+        return sum;
+    }
     // 3. Markers, with the payload's last message as the fallback.
     let mut markers = stage.take(None);
     if markers.is_empty() {

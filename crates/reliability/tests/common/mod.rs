@@ -122,6 +122,20 @@ impl Sandbox {
         cmd_in(&self.home, &self.user, args)
     }
 
+    /// `transcope scope record --session S --at AT --cwd CWD`.
+    pub fn record_cmd(&self, session: &str, at: &str, cwd: &str) -> Command {
+        self.cmd(&[
+            "scope",
+            "record",
+            "--session",
+            session,
+            "--at",
+            at,
+            "--cwd",
+            cwd,
+        ])
+    }
+
     /// The scope log of `session`.
     pub fn log(&self, session: &str) -> PathBuf {
         log_path(&self.home, session)
@@ -204,6 +218,21 @@ pub fn claude_line(secs: u64, cwd: &str, branch: &str) -> String {
         "message": {"role": "user", "content": "hello"},
     })
     .to_string()
+}
+
+/// Claude `user` lines alternating between two folders, one a second: every line a
+/// transition (issue 13's input for a large batch).
+pub fn alternating(n: u64) -> String {
+    let mut t = String::new();
+    for i in 0..n {
+        t.push_str(&claude_line(
+            i,
+            if i % 2 == 0 { "/w/a" } else { "/w/b" },
+            "main",
+        ));
+        t.push('\n');
+    }
+    t
 }
 
 /// A Claude Code assistant record holding a brain marker.
@@ -384,6 +413,9 @@ pub struct Measured {
     /// Peak resident set size of the child, in KiB (`ru_maxrss` from `wait4`).
     pub max_rss_kib: u64,
     pub elapsed: Duration,
+    /// CPU time the child used, user and system (from `wait4`): steadier than the
+    /// wall time on a busy machine.
+    pub cpu: Duration,
 }
 
 /// Spawn `c` (stdin from `stdin`), let `feed` write to its stdin on another thread,
@@ -432,7 +464,12 @@ pub fn run_measured(
         stderr: e.join().unwrap(),
         max_rss_kib: ru.ru_maxrss as u64,
         elapsed,
+        cpu: timeval(ru.ru_utime) + timeval(ru.ru_stime),
     }
+}
+
+fn timeval(t: libc::timeval) -> Duration {
+    Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
 }
 
 /// `wait4(pid)`: the exit status and the child's own resource usage.
@@ -479,6 +516,32 @@ fn set_limit(c: &mut Command, resource: libc::__rlimit_resource_t, bytes: u64) {
             if resource == libc::RLIMIT_FSIZE {
                 libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
             }
+            Ok(())
+        });
+    }
+}
+
+/// Kill the child (`SIGXFSZ`, no core file) at its first write past `bytes` of any file,
+/// after the part of that write that fits: a kill at an exact byte of a write, as a
+/// `SIGKILL` landing in the middle of one leaves.
+pub fn kill_at_file_size(c: &mut Command, bytes: u64) {
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        c.pre_exec(move || {
+            let no_core = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            let lim = libc::rlimit {
+                rlim_cur: bytes as libc::rlim_t,
+                rlim_max: bytes as libc::rlim_t,
+            };
+            if libc::setrlimit(libc::RLIMIT_CORE, &no_core) != 0
+                || libc::setrlimit(libc::RLIMIT_FSIZE, &lim) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            libc::signal(libc::SIGXFSZ, libc::SIG_DFL);
             Ok(())
         });
     }
