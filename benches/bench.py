@@ -24,7 +24,12 @@ def files_of(d):
 
 
 def run(cmd, stdin=None, env=None):
-    """Wall seconds of one run.
+    """Wall seconds of one run (see timed)."""
+    return timed(cmd, stdin, env)[0]
+
+
+def timed(cmd, stdin=None, env=None):
+    """Wall seconds of one run, and the child's own resource use (wait4).
 
     The child is spawned directly (posix_spawn) and reaped with wait4: no
     /usr/bin/time or shell in between, so a 60 ms run is not charged a few ms of
@@ -41,11 +46,11 @@ def run(cmd, stdin=None, env=None):
         exe = shutil.which(cmd[0]) or cmd[0]
         t = time.perf_counter()
         pid = os.posix_spawn(exe, cmd, os.environ if env is None else env, file_actions=actions)
-        _, status, _ = os.wait4(pid, 0)
+        _, status, ru = os.wait4(pid, 0)
         dt = time.perf_counter() - t
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"failed ({os.waitstatus_to_exitcode(status)}): {' '.join(cmd)}")
-    return dt
+    return dt, ru
 
 
 def peak_rss_kb(cmd, stdin=None):
