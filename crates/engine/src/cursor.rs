@@ -31,7 +31,6 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 use crate::scan::Resume;
 
@@ -121,7 +120,7 @@ pub fn head_fingerprint(file: &File, len: u64) -> io::Result<String> {
     let mut buf = vec![0; len as usize];
     // A file that shrank below `len` since it was opened is an error (`UnexpectedEof`).
     file.read_exact_at(&mut buf, 0)?;
-    Ok(transcope_core::digest::hex(&Sha256::digest(&buf)))
+    Ok(transcope_core::digest::sha256_hex(&buf))
 }
 
 /// Load the cursor file at `path` (an earlier version's); a missing, unreadable or

@@ -414,7 +414,7 @@ impl Pipeline {
         let head_sha256 = match (&saved, &source) {
             (Some(c), _) if c.head_len == head_len => Some(c.head_sha256.clone()),
             (_, Some(src)) if store.is_some() => match src.head().get(..head_len as usize) {
-                Some(bytes) => Some(transcope_core::digest::hex(&Sha256::digest(bytes))),
+                Some(bytes) => Some(transcope_core::digest::sha256_hex(bytes)),
                 None => cursor::head_fingerprint(src.file(), head_len).ok(),
             },
             _ => None,

@@ -153,10 +153,12 @@ impl CursorStore {
         let held = if self.durable {
             None
         } else {
-            lock(&self.batch)
-                .saved
-                .get(&row_key(key, transcript))
-                .cloned()
+            let batch = lock(&self.batch);
+            // No key is built for the lookup of an empty batch (every file of a batch's
+            // first pass).
+            (!batch.saved.is_empty())
+                .then(|| batch.saved.get(&row_key(key, transcript)).cloned())
+                .flatten()
         };
         let text = match held {
             Some(text) => Some(text),
@@ -346,7 +348,7 @@ impl CursorStore {
         };
         for entry in dir.flatten() {
             let path = entry.path();
-            let Ok(file) = OpenOptions::new()
+            let Ok(mut file) = OpenOptions::new()
                 .read(true)
                 .write(true)
                 .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
@@ -358,9 +360,14 @@ impl CursorStore {
                 // Its run is still going.
                 continue;
             }
-            let Ok(text) = fs::read(&path) else {
+            // Read through the descriptor that holds the lock (the path is not opened
+            // twice, nor followed).
+            let mut text = Vec::new();
+            if !file.metadata().is_ok_and(|m| m.is_file())
+                || std::io::Read::read_to_end(&mut file, &mut text).is_err()
+            {
                 continue;
-            };
+            }
             // A torn last line is an intent whose effects were never started.
             let lines: Vec<JournalLine> = text
                 .split(|&b| b == b'\n')

@@ -384,20 +384,40 @@ impl Transaction<'_> {
             self.pending.clear();
             return Ok(());
         };
+        // The file's length before the write, to tell after a failed one (a full disk)
+        // how many of the waiting rows reached it whole.
+        let mut start = None;
         let written = match &mut self.out {
-            Some(f) => f.write_all(self.pending.as_bytes()),
+            Some(f) => {
+                start = f.metadata().ok().map(|m| m.len());
+                f.write_all(self.pending.as_bytes())
+            }
             None => open_append(path).and_then(|f| {
                 let f = self.out.insert(f);
+                start = f.metadata().ok().map(|m| m.len());
                 f.write_all(self.pending.as_bytes())
             }),
         };
-        self.pending.clear();
+        let reached = match (&written, &self.out, start) {
+            (Err(_), Some(f), Some(start)) => f
+                .metadata()
+                .map_or(0, |m| m.len().saturating_sub(start) as usize),
+            _ => 0,
+        };
         match written {
             Ok(()) => {
+                self.pending.clear();
                 self.durable += std::mem::take(&mut self.pending_rows);
                 Ok(())
             }
             Err(source) => {
+                // A row is one line (JSON holds no raw newline); a leading newline is
+                // the fresh-line repair, not a row.
+                let done = &self.pending.as_bytes()[..reached.min(self.pending.len())];
+                let ends = done.iter().filter(|&&b| b == b'\n').count();
+                let repair = usize::from(self.pending.starts_with('\n') && ends > 0);
+                self.durable += (ends - repair) as u64;
+                self.pending.clear();
                 self.pending_rows = 0;
                 self.stuck = Some(Stuck::Write(source.kind(), source.to_string()));
                 Err(RecordError::Io {

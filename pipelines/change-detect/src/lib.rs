@@ -226,20 +226,16 @@ impl<'a, R: ProjectResolver> ChangeDetect<'a, R> {
         self.load();
         self.out.seen = self.seen.clone();
         if let Some(mut txn) = self.txn.take() {
-            // The readable rows the file had before this batch.
-            let before = txn.row_count() - txn.accepted();
             if let Err(err) = txn.flush() {
-                let durable = txn.durable();
-                // The lock goes before the log is looked at again.
-                drop(txn);
-                // A full disk can take part of a write: count the rows of this run that
-                // reached the log whole (readers skip a torn one), not only the writes
-                // that completed. The next run takes the log as it stands.
+                // Only the rows that reached the log whole count (a full disk can take
+                // part of a write; a torn line may follow them); the next run takes the
+                // log as it stands.
                 self.out.io_errors += 1;
-                let readable = self.log.transitions().len() as u64;
-                self.out.recorded = readable.saturating_sub(before).max(durable);
+                self.out.recorded = txn.durable();
                 self.out.first_error.get_or_insert_with(|| err.to_string());
-                // Refused before its first byte: no empty log left behind.
+                // The lock goes first: refused before its first byte, the log is removed
+                // under the lock, so no empty log is left behind.
+                drop(txn);
                 let _ = self.log.remove_if_empty();
             }
         }
