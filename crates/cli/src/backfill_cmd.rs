@@ -30,11 +30,19 @@ pub struct BackfillArgs {
     #[arg(long)]
     json: bool,
     /// Do not extract markers.
-    #[arg(long, conflicts_with = "markers_out")]
+    #[arg(long, conflicts_with_all = ["markers_out", "deliver"])]
     no_markers: bool,
-    /// Append markers (request bodies, NDJSON) to FILE instead of the outbox.
+    /// Also append each marker new to FILE (request body, `at`, idempotency key; NDJSON).
     #[arg(long, value_name = "FILE")]
     markers_out: Option<PathBuf>,
+    /// Deliver the ledger's pending markers when done (HTTP when BRAIN_URL is set, else
+    /// the outbox). By default markers are only recorded in the ledger.
+    #[arg(long)]
+    deliver: bool,
+    /// Do not keep the index (for measuring what it costs; markers are then only
+    /// counted, or written to --markers-out).
+    #[arg(long, conflicts_with = "deliver", hide = true)]
+    no_index: bool,
     /// Memory-map files of 64 KiB or more that have not changed for five minutes
     /// (default: read every file through one reusable buffer).
     #[arg(long)]
@@ -43,7 +51,10 @@ pub struct BackfillArgs {
 
 /// Every registered agent's default folders that exist (each adapter's layout says
 /// where its agent writes, from its environment variables).
-fn default_paths(env: &transcope_change_detect::Env, registry: &AdapterRegistry) -> Vec<PathBuf> {
+pub fn default_paths(
+    env: &transcope_change_detect::Env,
+    registry: &AdapterRegistry,
+) -> Vec<PathBuf> {
     let lookup = |k: &str| env.get(k).filter(|v| !v.is_empty()).cloned();
     let home = user_home();
     registry
@@ -68,15 +79,13 @@ pub fn run_backfill(home: &Path, args: BackfillArgs) -> Result<u8> {
     if args.mmap {
         opts.io = transcope_backfill::MAP_QUIET;
     }
+    opts.index = !args.no_index;
     opts.markers = if args.no_markers {
         MarkersOut::Skip
     } else if let Some(f) = &args.markers_out {
         MarkersOut::Ndjson(f.clone())
     } else {
-        MarkersOut::Outbox(transcope_brain::outbox_dir_from_env(
-            home,
-            full.get("BRAIN_WRITER_OUTBOX").map(String::as_str),
-        ))
+        MarkersOut::Ledger
     };
     // Files are streamed to the workers as they are found; only a progress bar needs
     // the totals first, from a walk that keeps nothing but two sums.
@@ -106,31 +115,51 @@ pub fn run_backfill(home: &Path, args: BackfillArgs) -> Result<u8> {
     for p in &summary.errors {
         eprintln!("transcope: {}: {}", p.path.display(), p.reason);
     }
+    let mut failed = !summary.errors.is_empty();
+    let delivered = if args.deliver {
+        let d = crate::query_cmd::deliver_all(home, &full, false)?;
+        failed |= d.failed > 0;
+        Some(d)
+    } else {
+        None
+    };
+    let pending = if opts.index {
+        transcope_index::Index::open(home)
+            .and_then(|ix| ix.pending_count(None, None))
+            .ok()
+    } else {
+        None
+    };
     if args.json {
-        println_out(
-            &mut std::io::stdout().lock(),
-            &summary.to_json().to_string(),
-        )?;
+        let mut v = summary.to_json();
+        v["markers_pending"] = serde_json::json!(pending);
+        if let Some(d) = &delivered {
+            v["delivered"] = d.to_json();
+        }
+        println_out(&mut std::io::stdout().lock(), &v.to_string())?;
     } else {
         // One write: stderr is unbuffered, and a formatted line is otherwise written
         // piece by piece (and could interleave with another writer's).
         let line = format!(
-            "transcope: {} files, {} bytes, {} transitions written, {} markers ({} unattributed, {} undelivered), {} errors, {:.2} s, {:.1} MB/s\n",
+            "transcope: {} files, {} bytes, {} transitions written, {} markers ({} new to the ledger, {} pending, {} unattributed, {} not recorded, {} unclosed){}, {} errors, {:.2} s, {:.1} MB/s\n",
             summary.files,
             summary.bytes,
             summary.transitions,
             summary.markers,
+            summary.markers_recorded,
+            pending.map_or("-".to_owned(), |n| n.to_string()),
             summary.unattributed,
             summary.markers_undelivered,
+            summary.unclosed,
+            delivered.as_ref().map_or(String::new(), |d| format!(
+                "; delivered: {} sent, {} to the outbox, {} failed",
+                d.sent, d.outbox, d.failed
+            )),
             summary.errors.len(),
             summary.seconds,
             summary.mb_per_s()
         );
         let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
     }
-    Ok(if summary.errors.is_empty() {
-        exit::OK
-    } else {
-        exit::RUNTIME
-    })
+    Ok(if failed { exit::RUNTIME } else { exit::OK })
 }

@@ -11,7 +11,9 @@ mod backfill_cmd;
 mod compose;
 mod hook;
 mod payload;
+mod query_cmd;
 mod scope_cmd;
+mod table;
 mod transcript_cmd;
 
 use std::io::{self, Write};
@@ -51,6 +53,19 @@ enum Command {
     /// Claude Code hooks (payload JSON on stdin). They always exit 0 unless --strict.
     #[command(subcommand)]
     Hook(hook::HookCommand),
+    /// Sessions in force in a scope at some moment of a window, from the index.
+    Sessions(query_cmd::SessionsArgs),
+    /// One session's transitions and markers, in time order.
+    Timeline(query_cmd::TimelineArgs),
+    /// Every brain marker found, each once, with its attribution and delivery state.
+    Ledger(query_cmd::LedgerArgs),
+    /// Send the ledger's pending markers (HTTP when BRAIN_URL is set, else the outbox).
+    Deliver(query_cmd::DeliverArgs),
+    /// Which transition was in force at an instant, and why; what a grant allows.
+    Explain(query_cmd::ExplainArgs),
+    /// The local index (`<home>/transcope/index.sqlite`).
+    #[command(subcommand)]
+    Index(query_cmd::IndexCommand),
 }
 
 /// The resolved agentihooks home.
@@ -96,6 +111,7 @@ pub fn println_out(out: &mut impl Write, text: &str) -> io::Result<()> {
 }
 
 fn main() -> ExitCode {
+    table::init_local_offset();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
@@ -117,6 +133,12 @@ fn main() -> ExitCode {
         Command::Backfill(args) => backfill_cmd::run_backfill(&home, args),
         Command::Identity => hook::run_identity(),
         Command::Hook(cmd) => hook::run_hook(&home, cmd),
+        Command::Sessions(args) => query_cmd::run_sessions(&home, args),
+        Command::Timeline(args) => query_cmd::run_timeline(&home, args),
+        Command::Ledger(args) => query_cmd::run_ledger(&home, args),
+        Command::Deliver(args) => query_cmd::run_deliver(&home, args),
+        Command::Explain(args) => query_cmd::run_explain(&home, args),
+        Command::Index(cmd) => query_cmd::run_index(&home, cmd),
     };
     match result {
         Ok(code) => ExitCode::from(code),

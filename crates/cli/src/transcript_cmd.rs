@@ -8,7 +8,7 @@ use transcope_change_detect::Env;
 use transcope_engine::Buffers;
 use transcope_identity::{GitResolver, ResolverConfig};
 use transcope_scopelog::ScopeLog;
-use transcope_stop::observe::{observe, Observe};
+use transcope_stop::observe::{observe, observe_indexed, Indexed, Observe};
 
 use crate::{exit, println_out};
 
@@ -24,6 +24,9 @@ pub struct ObserveArgs {
     /// like the reference, may add rows when the transcript's times go backwards).
     #[arg(long)]
     full: bool,
+    /// Print a JSON summary (transitions, markers found and new to the ledger).
+    #[arg(long)]
+    json: bool,
     /// The transcript (Claude Code JSONL or a Codex rollout).
     transcript: PathBuf,
 }
@@ -65,13 +68,20 @@ pub fn run_observe(home: &Path, args: ObserveArgs) -> Result<u8> {
     } else {
         crate::compose::pipeline(home, true)
     };
-    let report = observe(
-        &pipeline,
-        &Observe::new(&log, &args.transcript, &env),
-        &mut resolver,
-        &mut Buffers::default(),
-    )
-    .with_context(|| format!("observing {}", args.transcript.display()))?;
+    let o = Observe::new(&log, &args.transcript, &env);
+    let mut buffers = Buffers::default();
+    let observed = if args.full {
+        // The reference's whole-file read: nothing of it is indexed (it has no cursor
+        // to say what was already recorded).
+        observe(&pipeline, &o, &mut resolver, &mut buffers).map(|r| (r, Indexed::default()))
+    } else {
+        observe_indexed(&pipeline, &o, home, &mut resolver, &mut buffers)
+    };
+    let (report, indexed) =
+        observed.with_context(|| format!("observing {}", args.transcript.display()))?;
+    if let Some(e) = &indexed.error {
+        eprintln!("transcope: {e}; the cursor stays, so the next run records these bytes");
+    }
     let outcome = &report.outcome;
     if outcome.io_errors > 0 {
         // The log could not be written: a runtime error, with what was written before it.
@@ -90,7 +100,17 @@ pub fn run_observe(home: &Path, args: ObserveArgs) -> Result<u8> {
         eprintln!("transcope: {e}");
     }
     let mut out = std::io::stdout().lock();
-    println_out(&mut out, &outcome.recorded.to_string())?;
+    if args.json {
+        let v = serde_json::json!({
+            "transitions_recorded": outcome.recorded,
+            "markers": indexed.markers,
+            "recorded": indexed.recorded,
+            "error": indexed.error,
+        });
+        println_out(&mut out, &v.to_string())?;
+    } else {
+        println_out(&mut out, &outcome.recorded.to_string())?;
+    }
     Ok(exit::OK)
 }
 

@@ -206,7 +206,11 @@ fn hook_stop_records_transitions_and_json_summary() {
     assert_eq!(out.status.code(), Some(0));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["transitions_recorded"], 4);
-    assert_eq!(v["markers"], 0, "brain writer off by default");
+    // The brain writer is off by default: every marker still goes to the ledger.
+    assert_eq!(v["markers"], 6, "{v}");
+    assert_eq!(v["recorded"], 6, "{v}");
+    assert_eq!(v["pending"], 6, "{v}");
+    assert_eq!(v["written"]["outbox"], 0, "{v}");
     let out = run(
         home.path(),
         &["hook", "stop", "--json"],
@@ -215,8 +219,28 @@ fn hook_stop_records_transitions_and_json_summary() {
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["transitions_recorded"], 0);
-    // Incremental: the markers were in bytes already read by the first Stop.
-    assert_eq!(v["markers"], 0);
+    // Nothing new to read, but the session's flag says markers wait: the first five
+    // (BRAIN_WRITER_MAX_MARKERS' default) go, one stays pending for the next Stop.
+    assert_eq!(v["markers"], 0, "{v}");
+    assert_eq!(v["written"]["outbox"], 5, "{v}");
+    assert_eq!(
+        (v["pending"].clone(), v["over_cap"].clone()),
+        (1.into(), 1.into()),
+        "{v}"
+    );
+    let out = run(
+        home.path(),
+        &["hook", "stop", "--json"],
+        &p,
+        &[("BRAIN_WRITER_ENABLED", "1")],
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (v["written"]["outbox"].clone(), v["pending"].clone()),
+        (1.into(), 0.into()),
+        "{v}"
+    );
+    assert!(!home.path().join("transcope/pending/hs").exists());
     let home2 = tempfile::tempdir().unwrap();
     let out = run(
         home2.path(),
@@ -225,17 +249,20 @@ fn hook_stop_records_transitions_and_json_summary() {
         &[("BRAIN_WRITER_ENABLED", "1")],
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["markers"], 5, "BRAIN_WRITER_MAX_MARKERS defaults to 5");
-    // Past the cap, markers go to the outbox (the next drain sends them), never lost.
-    let over = v["over_cap"].as_u64().unwrap();
-    assert!(over > 0, "{v}");
-    assert_eq!(v["written"]["outbox"], 5 + over);
+    assert_eq!(v["markers"], 6, "{v}");
+    // Past the cap, markers stay pending in the ledger (the next Stop sends them).
+    assert_eq!(
+        (v["over_cap"].clone(), v["pending"].clone()),
+        (1.into(), 1.into()),
+        "{v}"
+    );
+    assert_eq!(v["written"]["outbox"], 5);
     assert!(v["unattributed"].as_u64().unwrap() >= 4, "{v}");
     assert_eq!(
         std::fs::read_dir(home2.path().join("brain-outbox"))
             .unwrap()
             .count() as u64,
-        5 + over
+        5
     );
     // Switch off: no transitions.
     let home3 = tempfile::tempdir().unwrap();

@@ -200,28 +200,35 @@ fn a_hung_brain_costs_one_timeout_per_stop_and_a_later_drain_sends_each_marker_o
     let sb = Sandbox::new();
     let outbox = sb.home.join("brain-outbox");
     let hung = Hung::start();
-    // Default settings (cap 5): 12 markers, nothing in the outbox yet, so the first
-    // marker's POST times out and the other eleven go straight to the outbox.
+    // Default settings (cap 5): 12 markers, all into the ledger; the first marker's
+    // POST times out, the other four of this Stop go straight to the outbox, and seven
+    // stay pending for later Stops.
     let t = markers_transcript(&sb, "t.jsonl", 0, 12);
     let (v, took) = timed(stop_cmd(&sb, &hung.url), &payload("hung", &t));
     eprintln!("Stop 1 (hung brain, default settings, 12 markers): {took:?}: {v}");
     assert!(took < DEFAULT_BOUND, "{took:?}");
-    assert_eq!(v["markers"], 5, "{v}");
-    assert_eq!(v["over_cap"], 7, "{v}");
+    assert_eq!(v["markers"], 12, "{v}");
+    assert_eq!(v["recorded"], 12, "{v}");
+    assert_eq!(
+        (v["over_cap"].clone(), v["pending"].clone()),
+        (7.into(), 7.into()),
+        "{v}"
+    );
     assert_eq!(v["written"]["http"], 0, "{v}");
-    assert_eq!(v["written"]["outbox"], 12, "{v}");
+    assert_eq!(v["written"]["outbox"], 5, "{v}");
     assert!(v["brain_error"].as_str().is_some(), "said on stderr: {v}");
     assert!(
         v["error"].is_null(),
-        "the markers are safe in the outbox: {v}"
+        "the markers are safe in the outbox and the ledger: {v}"
     );
-    assert_eq!(waiting(&outbox).len(), 12);
-    // Next Stop: the drain's first POST times out, and the new markers are not tried.
+    assert_eq!(waiting(&outbox).len(), 5);
+    // Next Stop: the drain's first POST times out, and the markers are not tried.
     markers_transcript(&sb, "t.jsonl", 12, 3);
     let (v, took) = timed(stop_cmd(&sb, &hung.url), &payload("hung", &t));
-    eprintln!("Stop 2 (hung brain, 12 waiting, 3 new): {took:?}: {v}");
+    eprintln!("Stop 2 (hung brain, 5 waiting, 3 new): {took:?}: {v}");
     assert!(took < DEFAULT_BOUND, "{took:?}");
-    assert_eq!(v["written"]["outbox"], 3, "{v}");
+    assert_eq!(v["written"]["outbox"], 5, "{v}");
+    assert_eq!(v["pending"], 5, "{v}");
     assert_eq!(v["drained"], 0, "{v}");
     // A cap of 20 with 25 new markers: still one timeout.
     markers_transcript(&sb, "t.jsonl", 15, 25);
@@ -230,17 +237,32 @@ fn a_hung_brain_costs_one_timeout_per_stop_and_a_later_drain_sends_each_marker_o
     let (v, took) = timed(c, &payload("hung", &t));
     eprintln!("Stop 3 (hung brain, cap 20, 25 new): {took:?}: {v}");
     assert!(took < DEFAULT_BOUND, "{took:?}");
-    assert_eq!(v["markers"], 20, "{v}");
-    assert_eq!(v["written"]["outbox"], 25, "{v}");
-    let keys = waiting_keys(&outbox);
-    assert_eq!(keys.len(), 40, "one file per marker");
-    // The brain is back: one drain sends every marker exactly once.
+    assert_eq!(v["markers"], 25, "{v}");
+    assert_eq!(v["written"]["outbox"], 20, "{v}");
+    assert_eq!(v["pending"], 10, "{v}");
+    let mut keys = waiting_keys(&outbox);
+    assert_eq!(keys.len(), 30, "one file per marker");
+    // The brain is back: the drain sends every outbox file once, and the Stops send
+    // the pending markers, five at a time, once each.
     let server = Server::start(Answer::Ok(Duration::ZERO));
     let (v, _) = timed(stop_cmd(&sb, &server.url), &payload("hung", &t));
-    assert_eq!(v["drained"], 40, "{v}");
+    assert_eq!(v["drained"], 30, "{v}");
+    assert_eq!(
+        (v["written"]["http"].clone(), v["pending"].clone()),
+        (5.into(), 5.into()),
+        "{v}"
+    );
+    let (v, _) = timed(stop_cmd(&sb, &server.url), &payload("hung", &t));
+    assert_eq!(
+        (v["written"]["http"].clone(), v["pending"].clone()),
+        (5.into(), 0.into()),
+        "{v}"
+    );
     let counts = server.counts();
-    assert_eq!(counts.keys().cloned().collect::<Vec<_>>(), keys);
+    assert_eq!(counts.len(), 40, "{counts:?}");
     assert!(counts.values().all(|&n| n == 1), "{counts:?}");
+    keys.retain(|k| !counts.contains_key(k));
+    assert!(keys.is_empty(), "every outbox file was sent: {keys:?}");
     assert!(waiting(&outbox).is_empty());
 }
 
@@ -322,4 +344,236 @@ fn a_short_deadline_shrinks_the_brains_budget() {
     assert_eq!(v["transitions_recorded"], 1, "{v}");
     let (v, _) = timed(stop_cmd(&sb, &hung.url), &payload("short", &t));
     assert_eq!(v["markers"], 0, "the cursor was saved: {v}");
+}
+
+// Issue 14: the ledger. Every marker is recorded once, whatever the writer's setting,
+// and delivered once, over as many Stops as the cap asks.
+
+/// `ledger --json --no-sync`: each key with its state.
+fn ledger_states(sb: &Sandbox) -> BTreeMap<String, String> {
+    let out = run(sb.cmd(&["ledger", "--json", "--no-sync"]), b"");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    text(&out.stdout)
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            (
+                v["idempotency_key"].as_str().unwrap().to_owned(),
+                v["state"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn writer_off_then_on_delivers_every_marker_once() {
+    let sb = Sandbox::new();
+    let server = Server::start(Answer::Ok(Duration::ZERO));
+    let t = markers_transcript(&sb, "t.jsonl", 0, 8);
+    // The writer off: nothing sent, everything in the ledger.
+    let (v, _) = timed(sb.cmd(&["hook", "stop", "--json"]), &payload("w", &t));
+    assert_eq!(
+        (
+            v["markers"].clone(),
+            v["recorded"].clone(),
+            v["pending"].clone()
+        ),
+        (8.into(), 8.into(), 8.into()),
+        "{v}"
+    );
+    assert!(server.counts().is_empty());
+    let states = ledger_states(&sb);
+    assert_eq!(states.len(), 8);
+    assert!(states.values().all(|s| s == "pending"), "{states:?}");
+    // On: nothing new to read, yet the pending markers go, five a Stop.
+    let (v, _) = timed(stop_cmd(&sb, &server.url), &payload("w", &t));
+    assert_eq!(
+        (v["written"]["http"].clone(), v["pending"].clone()),
+        (5.into(), 3.into()),
+        "{v}"
+    );
+    let (v, _) = timed(stop_cmd(&sb, &server.url), &payload("w", &t));
+    assert_eq!(
+        (v["written"]["http"].clone(), v["pending"].clone()),
+        (3.into(), 0.into()),
+        "{v}"
+    );
+    let (v, _) = timed(stop_cmd(&sb, &server.url), &payload("w", &t));
+    assert_eq!(v["written"]["http"], 0, "{v}");
+    let counts = server.counts();
+    assert_eq!(counts.len(), 8);
+    assert!(counts.values().all(|&n| n == 1), "{counts:?}");
+    let states = ledger_states(&sb);
+    assert_eq!(
+        states.keys().cloned().collect::<Vec<_>>(),
+        counts.keys().cloned().collect::<Vec<_>>()
+    );
+    assert!(states.values().all(|s| s == "delivered"), "{states:?}");
+}
+
+#[test]
+fn forty_five_markers_with_the_default_cap_lose_none() {
+    let sb = Sandbox::new();
+    let server = Server::start(Answer::Ok(Duration::ZERO));
+    let t = markers_transcript(&sb, "t.jsonl", 0, 45);
+    let (v, _) = timed(stop_cmd(&sb, &server.url), &payload("f", &t));
+    assert_eq!(
+        (v["markers"].clone(), v["recorded"].clone()),
+        (45.into(), 45.into()),
+        "{v}"
+    );
+    assert_eq!(
+        (
+            v["written"]["http"].clone(),
+            v["pending"].clone(),
+            v["over_cap"].clone()
+        ),
+        (5.into(), 40.into(), 40.into()),
+        "{v}"
+    );
+    let mut stops = 1;
+    loop {
+        stops += 1;
+        assert!(stops < 20, "the pending markers drain");
+        if v_pending(&sb, &server.url, &t) == 0 {
+            break;
+        }
+    }
+    assert_eq!(stops, 9, "45 markers, 5 a Stop");
+    let counts = server.counts();
+    assert_eq!(counts.len(), 45, "0 lost");
+    assert!(counts.values().all(|&n| n == 1), "{counts:?}");
+    assert!(ledger_states(&sb).values().all(|s| s == "delivered"));
+    assert!(
+        !sb.home.join("transcope/pending/f").exists(),
+        "the flag goes with the last"
+    );
+}
+
+/// One more Stop with the writer on; its `pending`.
+fn v_pending(sb: &Sandbox, url: &str, t: &Path) -> u64 {
+    let (v, _) = timed(stop_cmd(sb, url), &payload("f", t));
+    v["pending"].as_u64().unwrap()
+}
+
+#[test]
+fn killed_stops_leave_no_duplicate_and_no_missing_ledger_row() {
+    let clean = Sandbox::new();
+    let t = markers_transcript(&clean, "t.jsonl", 0, 30);
+    let (v, took) = timed(clean.cmd(&["hook", "stop", "--json"]), &payload("k", &t));
+    assert_eq!(v["recorded"], 30, "{v}");
+    let want = ledger_states(&clean);
+
+    let sb = Sandbox::new();
+    let mut rng = Rng::from_env(0x5eed_0014);
+    let window = (took.as_micros() as u64).min(500_000) + 5_000;
+    let mut killed = 0;
+    for i in 0..15u64 {
+        // The transcript grows between Stops, as a live session's does.
+        markers_transcript(&sb, "t.jsonl", i * 2, 2);
+        let c = sb.cmd(&["hook", "stop", "--json"]);
+        if kill_after(
+            c,
+            &payload("k", &sb.user.join("t.jsonl")),
+            Duration::from_micros(rng.below(window)),
+        )
+        .is_none()
+        {
+            killed += 1;
+        }
+    }
+    let (_, _) = timed(
+        sb.cmd(&["hook", "stop", "--json"]),
+        &payload("k", &sb.user.join("t.jsonl")),
+    );
+    let got = ledger_states(&sb);
+    eprintln!("{killed} of 15 Stops killed");
+    assert_eq!(got, want, "every marker once, all pending");
+}
+
+#[test]
+fn concurrent_stops_and_a_backfill_keep_the_index_consistent_with_the_log() {
+    let sb = Sandbox::new();
+    let session = "0c0c0c0c-0000-4000-8000-00000000000c";
+    let name = format!("{session}.jsonl");
+    for round in 0..4u64 {
+        // Each round appends folder changes and markers, then four Stops and a
+        // backfill read the same transcript at once.
+        let t = markers_transcript(&sb, &name, round * 10, 10);
+        let mut f = std::fs::OpenOptions::new().append(true).open(&t).unwrap();
+        for i in 0..10 {
+            writeln!(
+                f,
+                "{}",
+                claude_line(
+                    round * 600 + i * 60 + 45,
+                    &format!("/w/r{round}-{i}"),
+                    "main"
+                )
+            )
+            .unwrap();
+        }
+        drop(f);
+        let mut children = Vec::new();
+        for _ in 0..4 {
+            let mut c = sb.cmd(&["hook", "stop"]);
+            c.stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null());
+            let mut child = c.spawn().unwrap();
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(&payload(session, &t))
+                .unwrap();
+            children.push(child);
+        }
+        let mut c = sb.cmd(&["backfill", t.to_str().unwrap()]);
+        c.stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        children.push(c.spawn().unwrap());
+        for mut c in children {
+            c.wait().unwrap();
+        }
+    }
+    // The index's transitions, as the writers kept them (no sync), are the log's rows.
+    let out = run(
+        sb.cmd(&["timeline", "--session", session, "--json", "--no-sync"]),
+        b"",
+    );
+    let items: Vec<Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mirrored: Vec<&Value> = items.iter().filter(|v| v["kind"] == "transition").collect();
+    let rows = check_log(&std::fs::read(sb.log(session)).unwrap());
+    assert_eq!(mirrored.len(), rows.len());
+    let mut want: Vec<(String, String)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["at"].as_str().unwrap().to_owned(),
+                r["cwd"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let mut got: Vec<(String, String)> = mirrored
+        .iter()
+        .map(|v| {
+            (
+                v["at"].as_str().unwrap().to_owned(),
+                v["cwd"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    want.sort();
+    got.sort();
+    assert_eq!(got, want);
+    // Every marker of the transcript once.
+    let states = ledger_states(&sb);
+    assert_eq!(states.len(), 40, "{states:?}");
+    // A sync changes nothing: the log and the mirror agree.
+    let out = run(sb.cmd(&["timeline", "--session", session, "--json"]), b"");
+    assert_eq!(text(&out.stdout).lines().count(), items.len());
 }

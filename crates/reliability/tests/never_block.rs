@@ -191,6 +191,13 @@ fn stop_with_markers_gives_up_once_too() {
     std::fs::write(&t, &body).unwrap();
     let (v, _) = stop(&control, &t);
     assert_eq!(v["over_cap"], 1, "{v}");
+    // Past the cap the marker waits in the ledger; the next Stop sends it.
+    let (v, _) = stop(&control, &t);
+    assert_eq!(
+        (v["written"]["outbox"].clone(), v["pending"].clone()),
+        (1.into(), 0.into()),
+        "{v}"
+    );
     let expected = outboxed(&control.home.join("brain-outbox"));
     assert_eq!(expected.len(), 2);
 
@@ -213,14 +220,17 @@ fn stop_with_markers_gives_up_once_too() {
     drop(lock);
     let (v, _) = stop(&sb, &t);
     assert_eq!(v["transitions_recorded"], 2, "{v}");
-    assert_eq!(v["markers"], 1, "{v}");
+    assert_eq!(v["markers"], 2, "{v}");
     assert_eq!(v["over_cap"], 1, "{v}");
-    assert_eq!(v["written"]["outbox"], 2, "{v}");
-    let got = outboxed(&sb.home.join("brain-outbox"));
-    assert_eq!(got, expected, "attributed as a Stop that never waited");
-    // Read once: nothing again.
+    assert_eq!(v["written"]["outbox"], 1, "{v}");
+    // Read once: nothing new, and the marker past the cap goes now.
     let (v, _) = stop(&sb, &t);
     assert_eq!(v["markers"], 0, "{v}");
+    assert_eq!(v["written"]["outbox"], 1, "{v}");
+    let got = outboxed(&sb.home.join("brain-outbox"));
+    assert_eq!(got, expected, "attributed as a Stop that never waited");
+    let (v, _) = stop(&sb, &t);
+    assert_eq!(v["written"]["outbox"], 0, "{v}");
     assert_eq!(outboxed(&sb.home.join("brain-outbox")).len(), 2);
 }
 

@@ -49,7 +49,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use attribute::{attribute_rows, scope_at_rows, Event};
-pub use read::{rows_from_bytes, splitlines, Row};
+pub use read::{decode_lossy, rows_from_bytes, splitlines, Row};
 pub use record::{row_line, Transaction, WrittenRow};
 
 use transcope_core::session::is_valid_session_id;

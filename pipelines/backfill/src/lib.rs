@@ -53,7 +53,7 @@
 
 mod discover;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -62,15 +62,16 @@ use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rayon::prelude::*;
-use transcope_brain::{OutboxSink, Writer};
+use transcope_brain::Writer;
 use transcope_change_detect::{Env, NoProjects, ProjectResolver};
 use transcope_core::Stage;
-use transcope_engine::{Buffers, Pipeline};
+use transcope_engine::{Buffers, PendingCursor, Pipeline};
 use transcope_identity::{GitResolver, ProjectIdentity, ResolveError};
+use transcope_index::{Found, Index, Observed, Origin, Recorded};
 use transcope_jsonl::ReadPolicy;
 use transcope_markers::MarkerStage;
 use transcope_scopelog::ScopeLog;
-use transcope_stop::observe::{observe_deferred, Observe};
+use transcope_stop::observe::{observe_deferred, observed, Observe};
 
 pub use discover::{discover, scope_key, walk, Job, Problem, Walk};
 
@@ -107,10 +108,12 @@ pub const DEFAULT_IO_POLICY: IoPolicy = IoPolicy::Read;
 pub enum MarkersOut {
     /// Not extracted (`--no-markers`).
     Skip,
-    /// Request bodies, one per line, appended to this file (`--markers-out`).
+    /// Into the index's ledger, pending (the default): delivered by `transcope
+    /// deliver` or `backfill --deliver`, never here.
+    Ledger,
+    /// Into the ledger, and each marker new to it appended to this file as one line
+    /// (its request body, `at` and idempotency key: `--markers-out`).
     Ndjson(PathBuf),
-    /// One outbox file per marker, in this folder.
-    Outbox(PathBuf),
 }
 
 /// The most worker threads a backfill starts: past a few per core they only cost
@@ -135,11 +138,19 @@ pub struct Options {
     pub resolver: Option<GitResolver>,
     /// Whole-file reads.
     pub io: IoPolicy,
+    /// Keep the index (`<home>/transcope/index.sqlite`) current: sessions,
+    /// transitions, the ledger. Without it markers are only counted (and written to
+    /// the markers file, once each per run).
+    pub index: bool,
+    /// Rebuild the index: read every file whole for its session and markers, without
+    /// cursors and without change detection (the scope logs are not written; an
+    /// index sync mirrors them).
+    pub rebuild: bool,
 }
 
 impl Options {
-    /// Defaults: all cores, markers skipped, an empty environment, no resolver (raw
-    /// folders), [`DEFAULT_IO_POLICY`]; `pipeline` reads the files.
+    /// Defaults: all cores, markers skipped, the index kept, an empty environment, no
+    /// resolver (raw folders), [`DEFAULT_IO_POLICY`]; `pipeline` reads the files.
     pub fn new(home: impl Into<PathBuf>, pipeline: Pipeline) -> Options {
         Options {
             home: home.into(),
@@ -149,6 +160,8 @@ impl Options {
             env: Env::new(),
             resolver: None,
             io: DEFAULT_IO_POLICY,
+            index: true,
+            rebuild: false,
         }
     }
 }
@@ -166,11 +179,15 @@ pub struct Summary {
     pub skipped_lines: u64,
     /// Transitions written.
     pub transitions: u64,
-    /// Markers delivered (written to the outbox or the markers file).
+    /// Markers found.
     pub markers: u64,
-    /// Markers found but not delivered (the write failed; the file's cursor is not
-    /// saved, so the next run finds them again).
+    /// Of those, new to the ledger (recorded pending).
+    pub markers_recorded: u64,
+    /// Markers found but not recorded (the index or the markers file could not be
+    /// written; the file's cursor is not saved, so the next run finds them again).
     pub markers_undelivered: u64,
+    /// Transcripts whose last marker block was never closed (reported, not recorded).
+    pub unclosed: u64,
     /// Markers labelled unknown or refused (of those found).
     pub unattributed: u64,
     /// Every problem, with its file: a file may have several (its transitions and its
@@ -199,7 +216,9 @@ impl Summary {
             "skipped_lines": self.skipped_lines,
             "transitions_written": self.transitions,
             "markers": self.markers,
+            "markers_recorded": self.markers_recorded,
             "markers_undelivered": self.markers_undelivered,
+            "unclosed": self.unclosed,
             "unattributed": self.unattributed,
             "errors": self.errors.len(),
             "seconds": (self.seconds * 1000.0).round() / 1000.0,
@@ -248,6 +267,7 @@ struct FileOutcome {
     transitions: u64,
     markers: u64,
     markers_undelivered: u64,
+    unclosed: u64,
     unattributed: u64,
     /// Every problem of this file, in the order met.
     errors: Vec<String>,
@@ -292,28 +312,14 @@ where
             return summary;
         }
     };
-    let destination = match &opts.markers {
-        MarkersOut::Ndjson(p) => match p
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty())
-            .map_or(Ok(()), std::fs::create_dir_all)
-            .and_then(|()| OpenOptions::new().create(true).append(true).open(p))
-        {
-            Ok(f) => Out::Ndjson(Mutex::new(f)),
-            Err(e) => {
-                let mut summary = Summary::default();
-                summary.errors.push(Problem {
-                    path: p.clone(),
-                    reason: format!("cannot open the markers file: {e}"),
-                });
-                summary.seconds = start.elapsed().as_secs_f64();
-                return summary;
-            }
-        },
-        // One outbox writer for the whole run: it keeps the outbox's listing between
-        // markers instead of reading the folder again for each one.
-        MarkersOut::Outbox(dir) => Out::Outbox(Mutex::new(OutboxSink::new(dir, "backfill", ""))),
-        MarkersOut::Skip => Out::Skip,
+    let recorder = match Recorder::new(opts) {
+        Ok(r) => r,
+        Err(problem) => {
+            let mut summary = Summary::default();
+            summary.errors.push(problem);
+            summary.seconds = start.elapsed().as_secs_f64();
+            return summary;
+        }
     };
     let files_done = AtomicU64::new(0);
     let bytes_done = AtomicU64::new(0);
@@ -389,11 +395,14 @@ where
                                 }
                             }
                         };
-                        let o = process_file(w, opts, &key, &job, policy, &destination);
+                        let (o, waiting) = process_file(w, opts, &key, &job, policy);
                         let f = files_done.fetch_add(1, Ordering::Relaxed) + 1;
                         let b = bytes_done.fetch_add(o.bytes, Ordering::Relaxed) + o.bytes;
                         progress(f, b);
                         out.add(&job.path, o);
+                        if let Some(written) = waiting.and_then(|w| recorder.push(w)) {
+                            out.absorb(written);
+                        }
                         // The key's next file, or the key is free again.
                         let mut busy = lock(&busy);
                         next = busy.get_mut(&key).and_then(VecDeque::pop_front);
@@ -413,11 +422,8 @@ where
     summary.absorb(processed);
     // The order files finished in is the scheduler's: report problems by path.
     summary.errors.sort_by(|a, b| a.path.cmp(&b.path));
-    if let Out::Ndjson(f) = destination {
-        if let Ok(f) = f.into_inner() {
-            let _ = f.sync_all();
-        }
-    }
+    // The files still waiting: their records, then their cursors.
+    summary.absorb(recorder.finish());
     // The run's last cursors, held for their batch, written in one synced transaction.
     if let Err(e) = opts.pipeline.sync() {
         summary.errors.push(Problem {
@@ -439,7 +445,9 @@ impl Summary {
             skipped_lines: o.skipped,
             transitions: o.transitions,
             markers: o.markers,
+            markers_recorded: 0,
             markers_undelivered: o.markers_undelivered,
+            unclosed: o.unclosed,
             unattributed: o.unattributed,
             errors: o
                 .errors
@@ -461,7 +469,9 @@ impl Summary {
         self.skipped_lines += other.skipped_lines;
         self.transitions += other.transitions;
         self.markers += other.markers;
+        self.markers_recorded += other.markers_recorded;
         self.markers_undelivered += other.markers_undelivered;
+        self.unclosed += other.unclosed;
         self.unattributed += other.unattributed;
         self.errors.extend(other.errors);
     }
@@ -473,11 +483,193 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Where the run's markers go, opened once ([`MarkersOut`] as given).
-enum Out {
-    Ndjson(Mutex<std::fs::File>),
-    Outbox(Mutex<OutboxSink>),
-    Skip,
+/// One file's record for the index and its cursor, waiting for their batch.
+struct Waiting {
+    path: PathBuf,
+    item: Observed,
+    cursor: Option<PendingCursor>,
+}
+
+/// The markers file, open for appending, and the keys already in it.
+type MarkersFile = (std::fs::File, HashSet<String>);
+
+/// How many files' records one index transaction writes.
+const INDEX_BATCH: usize = 256;
+
+/// The index side of a run. Each file's record and cursor wait here; every
+/// [`INDEX_BATCH`] files, one transaction writes the records (not synced: the
+/// write-ahead log keeps a committed transaction across a killed process, and its
+/// checkpoints sync it), the markers file gets the markers it lacks, and only then are
+/// the files' cursors saved, so a killed run finds again whatever was not recorded.
+struct Recorder {
+    index: Option<Mutex<Index>>,
+    index_path: PathBuf,
+    waiting: Mutex<Vec<Waiting>>,
+    /// The markers file and the keys already in it.
+    out: Option<(PathBuf, Mutex<MarkersFile>)>,
+}
+
+impl Recorder {
+    fn new(opts: &Options) -> Result<Recorder, Problem> {
+        let index_path = transcope_index::index_path(&opts.home);
+        let index = if opts.index {
+            let ix = Index::open(&opts.home).map_err(|e| Problem {
+                path: index_path.clone(),
+                reason: e.to_string(),
+            })?;
+            Some(Mutex::new(ix))
+        } else {
+            None
+        };
+        let out = match &opts.markers {
+            MarkersOut::Ndjson(p) => {
+                let open = || -> std::io::Result<MarkersFile> {
+                    if let Some(d) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
+                        std::fs::create_dir_all(d)?;
+                    }
+                    let mut keys = HashSet::new();
+                    match std::fs::read(p) {
+                        Ok(bytes) => {
+                            for line in bytes.split(|b| *b == b'\n') {
+                                if let Ok(serde_json::Value::Object(m)) =
+                                    serde_json::from_slice(line)
+                                {
+                                    if let Some(k) =
+                                        m.get("idempotency_key").and_then(|k| k.as_str())
+                                    {
+                                        keys.insert(k.to_owned());
+                                    }
+                                }
+                            }
+                        }
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                        Err(e) => return Err(e),
+                    }
+                    let f = OpenOptions::new().create(true).append(true).open(p)?;
+                    Ok((f, keys))
+                };
+                let opened = open().map_err(|e| Problem {
+                    path: p.clone(),
+                    reason: format!("cannot open the markers file: {e}"),
+                })?;
+                Some((p.clone(), Mutex::new(opened)))
+            }
+            _ => None,
+        };
+        Ok(Recorder {
+            index,
+            index_path,
+            waiting: Mutex::new(Vec::new()),
+            out,
+        })
+    }
+
+    /// Queue one file; a full batch is written now, by the caller's thread.
+    fn push(&self, w: Waiting) -> Option<Summary> {
+        let batch = {
+            let mut waiting = lock(&self.waiting);
+            waiting.push(w);
+            (waiting.len() >= INDEX_BATCH).then(|| std::mem::take(&mut *waiting))
+        };
+        batch.map(|b| self.write(b))
+    }
+
+    /// Write what is still waiting, and sync the markers file.
+    fn finish(&self) -> Summary {
+        let batch = std::mem::take(&mut *lock(&self.waiting));
+        let summary = self.write(batch);
+        if let Some((_, out)) = &self.out {
+            let _ = lock(out).0.sync_all();
+        }
+        summary
+    }
+
+    fn write(&self, batch: Vec<Waiting>) -> Summary {
+        let mut s = Summary::default();
+        if batch.is_empty() {
+            return s;
+        }
+        let (items, rest): (Vec<Observed>, Vec<(PathBuf, Option<PendingCursor>)>) = batch
+            .into_iter()
+            .map(|w| (w.item, (w.path, w.cursor)))
+            .unzip();
+        let found = |i: &Observed| i.markers.len() as u64;
+        // The records first.
+        let recorded = match &self.index {
+            Some(ix) => match lock(ix).record(&items, Origin::Backfill, false) {
+                Ok(done) => {
+                    s.markers_recorded = done.iter().map(Recorded::new_markers).sum();
+                    true
+                }
+                Err(e) => {
+                    s.errors.push(Problem {
+                        path: self.index_path.clone(),
+                        reason: e.to_string(),
+                    });
+                    false
+                }
+            },
+            None => true,
+        };
+        // Then the markers file: each marker once, whatever run found it first.
+        let mut written = true;
+        if let (Some((path, out)), true) = (&self.out, recorded) {
+            let mut guard = lock(out);
+            let (file, keys) = &mut *guard;
+            let mut text = String::new();
+            let mut adding = Vec::new();
+            for f in items.iter().flat_map(|i| &i.markers) {
+                let key = &f.record.idempotency_key;
+                if keys.contains(key) || adding.contains(key) {
+                    continue;
+                }
+                text.push_str(&marker_line(f));
+                text.push('\n');
+                adding.push(key.clone());
+            }
+            match file.write_all(text.as_bytes()) {
+                Ok(()) => keys.extend(adding),
+                Err(e) => {
+                    written = false;
+                    s.errors.push(Problem {
+                        path: path.clone(),
+                        reason: format!("writing markers: {e}"),
+                    });
+                }
+            }
+        }
+        // Then the cursors of what was recorded.
+        for (item, (path, cursor)) in items.iter().zip(rest) {
+            let has_markers = !item.markers.is_empty();
+            if !recorded || (has_markers && !written) {
+                s.markers_undelivered += found(item);
+                continue;
+            }
+            if let Some(p) = cursor {
+                if let Err(e) = p.save() {
+                    s.errors.push(Problem {
+                        path,
+                        reason: format!("saving the cursor: {e}"),
+                    });
+                }
+            }
+        }
+        s
+    }
+}
+
+/// A marker's line in the markers file: its request body, then `at` and the
+/// idempotency key.
+fn marker_line(f: &Found) -> String {
+    let mut v = f.record.body.clone();
+    if let Some(m) = v.as_object_mut() {
+        m.insert("at".into(), f.at.clone().unwrap_or(serde_json::Value::Null));
+        m.insert(
+            "idempotency_key".into(),
+            serde_json::Value::String(f.record.idempotency_key.clone()),
+        );
+    }
+    transcope_core::py::dumps(&v)
 }
 
 fn process_file(
@@ -486,11 +678,13 @@ fn process_file(
     key: &str,
     job: &Job,
     policy: ReadPolicy,
-    destination: &Out,
-) -> FileOutcome {
+) -> (FileOutcome, Option<Waiting>) {
     let mut o = FileOutcome::default();
     let log = ScopeLog::open(&opts.home, key);
-    let mut stage = (!matches!(destination, Out::Skip)).then(MarkerStage::default);
+    let mut stage = (!matches!(opts.markers, MarkersOut::Skip)).then(MarkerStage::default);
+    if opts.rebuild {
+        return rebuild_file(w, opts, key, job, policy, &log, stage);
+    }
     let observe = Observe {
         read: policy,
         ..Observe::new(&log, &job.path, &opts.env)
@@ -504,43 +698,63 @@ fn process_file(
             stage.as_mut().map(|s| s as &mut dyn Stage),
         )
     });
-    let pending = match report {
-        Ok((r, pending)) => {
-            o.bytes = r.scan.bytes;
-            o.entries = r.scan.entries;
-            o.skipped = r.scan.skipped_total() + r.scan.oversized;
-            o.transitions = r.outcome.recorded;
-            if r.outcome.io_errors > 0 {
-                o.errors.push(
-                    r.outcome
-                        .first_error
-                        .clone()
-                        .unwrap_or_else(|| "writing the scope log failed".to_owned()),
-                );
-            }
-            pending
-        }
+    let (mut report, pending) = match report {
+        Ok(r) => r,
         Err(e) => {
             o.errors.push(e.to_string());
-            return o;
+            return (o, None);
         }
     };
-    // The cursor is saved once the file's markers are handed on.
-    let save = |o: &mut FileOutcome| {
-        if let Some(p) = pending {
-            if let Err(e) = p.save() {
-                o.errors.push(format!("saving the cursor: {e}"));
-            }
-        }
+    o.bytes = report.scan.bytes;
+    o.entries = report.scan.entries;
+    o.skipped = report.scan.skipped_total() + report.scan.oversized;
+    o.transitions = report.outcome.recorded;
+    if report.outcome.io_errors > 0 {
+        o.errors.push(
+            report
+                .outcome
+                .first_error
+                .clone()
+                .unwrap_or_else(|| "writing the scope log failed".to_owned()),
+        );
+    }
+    let Some(mut item) = observed(&w.pipeline, &observe, &mut report) else {
+        // Nothing read: nothing to record, no cursor to move.
+        return (o, None);
     };
-    let Some(mut stage) = stage else {
-        save(&mut o);
-        return o;
+    if let Some(stage) = stage {
+        found_markers(w, opts, key, &log, stage, &mut o, &mut item);
+    }
+    // A file whose log could not be written keeps its old cursor (read again next
+    // time), and its markers wait for that read: attributed now, against a log
+    // lacking this file's rows, they would keep a wrong attribution in the ledger.
+    if !o.errors.is_empty() {
+        o.markers_undelivered = item.markers.len() as u64;
+        item.markers.clear();
+    }
+    let cursor = pending.filter(|_| o.errors.is_empty());
+    let waiting = Waiting {
+        path: job.path.clone(),
+        item,
+        cursor,
     };
+    (o, Some(waiting))
+}
+
+/// The markers `stage` found, attributed through `log`, into `item`.
+fn found_markers(
+    w: &mut Worker,
+    opts: &Options,
+    key: &str,
+    log: &ScopeLog,
+    mut stage: MarkerStage,
+    o: &mut FileOutcome,
+    item: &mut Observed,
+) {
+    o.unclosed = u64::from(stage.unclosed());
     let markers = stage.take(None);
     if markers.is_empty() {
-        save(&mut o);
-        return o;
+        return;
     }
     let rows = log.transitions();
     let writer = Writer {
@@ -551,39 +765,57 @@ fn process_file(
         folder: "",
         source: "agent",
     };
-    let (records, unattributed) = writer.attribute(&markers, &rows, &mut w.resolver);
+    let (found, unattributed) =
+        transcope_stop::observe::found(&writer, &markers, &rows, &mut w.resolver);
     o.unattributed = unattributed;
-    let found = records.len() as u64;
-    let delivered = match destination {
-        Out::Ndjson(f) => {
-            let mut text = String::new();
-            for r in &records {
-                text.push_str(&transcope_core::py::dumps(&r.body));
-                text.push('\n');
-            }
-            let mut f = lock(f);
-            match f.write_all(text.as_bytes()) {
-                Ok(()) => found,
-                Err(e) => {
-                    // The file's markers are one write: count none as delivered.
-                    o.errors.push(format!("writing markers: {e}"));
-                    0
-                }
-            }
-        }
-        Out::Outbox(sink) => {
-            let (written, failed) = lock(sink).deliver_counted(&records);
-            if let Some(e) = failed {
-                o.errors.push(e.to_string());
-            }
-            written.len() as u64
-        }
-        Out::Skip => found,
-    };
-    o.markers = delivered;
-    o.markers_undelivered = found - delivered;
-    if o.errors.is_empty() {
-        save(&mut o);
+    o.markers = found.len() as u64;
+    item.markers = found;
+}
+
+/// [`Options::rebuild`]: the whole file for its session and markers, no cursor, no
+/// change detection.
+fn rebuild_file(
+    w: &mut Worker,
+    opts: &Options,
+    key: &str,
+    job: &Job,
+    policy: ReadPolicy,
+    log: &ScopeLog,
+    mut stage: Option<MarkerStage>,
+) -> (FileOutcome, Option<Waiting>) {
+    let mut o = FileOutcome::default();
+    if log.path().is_none() {
+        return (o, None);
     }
-    o
+    let req = transcope_engine::Request::new(&job.path, None).read(policy);
+    let mut stages: Vec<&mut dyn Stage> = stage.iter_mut().map(|s| s as &mut dyn Stage).collect();
+    let seen = BUFFERS.with(|b| w.pipeline.observe(&req, &mut stages, &mut b.borrow_mut()));
+    drop(stages);
+    let seen = match seen {
+        Ok(s) => s,
+        Err(e) => {
+            o.errors.push(e.to_string());
+            return (o, None);
+        }
+    };
+    o.bytes = seen.scan.bytes;
+    o.entries = seen.scan.entries;
+    o.skipped = seen.scan.skipped_total() + seen.scan.oversized;
+    let mut report = transcope_stop::observe::ObserveReport {
+        scan: seen.scan,
+        ..Default::default()
+    };
+    let observe = Observe::new(log, &job.path, &opts.env);
+    let Some(mut item) = observed(&w.pipeline, &observe, &mut report) else {
+        return (o, None);
+    };
+    if let Some(stage) = stage {
+        found_markers(w, opts, key, log, stage, &mut o, &mut item);
+    }
+    let waiting = Waiting {
+        path: job.path.clone(),
+        item,
+        cursor: None,
+    };
+    (o, Some(waiting))
 }

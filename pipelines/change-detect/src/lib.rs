@@ -88,7 +88,13 @@ pub struct Outcome {
     pub lock_unusable: bool,
     /// The (folder, branch) pair in force at the end.
     pub seen: Option<Seen>,
+    /// The lines appended, in order (for the index; at most [`MAX_WRITTEN_KEPT`], the
+    /// rest are in the log, which an index sync reads).
+    pub written: Vec<String>,
 }
+
+/// The most appended lines an [`Outcome`] keeps.
+pub const MAX_WRITTEN_KEPT: usize = 4096;
 
 /// The stateful change-detection stage over one transcript.
 pub struct ChangeDetect<'a, R: ProjectResolver> {
@@ -200,7 +206,12 @@ impl<'a, R: ProjectResolver> ChangeDetect<'a, R> {
         let scope = scope_of(identity.as_ref(), folder, &branch, self.env);
         let Some(txn) = self.txn.as_mut() else { return };
         match txn.record(&scope, at, None) {
-            Ok(Some(_)) => self.out.recorded += 1,
+            Ok(Some(w)) => {
+                self.out.recorded += 1;
+                if self.out.written.len() < MAX_WRITTEN_KEPT {
+                    self.out.written.push(w.line);
+                }
+            }
             Ok(None) => {}
             Err(RecordError::Refused(_)) => self.out.refused += 1,
             Err(err) => {

@@ -164,6 +164,12 @@ impl MarkerStage {
         !self.seen
     }
 
+    /// An opening tag is not settled: at the end of a transcript, a marker left
+    /// unclosed (counted and reported, never delivered as it stands).
+    pub fn unclosed(&self) -> bool {
+        self.open
+    }
+
     /// Bytes of text held: the window from the first open block on (0 when none is).
     pub fn held(&self) -> usize {
         self.window.len()

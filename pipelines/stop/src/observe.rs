@@ -7,6 +7,7 @@ use std::path::Path;
 use transcope_change_detect::{scope_enabled, ChangeDetect, Env, Outcome, ProjectResolver};
 use transcope_core::stage::{BuildContext, Stage};
 use transcope_engine::{Buffers, PendingCursor, Pipeline, Request, ScanError, ScanReport};
+use transcope_index::Observed;
 use transcope_jsonl::ReadPolicy;
 use transcope_scopelog::ScopeLog;
 
@@ -114,4 +115,121 @@ pub fn observe_deferred<'o: 'x, 'x, R: ProjectResolver + Send + 'x>(
     report.scan = seen.scan;
     report.outcome = stage.into_outcome();
     Ok((report, seen.pending))
+}
+
+/// What a read adds to the index: the session (its parent, agent and transcript), the
+/// first and last times of the bytes read, the rows change detection appended (taken
+/// from `report`). `None` when nothing was read.
+pub fn observed(
+    pipeline: &Pipeline,
+    o: &Observe<'_>,
+    report: &mut ObserveReport,
+) -> Option<Observed> {
+    if report.disabled || report.up_to_date || o.log.path().is_none() {
+        return None;
+    }
+    let scan = &report.scan;
+    let key = o.log.session();
+    let parent = pipeline
+        .registry()
+        .by_name(scan.adapter)
+        .and_then(|f| f.layout())
+        .and_then(|l| l.parent(key));
+    let end = scan
+        .tail_end
+        .unwrap_or(scan.resume.offset)
+        .max(if scan.array { scan.bytes } else { 0 });
+    let start = if report.resumed {
+        end.saturating_sub(scan.bytes)
+    } else {
+        0
+    };
+    Some(Observed {
+        session: key.to_owned(),
+        parent,
+        agent: (!scan.adapter.is_empty()).then(|| scan.adapter.to_owned()),
+        transcript: Some(o.transcript.to_path_buf()),
+        // The times are a convenience of the listing: an unreadable tail gives none.
+        span: transcope_index::span(o.transcript, start, end).unwrap_or_default(),
+        rows: std::mem::take(&mut report.outcome.written),
+        markers: Vec::new(),
+    })
+}
+
+/// `markers` attributed by `writer` through `rows`, as ledger entries, with
+/// `unattributed_session_events_total`.
+pub fn found<R: ProjectResolver>(
+    writer: &transcope_brain::Writer<'_>,
+    markers: &[transcope_core::Marker],
+    rows: &[transcope_scopelog::Row],
+    resolver: &mut R,
+) -> (Vec<transcope_index::Found>, u64) {
+    let (records, unattributed) = writer.attribute(markers, rows, resolver);
+    let found = records
+        .into_iter()
+        .zip(markers)
+        .map(|(r, m)| transcope_index::Found::new(r, m))
+        .collect();
+    (found, unattributed)
+}
+
+/// What [`observe_indexed`] did besides observing.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Indexed {
+    /// Markers found.
+    pub markers: u64,
+    /// Of those, new to the ledger.
+    pub recorded: u64,
+    /// Why the index could not be written (the cursor then stays where it was).
+    pub error: Option<String>,
+}
+
+/// [`observe`] that also extracts markers and records the read in the index of
+/// `home` (origin `observe`) before saving the cursor.
+pub fn observe_indexed<R: ProjectResolver + Send>(
+    pipeline: &Pipeline,
+    o: &Observe<'_>,
+    home: &Path,
+    mut resolver: R,
+    buffers: &mut Buffers,
+) -> Result<(ObserveReport, Indexed), ScanError> {
+    let mut stage = transcope_markers::MarkerStage::default();
+    let (mut report, pending) =
+        observe_deferred(pipeline, o, &mut resolver, buffers, Some(&mut stage))?;
+    let mut done = Indexed::default();
+    let Some(mut item) = observed(pipeline, o, &mut report) else {
+        return Ok((report, done));
+    };
+    let markers = stage.take(None);
+    if !markers.is_empty() {
+        let writer = transcope_brain::Writer {
+            home,
+            session: Some(o.log.session()),
+            scope_on: true,
+            env: o.env,
+            folder: "",
+            source: "agent",
+        };
+        let rows = o.log.transitions();
+        item.markers = found(&writer, &markers, &rows, &mut resolver).0;
+        done.markers = item.markers.len() as u64;
+    }
+    let recorded = transcope_index::Index::open(home).and_then(|mut ix| {
+        ix.record(
+            std::slice::from_ref(&item),
+            transcope_index::Origin::Observe,
+            true,
+        )
+    });
+    match recorded {
+        Ok(r) => {
+            done.recorded = r[0].new_markers();
+            if let Some(p) = pending {
+                // A cursor that cannot be saved only costs a read of the same bytes next time.
+                let _ = p.save();
+            }
+        }
+        Err(e) => done.error = Some(e.to_string()),
+    }
+    Ok((report, done))
 }

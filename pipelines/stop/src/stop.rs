@@ -12,6 +12,7 @@ use transcope_brain::{
 use transcope_change_detect::{scope_enabled, Env, ProjectResolver};
 use transcope_core::{Instant, Marker, Stage};
 use transcope_engine::{Buffers, PendingCursor, Pipeline, Request};
+use transcope_index::{deliver, pending_flag, set_pending_flag, Index, Observed, Origin};
 use transcope_markers::{markers_of_message, MarkerStage};
 use transcope_scopelog::ScopeLog;
 
@@ -37,20 +38,27 @@ pub struct StopInput<'a> {
 pub struct StopSummary {
     /// Change detection's report.
     pub observe: Option<ObserveReport>,
-    /// Markers found (after the per-Stop cap).
+    /// Markers found (the transcript's new bytes, else the payload's last message).
     pub markers: Vec<Marker>,
+    /// Of those, new to the ledger.
+    pub recorded: u64,
     /// Records POSTed and accepted.
     pub http: u64,
     /// Records written to the outbox.
     pub outbox: u64,
-    /// Markers past the per-Stop cap (`BRAIN_WRITER_MAX_MARKERS`): attributed like
-    /// the others and written to the outbox (the next drain sends them), never POSTed
-    /// by this Stop and never dropped. Counted in `outbox` too.
+    /// The session's markers still pending in the ledger after this Stop: past the
+    /// per-Stop cap (`BRAIN_WRITER_MAX_MARKERS`), found with the brain writer off, or
+    /// not delivered; a later Stop or `transcope deliver` sends them. Never dropped.
+    pub pending: u64,
+    /// Markers this Stop left pending because of the per-Stop cap alone.
     pub over_cap: u64,
-    /// Markers found but not delivered because the scope log could not be read and
+    /// Markers found but not recorded because the scope log could not be read and
     /// written under its lock: the cursor stays, and the next Stop reads and
     /// attributes them again.
     pub held_back: u64,
+    /// A marker block opened and not closed by the end of what was read (it is
+    /// delivered once it closes; until then, reported here).
+    pub unclosed: u64,
     /// Records printed.
     pub printed: u64,
     /// The drain's report.
@@ -74,9 +82,12 @@ impl StopSummary {
             "event": "stop",
             "transitions_recorded": o.map_or(0, |o| o.outcome.recorded),
             "markers": self.markers.len(),
+            "recorded": self.recorded,
             "written": {"http": self.http, "outbox": self.outbox, "stdout": self.printed},
+            "pending": self.pending,
             "over_cap": self.over_cap,
             "held_back": self.held_back,
+            "unclosed": self.unclosed,
             "drained": self.drained.as_ref().map_or(0, |d| d.sent),
             "read_cut": o.is_some_and(|o| o.scan.cut),
             "brain_error": self.brain_error,
@@ -87,6 +98,13 @@ impl StopSummary {
 }
 
 /// Run one Stop: `pipeline` holds the adapters and the cursor store.
+///
+/// Every marker found goes to the ledger (the index's `markers`), whatever the brain
+/// writer's setting, before the cursor moves past it. With the writer on, the Stop
+/// then delivers the oldest of its session's pending markers its hooks recorded, at
+/// most `BRAIN_WRITER_MAX_MARKERS`; the rest stay pending for the next Stop (which,
+/// even with nothing new to read, learns of them from one flag file) or `transcope
+/// deliver`.
 pub fn run_stop<R: ProjectResolver + Send>(
     home: &Path,
     input: StopInput<'_>,
@@ -122,27 +140,23 @@ pub fn run_stop<R: ProjectResolver + Send>(
             sum.drained = Some(report);
         }
     }
-    // 2. Change detection (and marker extraction in the same pass).
-    let mut stage = brain.enabled.then(MarkerStage::default);
+    // 2. Change detection and marker extraction in one pass.
+    let mut stage = MarkerStage::default();
     let mut buffers = Buffers::default();
-    // Saved only once the markers read with it are delivered (at-least-once: a Stop
-    // killed or failing before that reads the same lines again; the outbox and the
-    // idempotency key make the repeat harmless).
+    // Saved only once the markers read with it are in the ledger (or delivered): a
+    // Stop killed or failing before that reads the same lines again, and the
+    // idempotency key keeps each marker once.
     let mut pending: Option<PendingCursor> = None;
+    let mut observed = None;
     if let (Some(t), Some(log)) = (input.transcript, &log) {
         if scope_on {
-            let also = stage.as_mut().map(|s| s as &mut dyn Stage);
-            match observe_deferred(
-                pipeline,
-                &Observe::new(log, t, env).until(input.read_until),
-                &mut resolver,
-                &mut buffers,
-                also,
-            ) {
-                Ok((r, p)) => {
+            let o = Observe::new(log, t, env).until(input.read_until);
+            match observe_deferred(pipeline, &o, &mut resolver, &mut buffers, Some(&mut stage)) {
+                Ok((mut r, p)) => {
                     if let Some(e) = &r.outcome.first_error {
                         sum.errors.push(e.clone());
                     }
+                    observed = crate::observe::observed(pipeline, &o, &mut r);
                     sum.observe = Some(r);
                     pending = p;
                 }
@@ -150,32 +164,28 @@ pub fn run_stop<R: ProjectResolver + Send>(
             }
         }
     }
-    if let (Some(t), Some(s), true) = (input.transcript, stage.as_mut(), log.is_none() || !scope_on)
-    {
+    if let (Some(t), true) = (
+        input.transcript,
+        brain.enabled && (log.is_none() || !scope_on),
+    ) {
         // No session, or the switch is off: markers as before, from the whole
-        // transcript, with no cursor.
+        // transcript, with no cursor (the ledger keeps each once).
         let req = Request::new(t, None);
-        if let Err(e) = pipeline.observe(&req, &mut [s], &mut buffers) {
+        if let Err(e) = pipeline.observe(&req, &mut [&mut stage as &mut dyn Stage], &mut buffers) {
             sum.errors.push(e.to_string());
         }
     }
-    let Some(mut stage) = stage else {
-        if let Some(p) = pending {
-            // A cursor that cannot be saved only costs a full read next time.
-            let _ = p.save();
-        }
-        return sum;
-    };
     if sum
         .observe
         .as_ref()
         .is_some_and(|o| o.outcome.lock_unusable)
     {
         // The log cannot be locked, so it cannot be read as it stands: attributing
-        // through it is a guess. Nothing is delivered, no cursor saved; the next Stop
+        // through it is a guess. Nothing is recorded, no cursor saved; the next Stop
         // with a usable lock reads these lines again.
         return sum;
     }
+    sum.unclosed = u64::from(stage.unclosed());
     // 3. Markers, with the payload's last message as the fallback.
     let mut markers = stage.take(None);
     if markers.is_empty() {
@@ -184,7 +194,7 @@ pub fn run_stop<R: ProjectResolver + Send>(
         }
     }
     // The log could not be read and written under its lock: attributing now would
-    // use a log that may lack this very transcript's rows. Deliver nothing and save
+    // use a log that may lack this very transcript's rows. Record nothing and save
     // no cursor (the engine kept the old one): the next Stop reads these bytes
     // again and attributes their markers against the log as it then stands.
     if sum
@@ -195,25 +205,11 @@ pub fn run_stop<R: ProjectResolver + Send>(
         sum.held_back = markers.len() as u64;
         return sum;
     }
-    let over_cap = markers.split_off(brain.max_markers.min(markers.len()));
     // 4. Attribution through the writing session's own log, read once (and not at all
     // when there is nothing to attribute: the common Stop).
     let rows = match &log {
-        Some(l) if !markers.is_empty() || !over_cap.is_empty() => l.transitions(),
+        Some(l) if !markers.is_empty() => l.transitions(),
         _ => Vec::new(),
-    };
-    sum.brain_error.clone_from(&brain_down);
-    let (mut http, mut plain) = (None, None);
-    let sink: &mut dyn Sink = match sink {
-        Some(s) => s,
-        None => {
-            let outbox = OutboxSink::new(&brain.outbox, &brain.agent_name, &brain.project);
-            match (&client, brain_down) {
-                (Some(c), Some(why)) => http.insert(HttpSink::new(c.clone(), outbox).given_up(why)),
-                (Some(c), None) => http.insert(HttpSink::new(c.clone(), outbox)),
-                (None, _) => plain.insert(outbox),
-            }
-        }
     };
     let writer = Writer {
         home,
@@ -223,45 +219,165 @@ pub fn run_stop<R: ProjectResolver + Send>(
         folder: &brain.folder,
         source: &brain.source,
     };
-    let (records, unattributed) = writer.attribute(&markers, &rows, &mut resolver);
+    let (found, unattributed) = crate::observe::found(&writer, &markers, &rows, &mut resolver);
     sum.unattributed = unattributed;
+    let records: Vec<MarkerRecord> = found.iter().map(|f| f.record.clone()).collect();
+    sum.markers = markers;
+    // 5. The ledger: opened only when there is something to record, or the writer is
+    // on and this session's flag says markers wait.
+    let key = log
+        .as_ref()
+        .filter(|l| l.path().is_some())
+        .map(ScopeLog::session);
+    let flagged = brain.enabled && key.is_some_and(|k| pending_flag(home, k).exists());
+    let something = observed.is_some() || !found.is_empty();
+    let mut index = None;
+    if something || flagged {
+        match Index::open(home) {
+            Ok(i) => index = Some(i),
+            Err(e) => sum.errors.push(e.to_string()),
+        }
+    }
+    let mut recorded = !something;
+    let mut new_keys = Vec::new();
+    if let (Some(ix), true) = (index.as_mut(), something) {
+        let mut item = observed.unwrap_or_else(|| Observed::new(key.unwrap_or("")));
+        item.markers = found.clone();
+        match ix.record(std::slice::from_ref(&item), Origin::Hook, true) {
+            Ok(done) => {
+                recorded = true;
+                sum.recorded = done[0].new_markers();
+                new_keys = found
+                    .iter()
+                    .zip(&done[0].new)
+                    .filter(|(_, n)| **n)
+                    .map(|(f, _)| f.record.idempotency_key.clone())
+                    .collect();
+            }
+            Err(e) => sum.errors.push(e.to_string()),
+        }
+    }
+    sum.brain_error.clone_from(&brain_down);
     let mut delivered_all = true;
-    for rec in records {
-        match sink.deliver(&rec) {
+    if brain.enabled {
+        let (mut http, mut plain) = (None, None);
+        let sink: &mut dyn Sink = match sink {
+            Some(s) => s,
+            None => {
+                let outbox = OutboxSink::new(&brain.outbox, &brain.agent_name, &brain.project);
+                match (&client, brain_down) {
+                    (Some(c), Some(why)) => {
+                        http.insert(HttpSink::new(c.clone(), outbox).given_up(why))
+                    }
+                    (Some(c), None) => http.insert(HttpSink::new(c.clone(), outbox)),
+                    (None, _) => plain.insert(outbox),
+                }
+            }
+        };
+        match index.as_mut().filter(|_| recorded) {
+            Some(ix) => deliver_pending(ix, key, &new_keys, brain.max_markers, sink, &mut sum),
+            // No ledger: deliver directly, as before it (the first `max` through the
+            // sink, the rest to the outbox), so nothing found is lost.
+            None => delivered_all = deliver_direct(&records, brain, sink, &mut sum),
+        }
+        if let Some(f) = http.and_then(|h: HttpSink| h.last_failure) {
+            sum.brain_error = Some(f);
+        }
+    }
+    if let (Some(ix), Some(k), true) = (index.as_ref(), key, recorded) {
+        match ix.pending_count(Some(k), Some(Origin::Hook)) {
+            Ok(n) => {
+                sum.pending = n;
+                set_pending_flag(home, k, n > 0);
+            }
+            Err(e) => sum.errors.push(e.to_string()),
+        }
+    }
+    // The cursor moves past the markers only once they are in the ledger or delivered.
+    if let Some(p) =
+        pending.filter(|_| recorded || found.is_empty() || (brain.enabled && delivered_all))
+    {
+        let _ = p.save();
+    }
+    sum
+}
+
+/// Deliver the oldest pending markers of `key` that hooks recorded (or, with no
+/// session, the ones this Stop recorded), at most `max`.
+fn deliver_pending(
+    ix: &mut Index,
+    key: Option<&str>,
+    new_keys: &[String],
+    max: usize,
+    sink: &mut dyn Sink,
+    sum: &mut StopSummary,
+) {
+    let rows = match key {
+        Some(k) => ix.pending(Some(k), Some(Origin::Hook), None),
+        None => ix.pending_keys(new_keys),
+    };
+    let mut rows = match rows {
+        Ok(r) => r,
+        Err(e) => {
+            sum.errors.push(e.to_string());
+            return;
+        }
+    };
+    sum.over_cap = rows.len().saturating_sub(max) as u64;
+    rows.truncate(max);
+    match deliver(ix, &rows, sink) {
+        Ok(report) => {
+            sum.http += report.sent;
+            sum.outbox += report.outbox;
+            sum.printed += report.printed;
+            let done: std::collections::HashSet<&str> =
+                report.keys.iter().map(|(k, _)| k.as_str()).collect();
+            sum.records.extend(
+                rows.iter()
+                    .filter(|r| done.contains(r.idempotency_key.as_str()))
+                    .map(|r| r.record()),
+            );
+            sum.errors.extend(report.errors);
+        }
+        Err(e) => sum.errors.push(e.to_string()),
+    }
+}
+
+/// Deliver `records` without a ledger: the first `max` through `sink`, the rest to
+/// the outbox. Whether every one was delivered.
+fn deliver_direct(
+    records: &[MarkerRecord],
+    brain: &BrainConfig,
+    sink: &mut dyn Sink,
+    sum: &mut StopSummary,
+) -> bool {
+    let mut all = true;
+    let cap = brain.max_markers.min(records.len());
+    for rec in &records[..cap] {
+        match sink.deliver(rec) {
             Ok(Delivery::Sent) => sum.http += 1,
             Ok(Delivery::Outboxed(_)) => sum.outbox += 1,
             Ok(Delivery::Printed) => sum.printed += 1,
             Err(e) => {
-                delivered_all = false;
+                all = false;
                 sum.errors.push(e.to_string());
             }
         }
-        sum.records.push(rec);
+        sum.records.push(rec.clone());
     }
-    if let Some(f) = http.and_then(|h: HttpSink| h.last_failure) {
-        sum.brain_error = Some(f);
-    }
-    // Past the cap: to the outbox, attributed now (under the log just written), so
-    // a Stop that reads two turns at once loses neither.
-    if !over_cap.is_empty() {
-        let (records, unattributed) = writer.attribute(&over_cap, &rows, &mut resolver);
-        sum.unattributed += unattributed;
+    if cap < records.len() {
         let mut outbox = OutboxSink::new(&brain.outbox, &brain.agent_name, &brain.project);
-        match outbox.deliver_all(&records) {
+        match outbox.deliver_all(&records[cap..]) {
             Ok(done) => {
                 sum.over_cap = done.len() as u64;
                 sum.outbox += done.len() as u64;
-                sum.records.extend(records);
+                sum.records.extend_from_slice(&records[cap..]);
             }
             Err(e) => {
-                delivered_all = false;
+                all = false;
                 sum.errors.push(e.to_string());
             }
         }
     }
-    sum.markers = markers;
-    if let Some(p) = pending.filter(|_| delivered_all) {
-        let _ = p.save();
-    }
-    sum
+    all
 }

@@ -600,7 +600,9 @@ fn case37_switching_the_scope_path_off_restores_the_preceding_behavior() {
     // Transitions recorded directly while off are stored; markers use them once on.
     record_all(home.path(), "off", 4);
     let (_, recs) = stop(home.path(), Some("off"), Some(&t), None, &off, &calls);
-    assert!(attrs(&recs[1]).get("attribution").is_none());
+    // The ledger delivered each marker once: the whole-transcript re-read of a Stop
+    // with the switch off finds them again and sends none twice (DEVIATIONS.md).
+    assert!(recs.is_empty(), "{recs:?}");
     let home2 = tempfile::tempdir().unwrap();
     record_all(home2.path(), "on", 4);
     let t2 = transcript(home2.path());

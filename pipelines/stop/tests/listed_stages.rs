@@ -139,8 +139,13 @@ fn a_stop_runs_the_listed_stage_and_writes_what_it_wrote_without_it() {
     assert_eq!(with, without);
     assert_eq!(log_bytes(home.path(), "s1"), log_bytes(bare.path(), "s1"));
 
-    // A second Stop over the same bytes: neither the stage nor the markers see them.
+    // A second Stop over the same bytes: neither the stage nor the markers see them;
+    // it only sends the marker the first left pending past the cap (5), and a third
+    // sends nothing.
     let second = stop_with(&listed(home.path(), &tally), home.path(), &t);
-    assert_eq!(second, (0, String::new()));
+    assert_eq!(second.0, 0);
+    assert_eq!(second.1.lines().count(), 1, "{}", second.1);
+    let third = stop_with(&listed(home.path(), &tally), home.path(), &t);
+    assert_eq!(third, (0, String::new()));
     assert_eq!(tally.told().len(), 1);
 }

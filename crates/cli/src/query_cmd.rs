@@ -1,0 +1,613 @@
+//! Asking it back: `sessions`, `timeline`, `ledger`, `deliver`, `explain` and `index`.
+//!
+//! Every query first brings the index up to date with the default archive paths (a
+//! backfill through the cursors, so only new bytes are read) and mirrors the scope logs
+//! that changed, unless `--no-sync`. A person gets a table (local times, long values
+//! cut, colour only on a terminal); `--json` gives one JSON object per line.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand};
+use serde_json::{json, Value};
+use transcope_backfill::{backfill_iter, walk, MarkersOut, Options};
+use transcope_brain::{BrainClient, BrainConfig, HttpSink, OutboxSink, DEFAULT_TIMEOUT};
+use transcope_change_detect::Env;
+use transcope_index::{Index, LedgerFilter, SessionFilter, State, TimelineItem};
+
+use crate::table::{cut, local_time, Table};
+use crate::transcript_cmd::{bare_env, process_env, resolver_for};
+use crate::{exit, println_out};
+
+/// What every query takes.
+#[derive(Args, Debug, Clone, Copy)]
+pub struct Common {
+    /// Print one JSON object per line instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Do not bring the index up to date with the default archive paths first.
+    #[arg(long)]
+    no_sync: bool,
+}
+
+/// A time filter: what `scope at --at` accepts (no offset: UTC).
+fn time_arg(s: &str) -> Result<i64, String> {
+    transcope_core::timestamp::parse(s)
+        .map(|t| t.unix_micros())
+        .ok_or_else(|| format!("not a time: {s:?} (e.g. 2026-10-08 or 2026-10-08T10:00:00+02:00)"))
+}
+
+#[derive(Args, Debug)]
+pub struct SessionsArgs {
+    /// In force in this project (its `project_id`).
+    #[arg(long, value_name = "ID")]
+    project: Option<String>,
+    /// In force in this worktree.
+    #[arg(long, value_name = "W")]
+    worktree: Option<String>,
+    /// In force on this branch.
+    #[arg(long, value_name = "B")]
+    branch: Option<String>,
+    /// In force under this task.
+    #[arg(long, value_name = "T")]
+    task: Option<String>,
+    /// From this time.
+    #[arg(long, value_name = "TIME", value_parser = time_arg)]
+    since: Option<i64>,
+    /// Until this time.
+    #[arg(long, value_name = "TIME", value_parser = time_arg)]
+    until: Option<i64>,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Args, Debug)]
+pub struct TimelineArgs {
+    /// The session (its scope-log key).
+    #[arg(long, allow_hyphen_values = true)]
+    session: String,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Args, Debug)]
+pub struct LedgerArgs {
+    /// Attributed to this project.
+    #[arg(long, value_name = "ID")]
+    project: Option<String>,
+    /// Under this task.
+    #[arg(long, value_name = "T")]
+    task: Option<String>,
+    /// Written by this session.
+    #[arg(long, value_name = "S", allow_hyphen_values = true)]
+    session: Option<String>,
+    /// Of this type (lesson, decision, …).
+    #[arg(long = "type", value_name = "T")]
+    kind: Option<String>,
+    /// Recorded at or after this time.
+    #[arg(long, value_name = "TIME", value_parser = time_arg)]
+    since: Option<i64>,
+    /// Recorded at or before this time.
+    #[arg(long, value_name = "TIME", value_parser = time_arg)]
+    until: Option<i64>,
+    /// Only markers not yet delivered.
+    #[arg(long)]
+    pending: bool,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Args, Debug)]
+pub struct DeliverArgs {
+    /// Show what would be delivered; deliver nothing.
+    #[arg(long)]
+    dry_run: bool,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Args, Debug)]
+pub struct ExplainArgs {
+    /// The session (its scope-log key).
+    #[arg(long, allow_hyphen_values = true)]
+    session: String,
+    /// The instant to explain.
+    #[arg(long, value_name = "TIME")]
+    at: String,
+    /// The grant to check (comma-separated project ids; '' is an empty grant).
+    #[arg(long, value_name = "IDS")]
+    grant: Option<String>,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum IndexCommand {
+    /// Recreate the index from the scope logs and the transcripts (the ledger's
+    /// delivery states are kept).
+    Rebuild {
+        /// Print a JSON summary.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Bring the index up to date with the default archive paths and the scope logs.
+    Sync {
+        /// Print a JSON summary.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the index's path.
+    Path,
+}
+
+/// What a sync did.
+struct Synced {
+    summary: transcope_backfill::Summary,
+    logs: u64,
+}
+
+impl Synced {
+    fn to_json(&self) -> Value {
+        let mut v = self.summary.to_json();
+        v["logs_mirrored"] = json!(self.logs);
+        v
+    }
+}
+
+/// Backfill the default archive paths into the index (`rebuild`: whole files, no
+/// cursors, logs untouched), then mirror the changed scope logs.
+fn sync(home: &Path, rebuild: bool) -> Result<(Index, Synced)> {
+    let full = process_env();
+    let env = bare_env(&full);
+    let mut opts = Options::new(home, crate::compose::pipeline(home, false));
+    let paths = crate::backfill_cmd::default_paths(&full, opts.pipeline.registry());
+    opts.env = env.clone();
+    opts.resolver = Some(resolver_for(home, &env)?);
+    opts.markers = MarkersOut::Ledger;
+    opts.rebuild = rebuild;
+    let summary = if paths.is_empty() {
+        transcope_backfill::Summary::default()
+    } else {
+        backfill_iter(walk(&paths, opts.pipeline.registry()), &opts, &|_, _| {})
+    };
+    for p in &summary.errors {
+        eprintln!("transcope: {}: {}", p.path.display(), p.reason);
+    }
+    let mut index = Index::open(home)?;
+    let logs = index.sync_logs(home)?;
+    Ok((index, Synced { summary, logs }))
+}
+
+/// The index, synced first unless `no_sync`.
+fn index_for(home: &Path, common: Common) -> Result<Index> {
+    if common.no_sync {
+        return Ok(Index::open(home)?);
+    }
+    Ok(sync(home, false)?.0)
+}
+
+pub fn run_index(home: &Path, cmd: IndexCommand) -> Result<u8> {
+    let mut out = std::io::stdout().lock();
+    match cmd {
+        IndexCommand::Path => {
+            println_out(
+                &mut out,
+                &transcope_index::index_path(home).display().to_string(),
+            )?;
+        }
+        IndexCommand::Sync { json } => {
+            let (_, synced) = sync(home, false)?;
+            summary_line(&mut out, json, &synced)?;
+        }
+        IndexCommand::Rebuild { json } => {
+            let path = transcope_index::index_path(home);
+            // The delivery states are the one thing the logs and transcripts cannot
+            // say again: carried over.
+            let states = match path.exists() {
+                true => Index::open(home)?.states()?,
+                false => Vec::new(),
+            };
+            for suffix in ["", "-wal", "-shm", "-journal"] {
+                let p = transcope_sqlite::sidecar(&path, suffix);
+                match std::fs::remove_file(&p) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                        return Err(e).with_context(|| format!("removing {}", p.display()));
+                    }
+                    _ => {}
+                }
+            }
+            let (mut index, synced) = sync(home, true)?;
+            let carried: Vec<_> = states
+                .into_iter()
+                .filter(|(_, s)| *s != State::Pending)
+                .map(|(k, s)| (k, s, None))
+                .collect();
+            index.set_states(&carried)?;
+            summary_line(&mut out, json, &synced)?;
+        }
+    }
+    Ok(exit::OK)
+}
+
+fn summary_line(out: &mut impl std::io::Write, json: bool, s: &Synced) -> Result<()> {
+    if json {
+        println_out(out, &s.to_json().to_string())?;
+    } else {
+        println_out(
+            out,
+            &format!(
+                "{} transcripts read ({} bytes), {} transitions written, {} markers ({} new), {} scope logs mirrored, {} errors",
+                s.summary.files,
+                s.summary.bytes,
+                s.summary.transitions,
+                s.summary.markers,
+                s.summary.markers_recorded,
+                s.logs,
+                s.summary.errors.len()
+            ),
+        )?;
+    }
+    Ok(())
+}
+
+pub fn run_sessions(home: &Path, a: SessionsArgs) -> Result<u8> {
+    let index = index_for(home, a.common)?;
+    let sessions = index.sessions(&SessionFilter {
+        project: a.project,
+        worktree: a.worktree,
+        branch: a.branch,
+        task: a.task,
+        since: a.since,
+        until: a.until,
+    })?;
+    let mut out = std::io::stdout().lock();
+    if a.common.json {
+        for s in &sessions {
+            println_out(&mut out, &s.to_json().to_string())?;
+        }
+        return Ok(exit::OK);
+    }
+    let mut t = Table::new(&[
+        "session",
+        "agent",
+        "first (local)",
+        "last (local)",
+        "projects",
+        "transitions",
+        "markers",
+    ]);
+    for s in &sessions {
+        let mut key = cut(&s.session, 48);
+        if s.parent.is_some() {
+            key = format!("  ↳ {key}");
+        }
+        t.row(vec![
+            key,
+            s.agent.clone().unwrap_or_default(),
+            s.first_at.as_deref().map(local_time).unwrap_or_default(),
+            s.last_at.as_deref().map(local_time).unwrap_or_default(),
+            cut(&s.projects.join(", "), 50),
+            s.transitions.to_string(),
+            s.markers.to_string(),
+        ]);
+    }
+    t.print(&mut out, &format!("{} sessions", sessions.len()))?;
+    Ok(exit::OK)
+}
+
+pub fn run_timeline(home: &Path, a: TimelineArgs) -> Result<u8> {
+    let index = index_for(home, a.common)?;
+    let items = index.timeline(&a.session)?;
+    let mut out = std::io::stdout().lock();
+    if a.common.json {
+        for i in &items {
+            println_out(&mut out, &i.to_json().to_string())?;
+        }
+        return Ok(exit::OK);
+    }
+    let mut t = Table::new(&["time (local)", "kind", "what", "attribution"]);
+    for i in &items {
+        match i {
+            TimelineItem::Transition { at, scope } => {
+                let f = |k: &str| {
+                    scope
+                        .get(k)
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_owned()
+                };
+                let mut what = vec![f("project_id")];
+                for k in ["worktree", "branch", "task"] {
+                    let v = f(k);
+                    if !v.is_empty() {
+                        what.push(format!("{k}={v}"));
+                    }
+                }
+                if what[0].is_empty() {
+                    what[0] = format!("cwd={}", f("cwd"));
+                }
+                t.row(vec![
+                    local_time(at),
+                    "transition".into(),
+                    cut(&what.join("  "), 80),
+                    String::new(),
+                ]);
+            }
+            TimelineItem::Marker(m) => t.row(vec![
+                m.at.as_deref().map(local_time).unwrap_or_default(),
+                m.kind.clone(),
+                cut(&m.content, 80),
+                m.attribution.clone().unwrap_or_default(),
+            ]),
+        }
+    }
+    t.print(
+        &mut out,
+        &format!("{} events of {}", items.len(), a.session),
+    )?;
+    Ok(exit::OK)
+}
+
+fn ledger_table(rows: &[transcope_index::LedgerRow]) -> Table {
+    let mut t = Table::new(&[
+        "time (local)",
+        "session",
+        "type",
+        "content",
+        "attribution",
+        "project",
+        "task",
+        "state",
+    ]);
+    for r in rows {
+        t.row(vec![
+            r.at.as_deref().map(local_time).unwrap_or_default(),
+            cut(r.session.as_deref().unwrap_or("-"), 20),
+            r.kind.clone(),
+            cut(&r.content, 60),
+            r.attribution.clone().unwrap_or_default(),
+            cut(r.project_id.as_deref().unwrap_or(""), 32),
+            cut(r.task.as_deref().unwrap_or(""), 20),
+            r.state.as_str().to_owned(),
+        ]);
+    }
+    t
+}
+
+pub fn run_ledger(home: &Path, a: LedgerArgs) -> Result<u8> {
+    let index = index_for(home, a.common)?;
+    let rows = index.ledger(&LedgerFilter {
+        project: a.project,
+        task: a.task,
+        session: a.session,
+        kind: a.kind,
+        since: a.since,
+        until: a.until,
+        pending: a.pending,
+        ..LedgerFilter::default()
+    })?;
+    let mut out = std::io::stdout().lock();
+    if a.common.json {
+        for r in &rows {
+            println_out(&mut out, &r.to_json().to_string())?;
+        }
+        return Ok(exit::OK);
+    }
+    ledger_table(&rows).print(&mut out, &format!("{} markers", rows.len()))?;
+    Ok(exit::OK)
+}
+
+/// Deliver every pending marker (HTTP when `BRAIN_URL` is set, else the outbox).
+pub fn deliver_all(
+    home: &Path,
+    env: &Env,
+    dry_run: bool,
+) -> Result<transcope_index::DeliverReport> {
+    let mut index = Index::open(home)?;
+    let rows = index.pending(None, None, None)?;
+    if dry_run {
+        return Ok(transcope_index::DeliverReport {
+            keys: rows
+                .iter()
+                .map(|r| (r.idempotency_key.clone(), State::Pending))
+                .collect(),
+            ..Default::default()
+        });
+    }
+    let brain = BrainConfig::from_env(home, env);
+    let outbox = OutboxSink::new(&brain.outbox, &brain.agent_name, &brain.project);
+    let mut report = match &brain.url {
+        Some(url) => {
+            let client = BrainClient::new(url, DEFAULT_TIMEOUT)
+                .within(brain.budget.max(DEFAULT_TIMEOUT * 20));
+            let mut sink = HttpSink::new(client, outbox);
+            let r = transcope_index::deliver(&mut index, &rows, &mut sink)?;
+            if let Some(f) = sink.last_failure {
+                eprintln!("transcope: {f}; the rest went to the outbox");
+            }
+            r
+        }
+        None => {
+            let mut sink = outbox;
+            transcope_index::deliver(&mut index, &rows, &mut sink)?
+        }
+    };
+    // The hooks' flags follow the ledger.
+    for k in rows.iter().filter_map(|r| r.session.as_deref()) {
+        let left = index.pending_count(Some(k), Some(transcope_index::Origin::Hook))?;
+        transcope_index::set_pending_flag(home, k, left > 0);
+    }
+    report.errors.dedup();
+    Ok(report)
+}
+
+pub fn run_deliver(home: &Path, a: DeliverArgs) -> Result<u8> {
+    if !a.common.no_sync {
+        sync(home, false)?;
+    }
+    let env = process_env();
+    let mut out = std::io::stdout().lock();
+    if a.dry_run {
+        let index = Index::open(home)?;
+        let rows = index.pending(None, None, None)?;
+        if a.common.json {
+            for r in &rows {
+                println_out(&mut out, &r.to_json().to_string())?;
+            }
+        } else {
+            ledger_table(&rows).print(
+                &mut out,
+                &format!("{} markers would be delivered", rows.len()),
+            )?;
+        }
+        return Ok(exit::OK);
+    }
+    let report = deliver_all(home, &env, false)?;
+    for e in &report.errors {
+        eprintln!("transcope: {e}");
+    }
+    let pending = Index::open(home)?.pending_count(None, None)?;
+    if a.common.json {
+        let mut v = report.to_json();
+        v["pending"] = json!(pending);
+        println_out(&mut out, &v.to_string())?;
+    } else {
+        println_out(
+            &mut out,
+            &format!(
+                "{} sent, {} to the outbox, {} failed; {} pending",
+                report.sent, report.outbox, report.failed, pending
+            ),
+        )?;
+    }
+    Ok(if report.failed > 0 {
+        exit::RUNTIME
+    } else {
+        exit::OK
+    })
+}
+
+pub fn run_explain(home: &Path, a: ExplainArgs) -> Result<u8> {
+    let index = index_for(home, a.common)?;
+    let Some(t) = transcope_core::timestamp::parse(&a.at) else {
+        eprintln!("transcope: --at: not a time: {:?}", a.at);
+        return Ok(exit::USAGE);
+    };
+    let log = transcope_scopelog::ScopeLog::open(home, a.session.as_str());
+    let rows = log.transitions();
+    // The rule (scope-log.md §4.1): the last row in file order whose own time is at or
+    // before the instant.
+    let in_force = rows.iter().enumerate().rev().find(|(_, r)| {
+        r.get("at")
+            .and_then(Value::as_str)
+            .and_then(transcope_core::timestamp::parse)
+            .is_some_and(|rt| rt <= t)
+    });
+    let later_in_file_but_earlier = in_force.map_or(0, |(i, _)| {
+        rows[..i]
+            .iter()
+            .filter(|r| {
+                r.get("at")
+                    .and_then(Value::as_str)
+                    .and_then(transcope_core::timestamp::parse)
+                    .is_some_and(|rt| rt > t)
+            })
+            .count()
+    });
+    let grant = a.grant.as_deref().map(transcope_core::Grant::parse_list);
+    let event = transcope_scopelog::Event {
+        at: Some(Value::String(a.at.clone())),
+        attrs: None,
+    };
+    let attribution =
+        transcope_scopelog::attribute_rows(&rows, std::slice::from_ref(&event), grant.as_ref())
+            .pop();
+    let project = in_force
+        .and_then(|(_, r)| r.get("project_id"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let grant_says = grant.as_ref().map(|g| g.admits(project));
+    let markers: Vec<_> = index
+        .ledger(&LedgerFilter {
+            session: Some(a.session.clone()),
+            since: Some(t.unix_micros()),
+            until: Some(t.unix_micros()),
+            ..LedgerFilter::default()
+        })?
+        .into_iter()
+        .map(|m| m.to_json())
+        .collect();
+    let why = match in_force {
+        None if rows.is_empty() => {
+            "the session has no scope log rows: no scope was in force".to_owned()
+        }
+        None => format!("no row of the {} is at or before this instant", rows.len()),
+        Some((i, r)) => {
+            format!(
+                "row {} of {} (at {}) is the last row in file order at or before this instant{}",
+                i,
+                rows.len(),
+                r.get("at").and_then(Value::as_str).unwrap_or("?"),
+                if later_in_file_but_earlier > 0 {
+                    format!("; {later_in_file_but_earlier} earlier row(s) in the file are after it in time")
+                } else {
+                    String::new()
+                }
+            )
+        }
+    };
+    let v = json!({
+        "session": a.session,
+        "at": a.at,
+        "in_force": in_force.map(|(_, r)| Value::Object(r.clone())),
+        "row": in_force.map(|(i, _)| i),
+        "why": why,
+        "attribution": attribution.as_ref().map(|a| Value::Object(a.to_json_map())),
+        "grant": a.grant.as_ref().map(|g| json!({"given": g, "admits": grant_says})),
+        "markers": markers,
+    });
+    let mut out = std::io::stdout().lock();
+    if a.common.json {
+        println_out(&mut out, &v.to_string())?;
+        return Ok(exit::OK);
+    }
+    let label = attribution
+        .as_ref()
+        .map_or("none".to_owned(), |a| a.label.as_str().to_owned());
+    let mut t = Table::new(&["", ""]);
+    t.row(vec!["session".into(), a.session.clone()]);
+    t.row(vec![
+        "at".into(),
+        format!("{} (local {})", a.at, local_time(&a.at)),
+    ]);
+    t.row(vec!["in force".into(), why]);
+    if let Some((_, r)) = in_force {
+        for k in ["project_id", "worktree", "branch", "task", "cwd"] {
+            if let Some(v) = r.get(k).and_then(Value::as_str).filter(|v| !v.is_empty()) {
+                t.row(vec![format!("  {k}"), cut(v, 80)]);
+            }
+        }
+    }
+    t.row(vec!["label".into(), label]);
+    if let (Some(g), Some(ok)) = (&a.grant, grant_says) {
+        t.row(vec![
+            "grant".into(),
+            format!(
+                "{g:?} {} project {project:?}",
+                if ok { "admits" } else { "does not admit" }
+            ),
+        ]);
+    }
+    for m in &markers {
+        t.row(vec![
+            format!("marker ({})", m["type"].as_str().unwrap_or("")),
+            format!(
+                "{} — {}",
+                m["attribution"].as_str().unwrap_or("none"),
+                cut(m["content"].as_str().unwrap_or(""), 60)
+            ),
+        ]);
+    }
+    t.print(&mut out, "")?;
+    Ok(exit::OK)
+}

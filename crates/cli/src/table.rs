@@ -1,0 +1,121 @@
+//! Tables for a person: comfy-table (colour and borders only on a terminal, and
+//! `NO_COLOR` honoured), times in local time, long values cut.
+
+use std::io::{IsTerminal, Write};
+use std::sync::OnceLock;
+
+use comfy_table::{presets, Attribute, Cell, ContentArrangement, TableComponent};
+
+/// The local offset, read once at start-up (before any thread: the `time` crate only
+/// reads it from a single-threaded process).
+static OFFSET: OnceLock<time::UtcOffset> = OnceLock::new();
+
+/// Read the local offset now (call first thing in `main`).
+pub fn init_local_offset() {
+    let _ = OFFSET.set(time::UtcOffset::current_local_offset().unwrap_or(time::UtcOffset::UTC));
+}
+
+/// A recorded time in local time (`YYYY-MM-DD HH:MM:SS`), or the text as it is when it
+/// is not a time.
+pub fn local_time(at: &str) -> String {
+    let Some(t) = transcope_core::timestamp::parse(at) else {
+        return at.to_owned();
+    };
+    let offset = OFFSET.get().copied().unwrap_or(time::UtcOffset::UTC);
+    let nanos = i128::from(t.unix_micros()) * 1000;
+    match time::OffsetDateTime::from_unix_timestamp_nanos(nanos) {
+        Ok(d) => {
+            let d = d.to_offset(offset);
+            let fmt =
+                time::macros::format_description!("[year]-[month]-[day] [hour]:[minute]:[second]");
+            d.format(&fmt).unwrap_or_else(|_| at.to_owned())
+        }
+        Err(_) => at.to_owned(),
+    }
+}
+
+/// `s` cut to `max` characters, the cut marked with `…`; line breaks shown as spaces.
+pub fn cut(s: &str, max: usize) -> String {
+    let flat: String = s
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if flat.chars().count() <= max {
+        return flat;
+    }
+    let mut out: String = flat.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// A table being filled.
+pub struct Table {
+    inner: comfy_table::Table,
+    rows: usize,
+}
+
+impl Table {
+    /// A table with `header` (a header of empty names prints none).
+    pub fn new(header: &[&str]) -> Table {
+        let mut inner = comfy_table::Table::new();
+        let tty = std::io::stdout().is_terminal();
+        inner
+            .load_preset(if tty {
+                presets::UTF8_HORIZONTAL_ONLY
+            } else {
+                presets::ASCII_HORIZONTAL_ONLY
+            })
+            .set_content_arrangement(if tty {
+                ContentArrangement::Dynamic
+            } else {
+                ContentArrangement::Disabled
+            });
+        // A line under the header, none between rows.
+        for c in [
+            TableComponent::HorizontalLines,
+            TableComponent::MiddleIntersections,
+            TableComponent::LeftBorderIntersections,
+            TableComponent::RightBorderIntersections,
+            TableComponent::TopBorder,
+            TableComponent::TopBorderIntersections,
+            TableComponent::BottomBorder,
+            TableComponent::BottomBorderIntersections,
+        ] {
+            inner.remove_style(c);
+        }
+        if !tty || std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()) {
+            inner.force_no_tty();
+        }
+        if header.iter().any(|h| !h.is_empty()) {
+            inner.set_header(
+                header
+                    .iter()
+                    .map(|h| Cell::new(h).add_attribute(Attribute::Bold)),
+            );
+        }
+        Table { inner, rows: 0 }
+    }
+
+    /// Add a row.
+    pub fn row(&mut self, cells: Vec<String>) {
+        self.inner.add_row(cells);
+        self.rows += 1;
+    }
+
+    /// Print the table and, when given, a footer line (`footer` alone when empty).
+    pub fn print(&self, out: &mut impl Write, footer: &str) -> std::io::Result<()> {
+        let mut text = String::new();
+        if self.rows > 0 {
+            text.push_str(&self.inner.to_string());
+            text.push('\n');
+        }
+        if !footer.is_empty() {
+            text.push_str(footer);
+            text.push('\n');
+        }
+        match out.write_all(text.as_bytes()) {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+            r => r,
+        }
+    }
+}

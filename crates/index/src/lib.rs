@@ -1,0 +1,668 @@
+//! # transcope-index: ask it back
+//!
+//! One embedded SQLite database, `<home>/transcope/index.sqlite`, holds what transcope
+//! observed: the **sessions** (scope-log keys, with parent, agent, transcript and first
+//! and last times), their **transitions** (a mirror of the scope logs, which stay the
+//! source of truth), the **marker ledger** and room for per-message **usage**.
+//!
+//! * Writers ([`Index::record`]) hand one [`Observed`] per transcript read: the rows
+//!   change detection appended, the markers found (attributed), the times seen. One
+//!   call is one transaction; a hook asks for it to be synced, a batch does not (the
+//!   write-ahead log keeps every committed transaction across a killed process).
+//! * The ledger holds every marker once, by its idempotency key, whatever the brain
+//!   writer's setting: found markers are `pending` until a delivery ([`deliver`])
+//!   marks them `delivered`, `outbox` (written where agentihooks' drains read) or
+//!   `rejected`. A record is written before the transcript's cursor moves past it, so
+//!   a killed run finds it again (and the key keeps it once).
+//! * [`Index::sync_logs`] mirrors the scope logs that changed since (by size), so rows
+//!   another tool appended are seen too; [`query`] answers `sessions`, `timeline`,
+//!   `ledger`.
+//!
+//! ```
+//! use transcope_index::{Index, Observed, Origin};
+//! let home = tempfile::tempdir().unwrap();
+//! let mut index = Index::open(home.path()).unwrap();
+//! let line = r#"{"session_id": "s1", "sequence": 0, "at": "2026-10-08T10:00:00+00:00", "transition_id": "t1", "project_id": "p", "cwd": "/a"}"#;
+//! let seen = Observed { rows: vec![line.to_owned()], ..Observed::new("s1") };
+//! index.record(&[seen], Origin::Backfill, false).unwrap();
+//! let sessions = index.sessions(&Default::default()).unwrap();
+//! assert_eq!(sessions[0].projects, ["p"]);
+//! ```
+#![warn(missing_docs)]
+
+mod deliver;
+pub mod query;
+pub mod schema;
+mod span;
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use rusqlite::{params, Connection, OptionalExtension};
+use serde_json::{Map, Value};
+use transcope_brain::MarkerRecord;
+use transcope_core::{timestamp, Marker, Scope, ScopeField};
+
+pub use deliver::{deliver, DeliverReport};
+pub use query::{LedgerFilter, LedgerRow, SessionFilter, SessionInfo, TimelineItem};
+pub use span::{span, Span};
+
+/// `<home>/transcope/index.sqlite`.
+pub fn index_path(home: &Path) -> PathBuf {
+    home.join("transcope").join("index.sqlite")
+}
+
+/// Why the index could not be read or written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum IndexError {
+    /// Opening or migrating the database failed.
+    #[error("the index {}: {source}", path.display())]
+    Open {
+        /// The database.
+        path: PathBuf,
+        /// The cause.
+        source: transcope_sqlite::Error,
+    },
+    /// A statement failed.
+    #[error("the index {}: {source}", path.display())]
+    Sqlite {
+        /// The database.
+        path: PathBuf,
+        /// The cause.
+        source: rusqlite::Error,
+    },
+    /// Reading a scope log or a transcript failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: io::Error,
+    },
+}
+
+/// A recorded time: the text as recorded and the instant it names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stamp {
+    /// As recorded.
+    pub text: String,
+    /// Microseconds since the epoch.
+    pub micros: i64,
+}
+
+impl Stamp {
+    /// `text` when it is a time `scope at --at` accepts.
+    pub fn parse(text: &str) -> Option<Stamp> {
+        timestamp::parse(text).map(|t| Stamp {
+            text: text.to_owned(),
+            micros: t.unix_micros(),
+        })
+    }
+}
+
+/// Who recorded a marker: a Stop delivers the pending markers its hooks recorded,
+/// never the ones a backfill found in the archive (those wait for `deliver`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// A hook's Stop.
+    Hook,
+    /// `transcope observe`.
+    Observe,
+    /// A backfill (or a query's sync).
+    Backfill,
+}
+
+impl Origin {
+    /// The stored name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Origin::Hook => "hook",
+            Origin::Observe => "observe",
+            Origin::Backfill => "backfill",
+        }
+    }
+}
+
+/// A ledger row's delivery state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum State {
+    /// Found, not yet delivered.
+    Pending,
+    /// Accepted by the brain (or printed to the stream asked for).
+    Delivered,
+    /// Written to the outbox, which agentihooks' drains send.
+    Outbox,
+    /// Refused by the brain (400, 404, 422): never sent again.
+    Rejected,
+}
+
+impl State {
+    /// The stored name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            State::Pending => "pending",
+            State::Delivered => "delivered",
+            State::Outbox => "outbox",
+            State::Rejected => "rejected",
+        }
+    }
+
+    /// The state a stored name names.
+    pub fn parse(s: &str) -> Option<State> {
+        Some(match s {
+            "pending" => State::Pending,
+            "delivered" => State::Delivered,
+            "outbox" => State::Outbox,
+            "rejected" => State::Rejected,
+            _ => return None,
+        })
+    }
+}
+
+/// One marker found, attributed, ready for the ledger.
+#[derive(Clone, Debug)]
+pub struct Found {
+    /// The request body, key and session.
+    pub record: MarkerRecord,
+    /// The holding record's time, verbatim.
+    pub at: Option<Value>,
+}
+
+impl Found {
+    /// The record built for `marker`.
+    pub fn new(record: MarkerRecord, marker: &Marker) -> Found {
+        Found {
+            record,
+            at: marker.at.clone(),
+        }
+    }
+}
+
+/// What one read of one transcript adds to the index.
+#[derive(Clone, Debug, Default)]
+pub struct Observed {
+    /// The scope-log key.
+    pub session: String,
+    /// The root session's key, for a sub-agent.
+    pub parent: Option<String>,
+    /// The adapter that read it (`claude`, `codex`, …).
+    pub agent: Option<String>,
+    /// The transcript.
+    pub transcript: Option<PathBuf>,
+    /// The first and last times the read saw.
+    pub span: Span,
+    /// The scope-log lines change detection appended, in order. Any row written makes
+    /// the next [`Index::sync_logs`] read the log again (other rows may have come).
+    pub rows: Vec<String>,
+    /// The markers found.
+    pub markers: Vec<Found>,
+}
+
+impl Observed {
+    /// Nothing yet, for `session`.
+    pub fn new(session: impl Into<String>) -> Observed {
+        Observed {
+            session: session.into(),
+            ..Observed::default()
+        }
+    }
+}
+
+/// What [`Index::record`] did for one [`Observed`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Recorded {
+    /// For each marker, whether it was new to the ledger.
+    pub new: Vec<bool>,
+}
+
+impl Recorded {
+    /// How many markers were new.
+    pub fn new_markers(&self) -> u64 {
+        self.new.iter().filter(|n| **n).count() as u64
+    }
+}
+
+/// The open index.
+pub struct Index {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl Index {
+    /// Open the index of `home`, creating it (and migrating it) as needed.
+    pub fn open(home: &Path) -> Result<Index, IndexError> {
+        Index::open_at(&index_path(home))
+    }
+
+    /// Open the index at `path`, creating it as needed.
+    pub fn open_at(path: &Path) -> Result<Index, IndexError> {
+        let open = |source| IndexError::Open {
+            path: path.to_path_buf(),
+            source,
+        };
+        let (conn, _) = transcope_sqlite::open(path, || true)
+            .map_err(open)?
+            .expect("created when missing");
+        transcope_sqlite::use_wal(&conn).map_err(|e| open(e.into()))?;
+        transcope_sqlite::migrate(&conn, schema::MIGRATIONS).map_err(open)?;
+        // The write-ahead log makes a committed transaction survive a killed process;
+        // `NORMAL` syncs at checkpoints, so a batch's durability costs a few syncs,
+        // not one per file. A hook asks for a synced commit (`record(.., true)`).
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(|e| open(e.into()))?;
+        Ok(Index {
+            conn,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn sqlite(&self, source: rusqlite::Error) -> IndexError {
+        IndexError::Sqlite {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    /// Record `items` in one transaction (`sync`: synced before it returns). Markers
+    /// already in the ledger (by key) keep their row and state.
+    pub fn record(
+        &mut self,
+        items: &[Observed],
+        origin: Origin,
+        sync: bool,
+    ) -> Result<Vec<Recorded>, IndexError> {
+        let now = transcope_core::Instant::now().unix_micros();
+        let run = |conn: &mut Connection| -> rusqlite::Result<Vec<Recorded>> {
+            conn.pragma_update(None, "synchronous", if sync { "FULL" } else { "NORMAL" })?;
+            let tx = conn.transaction()?;
+            let mut out = Vec::with_capacity(items.len());
+            {
+                let mut session = tx.prepare_cached(UPSERT_SESSION)?;
+                let mut row = tx.prepare_cached(INSERT_TRANSITION)?;
+                let mut marker = tx.prepare_cached(INSERT_MARKER)?;
+                for item in items {
+                    if !item.session.is_empty() {
+                        let (first, last) = (item.span.first.as_ref(), item.span.last.as_ref());
+                        session.execute(params![
+                            item.session,
+                            item.parent,
+                            item.agent,
+                            item.transcript.as_ref().map(|p| p.to_string_lossy()),
+                            first.map(|s| &s.text),
+                            first.map(|s| s.micros),
+                            last.map(|s| &s.text),
+                            last.map(|s| s.micros),
+                            !item.rows.is_empty(),
+                        ])?;
+                    }
+                    for line in &item.rows {
+                        if let Ok(Value::Object(r)) = serde_json::from_str::<Value>(line) {
+                            let seq = r.get("sequence").and_then(Value::as_i64).unwrap_or(0);
+                            insert_row(&mut row, &item.session, seq, &r, line)?;
+                        }
+                    }
+                    let mut rec = Recorded::default();
+                    for f in &item.markers {
+                        let n = insert_marker(&mut marker, f, origin, now)?;
+                        rec.new.push(n > 0);
+                    }
+                    out.push(rec);
+                }
+            }
+            tx.commit()?;
+            Ok(out)
+        };
+        run(&mut self.conn).map_err(|e| self.sqlite(e))
+    }
+
+    /// Mirror every scope log under `<home>/brain/session-scopes/` whose size differs
+    /// from the one last mirrored (or that was written since): its rows replace the
+    /// session's transitions. Returns how many logs were read.
+    pub fn sync_logs(&mut self, home: &Path) -> Result<u64, IndexError> {
+        let dir = transcope_scopelog::scopes_dir(home);
+        let entries = match fs::read_dir(&dir) {
+            Ok(d) => d,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
+            Err(source) => return Err(IndexError::Io { path: dir, source }),
+        };
+        let known: std::collections::HashMap<String, Option<i64>> = {
+            let mut st = self
+                .conn
+                .prepare("SELECT session, log_size FROM sessions")
+                .map_err(|e| self.sqlite(e))?;
+            let rows = st
+                .query_map([], |r| {
+                    Ok((r.get::<_, String>(0)?, r.get::<_, Option<i64>>(1)?))
+                })
+                .and_then(|rows| rows.collect::<rusqlite::Result<_>>());
+            rows.map_err(|e| self.sqlite(e))?
+        };
+        let mut changed = Vec::new();
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let Some(key) = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.strip_suffix(".jsonl"))
+            else {
+                continue;
+            };
+            // Never through a link; only regular files are logs.
+            let Ok(meta) = fs::symlink_metadata(&path) else {
+                continue;
+            };
+            if !meta.is_file() {
+                continue;
+            }
+            let size = meta.len() as i64;
+            if known.get(key).copied().flatten() != Some(size) {
+                changed.push((key.to_owned(), path));
+            }
+        }
+        changed.sort();
+        let mut read = 0;
+        for chunk in changed.chunks(256) {
+            let mut logs = Vec::with_capacity(chunk.len());
+            for (key, path) in chunk {
+                match transcope_scopelog::read_private(path) {
+                    Ok(bytes) => logs.push((key, bytes)),
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                    Err(source) => {
+                        return Err(IndexError::Io {
+                            path: path.clone(),
+                            source,
+                        })
+                    }
+                }
+            }
+            read += logs.len() as u64;
+            self.mirror(&logs).map_err(|e| self.sqlite(e))?;
+        }
+        Ok(read)
+    }
+
+    /// Replace the transitions of each `(key, log bytes)` with the log's rows.
+    fn mirror(&mut self, logs: &[(&String, Vec<u8>)]) -> rusqlite::Result<()> {
+        self.conn.pragma_update(None, "synchronous", "NORMAL")?;
+        let tx = self.conn.transaction()?;
+        {
+            let mut clear = tx.prepare_cached("DELETE FROM transitions WHERE session = ?1")?;
+            let mut row = tx.prepare_cached(INSERT_TRANSITION)?;
+            let mut size = tx.prepare_cached(
+                "INSERT INTO sessions (session, log_size) VALUES (?1, ?2)
+                 ON CONFLICT(session) DO UPDATE SET log_size = excluded.log_size",
+            )?;
+            for (key, bytes) in logs {
+                clear.execute([key])?;
+                let text = transcope_scopelog::decode_lossy(bytes);
+                let mut seq = 0i64;
+                for line in transcope_scopelog::splitlines(&text) {
+                    if let Ok(Value::Object(r)) = serde_json::from_str::<Value>(line) {
+                        insert_row(&mut row, key, seq, &r, line)?;
+                        seq += 1;
+                    }
+                }
+                size.execute(params![key, bytes.len() as i64])?;
+            }
+        }
+        tx.commit()
+    }
+
+    /// The pending markers, in the order found: of `session` only when given, of
+    /// `origin` only when given, at most `limit`.
+    pub fn pending(
+        &self,
+        session: Option<&str>,
+        origin: Option<Origin>,
+        limit: Option<usize>,
+    ) -> Result<Vec<LedgerRow>, IndexError> {
+        let filter = LedgerFilter {
+            session: session.map(str::to_owned),
+            pending: true,
+            origin,
+            limit,
+            ..LedgerFilter::default()
+        };
+        self.ledger(&filter)
+    }
+
+    /// The pending rows among `keys`, in the order found.
+    pub fn pending_keys(&self, keys: &[String]) -> Result<Vec<LedgerRow>, IndexError> {
+        let mut out = Vec::with_capacity(keys.len());
+        for k in keys {
+            let mut rows = self.ledger(&LedgerFilter {
+                key: Some(k.clone()),
+                pending: true,
+                ..LedgerFilter::default()
+            })?;
+            out.append(&mut rows);
+        }
+        Ok(out)
+    }
+
+    /// How many markers are pending (of `session`, of `origin`, when given).
+    pub fn pending_count(
+        &self,
+        session: Option<&str>,
+        origin: Option<Origin>,
+    ) -> Result<u64, IndexError> {
+        self.conn
+            .query_row(
+                "SELECT count(*) FROM markers WHERE state = 'pending'
+                 AND (?1 IS NULL OR session = ?1) AND (?2 IS NULL OR origin = ?2)",
+                params![session, origin.map(Origin::as_str)],
+                |r| r.get::<_, i64>(0),
+            )
+            .map(|n| n as u64)
+            .map_err(|e| self.sqlite(e))
+    }
+
+    /// Set the state of each `(key, state, detail)` in one synced transaction.
+    pub fn set_states(
+        &mut self,
+        changes: &[(String, State, Option<String>)],
+    ) -> Result<(), IndexError> {
+        if changes.is_empty() {
+            return Ok(());
+        }
+        let now = transcope_core::Instant::now().unix_micros();
+        let run = |conn: &mut Connection| -> rusqlite::Result<()> {
+            conn.pragma_update(None, "synchronous", "FULL")?;
+            let tx = conn.transaction()?;
+            {
+                let mut st = tx.prepare_cached(
+                    "UPDATE markers SET state = ?2, detail = ?3, changed_us = ?4
+                     WHERE idempotency_key = ?1",
+                )?;
+                for (key, state, detail) in changes {
+                    st.execute(params![key, state.as_str(), detail, now])?;
+                }
+            }
+            tx.commit()
+        };
+        run(&mut self.conn).map_err(|e| self.sqlite(e))
+    }
+
+    /// Every ledger key with its state (what `index rebuild` carries over).
+    pub fn states(&self) -> Result<Vec<(String, State)>, IndexError> {
+        let mut st = self
+            .conn
+            .prepare("SELECT idempotency_key, state FROM markers ORDER BY rowid")
+            .map_err(|e| self.sqlite(e))?;
+        let rows = st
+            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
+            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
+            .map_err(|e| self.sqlite(e))?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|(k, s)| State::parse(&s).map(|s| (k, s)))
+            .collect())
+    }
+
+    /// The session's stored transcript, when one is known.
+    pub fn transcript_of(&self, session: &str) -> Result<Option<PathBuf>, IndexError> {
+        self.conn
+            .query_row(
+                "SELECT transcript FROM sessions WHERE session = ?1",
+                [session],
+                |r| r.get::<_, Option<String>>(0),
+            )
+            .optional()
+            .map(|t| t.flatten().map(PathBuf::from))
+            .map_err(|e| self.sqlite(e))
+    }
+
+    pub(crate) fn conn(&self) -> &Connection {
+        &self.conn
+    }
+}
+
+const UPSERT_SESSION: &str = "
+INSERT INTO sessions (session, parent, agent, transcript, first_at, first_us, last_at, last_us, log_size)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, NULL)
+ON CONFLICT(session) DO UPDATE SET
+    parent = coalesce(excluded.parent, parent),
+    agent = coalesce(excluded.agent, agent),
+    transcript = coalesce(excluded.transcript, transcript),
+    first_at = CASE WHEN excluded.first_us IS NOT NULL AND (first_us IS NULL OR excluded.first_us < first_us)
+                    THEN excluded.first_at ELSE first_at END,
+    first_us = CASE WHEN excluded.first_us IS NOT NULL AND (first_us IS NULL OR excluded.first_us < first_us)
+                    THEN excluded.first_us ELSE first_us END,
+    last_at = CASE WHEN excluded.last_us IS NOT NULL AND (last_us IS NULL OR excluded.last_us >= last_us)
+                   THEN excluded.last_at ELSE last_at END,
+    last_us = CASE WHEN excluded.last_us IS NOT NULL AND (last_us IS NULL OR excluded.last_us >= last_us)
+                   THEN excluded.last_us ELSE last_us END,
+    log_size = CASE WHEN ?9 THEN NULL ELSE log_size END";
+
+const INSERT_TRANSITION: &str = "
+INSERT OR IGNORE INTO transitions (session, transition_id, seq, at, at_us, project_id, project, repo,
+    worktree, cwd, remote, branch, swarm, task, task_revision, lane, line)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)";
+
+const INSERT_MARKER: &str = "
+INSERT OR IGNORE INTO markers (idempotency_key, session, type, content, attrs, at, at_us, attribution,
+    project_id, worktree, branch, task, body, origin, state, found_us)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, 'pending', ?15)";
+
+/// A time value as text: a string as it is, anything else as its JSON.
+pub(crate) fn time_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn insert_row(
+    st: &mut rusqlite::CachedStatement<'_>,
+    session: &str,
+    seq: i64,
+    r: &Map<String, Value>,
+    line: &str,
+) -> rusqlite::Result<usize> {
+    let scope = Scope::from_json_map(r);
+    let at = r.get("at").map(time_text).unwrap_or_default();
+    let at_us = timestamp::parse(&at).map(|t| t.unix_micros());
+    // A row without its id (another tool's, or hand-edited) is still one row.
+    let id = match r.get("transition_id") {
+        Some(Value::String(s)) if !s.is_empty() => s.clone(),
+        _ => format!("#{seq}"),
+    };
+    let f = |field| scope.get(field).to_owned();
+    st.execute(params![
+        session,
+        id,
+        seq,
+        at,
+        at_us,
+        f(ScopeField::ProjectId),
+        f(ScopeField::Project),
+        f(ScopeField::Repo),
+        f(ScopeField::Worktree),
+        f(ScopeField::Cwd),
+        f(ScopeField::Remote),
+        f(ScopeField::Branch),
+        f(ScopeField::Swarm),
+        f(ScopeField::Task),
+        f(ScopeField::TaskRevision),
+        f(ScopeField::Lane),
+        line,
+    ])
+}
+
+fn insert_marker(
+    st: &mut rusqlite::CachedStatement<'_>,
+    f: &Found,
+    origin: Origin,
+    now: i64,
+) -> rusqlite::Result<usize> {
+    let body = &f.record.body;
+    let attrs = body.get("attrs").and_then(Value::as_object);
+    let attr = |k: &str| attrs.and_then(|a| a.get(k)).and_then(Value::as_str);
+    let at = f.at.as_ref().map(time_text);
+    let at_us = at
+        .as_deref()
+        .and_then(timestamp::parse)
+        .map(|t| t.unix_micros());
+    st.execute(params![
+        f.record.idempotency_key,
+        f.record.session,
+        f.record.kind(),
+        f.record.content,
+        attrs.map_or_else(|| "{}".to_owned(), |a| Value::Object(a.clone()).to_string()),
+        at,
+        at_us,
+        attr("attribution"),
+        attr("project_id"),
+        attr("worktree"),
+        attr("branch"),
+        attr("task"),
+        body.to_string(),
+        origin.as_str(),
+        now,
+    ])
+}
+
+/// `<home>/transcope/pending/<key>`: present while `key`'s hooks left markers pending
+/// in the ledger, so a Stop with nothing new learns it with one `stat`, without
+/// opening the index.
+pub fn pending_flag(home: &Path, key: &str) -> PathBuf {
+    home.join("transcope").join("pending").join(key)
+}
+
+/// Make the flag of `key` say `pending` (created or removed; best effort: a flag left
+/// behind only costs one opening of the index).
+pub fn set_pending_flag(home: &Path, key: &str, pending: bool) {
+    if key.is_empty() || key.contains('/') || key.starts_with('.') {
+        return;
+    }
+    let flag = pending_flag(home, key);
+    if pending {
+        if fs::symlink_metadata(&flag).is_err() {
+            let _ = create_flag(&flag);
+        }
+    } else {
+        let _ = fs::remove_file(&flag);
+    }
+}
+
+fn create_flag(flag: &Path) -> io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = flag.parent().unwrap_or(Path::new("."));
+    transcope_jsonl::in_private_dir(dir, || {
+        fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(flag)
+    })
+    .map(|_| ())
+}

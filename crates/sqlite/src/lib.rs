@@ -1,0 +1,219 @@
+//! # transcope-sqlite: one safe way to open a database under the home
+//!
+//! transcope keeps two embedded SQLite databases under `<home>/transcope/` (the cursor
+//! store and the index). Both are opened here, the same way:
+//!
+//! * **never through a link:** a symbolic link planted at the database or at any of its
+//!   `-wal`, `-shm` or `-journal` sidecars is removed (never followed, never written
+//!   through) and the database starts again; any other non-file there is an error; the
+//!   file is opened with `SQLITE_OPEN_NOFOLLOW`;
+//! * **private:** a new database is created `0600` in a `0700` folder;
+//! * **created only when asked:** [`open`] returns `None` for a missing database unless
+//!   the caller wants one made, so a read that finds nothing creates nothing;
+//! * **shared by processes:** a busy timeout, and ([`use_wal`]) a write-ahead log that
+//!   stays when the last connection closes (no file created and deleted per process);
+//! * **versioned:** [`migrate`] runs the migrations past `PRAGMA user_version`, each in
+//!   its own `BEGIN IMMEDIATE` transaction, and refuses a database a newer transcope
+//!   made.
+//!
+//! ```
+//! let dir = tempfile::tempdir().unwrap();
+//! let db = dir.path().join("t/x.sqlite");
+//! assert!(transcope_sqlite::open(&db, || false).unwrap().is_none());
+//! let (conn, created) = transcope_sqlite::open(&db, || true).unwrap().unwrap();
+//! assert!(created);
+//! transcope_sqlite::use_wal(&conn).unwrap();
+//! let v = transcope_sqlite::migrate(&conn, &["CREATE TABLE t (a INTEGER);"]).unwrap();
+//! assert_eq!(v, 0);
+//! ```
+#![warn(missing_docs)]
+
+use std::fs::{self, OpenOptions};
+use std::io;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub use rusqlite;
+use rusqlite::{Connection, OpenFlags};
+
+/// How long a statement waits for another process's write to end.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Why a database could not be opened or brought to the current schema.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The file system refused (or a non-file sits where the database goes).
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The path involved.
+        path: PathBuf,
+        /// The cause.
+        source: io::Error,
+    },
+    /// SQLite refused.
+    #[error("{0}")]
+    Sqlite(#[from] rusqlite::Error),
+    /// The database was made by a newer transcope (its schema version is past ours).
+    #[error("schema version {found} is newer than this transcope's {known}")]
+    Newer {
+        /// `PRAGMA user_version` found.
+        found: i64,
+        /// The newest version this build knows.
+        known: i64,
+    },
+}
+
+/// `db` with `suffix` appended (`-wal`, `-shm`, `-journal`).
+pub fn sidecar(db: &Path, suffix: &str) -> PathBuf {
+    let mut s = db.as_os_str().to_owned();
+    s.push(suffix);
+    PathBuf::from(s)
+}
+
+/// Open the database at `path`, read-write, with the busy timeout and the write-ahead
+/// log kept across connections. When it does not exist, `create()` says whether to make
+/// it (asked only then); `None` when it is missing and not made. The flag returned is
+/// whether this call created the file.
+pub fn open(
+    path: &Path,
+    create: impl FnOnce() -> bool,
+) -> Result<Option<(Connection, bool)>, Error> {
+    let io = |p: &Path, source| Error::Io {
+        path: p.to_path_buf(),
+        source,
+    };
+    let mut create = Some(create);
+    let mut created = false;
+    for suffix in ["-wal", "-shm", "-journal", ""] {
+        let p = sidecar(path, suffix);
+        let mut meta = fs::symlink_metadata(&p);
+        if meta.as_ref().is_ok_and(|m| m.file_type().is_symlink()) {
+            // Planted: removed, never followed; the database starts again.
+            fs::remove_file(&p).map_err(|e| io(&p, e))?;
+            meta = fs::symlink_metadata(&p);
+        }
+        match meta {
+            Ok(m) if !m.is_file() => {
+                return Err(io(
+                    &p,
+                    io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"),
+                ))
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                if suffix.is_empty() {
+                    if !create.take().is_some_and(|f| f()) {
+                        return Ok(None);
+                    }
+                    created = create_file(path).map_err(|e| io(path, e))?;
+                }
+            }
+            Err(e) => return Err(io(&p, e)),
+        }
+    }
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX
+        | OpenFlags::SQLITE_OPEN_NOFOLLOW;
+    let conn = Connection::open_with_flags(path, flags)?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    persist_wal(&conn)?;
+    Ok(Some((conn, created)))
+}
+
+/// Create the database file, private, its folder too; `false` when another process
+/// created it first.
+fn create_file(path: &Path) -> io::Result<bool> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let create = || {
+        OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(path)
+    };
+    match transcope_jsonl::in_private_dir(dir, create) {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Put `conn`'s database in WAL mode (a no-op when it is), the log emptied past 1 MiB.
+pub fn use_wal(conn: &Connection) -> rusqlite::Result<()> {
+    conn.pragma_update(None, "journal_size_limit", 1 << 20)?;
+    let mode: String = conn.pragma_query_value(None, "journal_mode", |r| r.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+    }
+    Ok(())
+}
+
+/// Bring the schema to `migrations.len()`: migration `i` (SQL, no transaction
+/// statements of its own) takes version `i` to `i + 1`, each in one `BEGIN IMMEDIATE`
+/// transaction that rechecks the version (another process may have run it first).
+/// Returns the version found; a version past `migrations.len()` is [`Error::Newer`].
+pub fn migrate(conn: &Connection, migrations: &[&str]) -> Result<i64, Error> {
+    let known = migrations.len() as i64;
+    let version = |c: &Connection| -> rusqlite::Result<i64> {
+        c.pragma_query_value(None, "user_version", |r| r.get(0))
+    };
+    let found = version(conn)?;
+    if found > known {
+        return Err(Error::Newer { found, known });
+    }
+    let mut at = found;
+    while at < known {
+        conn.execute_batch("BEGIN IMMEDIATE")?;
+        let step = (|| -> rusqlite::Result<i64> {
+            let now = version(conn)?;
+            if now == at {
+                conn.execute_batch(migrations[at as usize])?;
+                conn.pragma_update(None, "user_version", at + 1)?;
+                return Ok(at + 1);
+            }
+            Ok(now)
+        })();
+        match step {
+            Ok(v) => {
+                conn.execute_batch("COMMIT")?;
+                at = v;
+            }
+            Err(e) => {
+                let _ = conn.execute_batch("ROLLBACK");
+                return Err(e.into());
+            }
+        }
+        if at > known {
+            return Err(Error::Newer { found: at, known });
+        }
+    }
+    Ok(found)
+}
+
+/// Keep the database's `-wal` and `-shm` files when the last connection closes
+/// (`SQLITE_FCNTL_PERSIST_WAL`): a process that opens and closes the database creates
+/// and deletes no file.
+#[allow(unsafe_code)]
+pub fn persist_wal(conn: &Connection) -> rusqlite::Result<()> {
+    use rusqlite::ffi;
+    let mut on: std::ffi::c_int = 1;
+    // SAFETY: `conn.handle()` is the open connection's own handle, used only for this
+    // call while `conn` is borrowed; the op takes a pointer to one `int`, which `on`
+    // is, alive for the call.
+    let rc = unsafe {
+        ffi::sqlite3_file_control(
+            conn.handle(),
+            c"main".as_ptr(),
+            ffi::SQLITE_FCNTL_PERSIST_WAL,
+            (&mut on as *mut std::ffi::c_int).cast(),
+        )
+    };
+    if rc == ffi::SQLITE_OK {
+        Ok(())
+    } else {
+        Err(rusqlite::Error::SqliteFailure(ffi::Error::new(rc), None))
+    }
+}
