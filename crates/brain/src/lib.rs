@@ -85,6 +85,10 @@ pub enum Delivery {
     Sent,
     /// Written to the outbox, at this path (or already there).
     Outboxed(PathBuf),
+    /// Refused by the brain with this status (400, 404 or 422), by a sink asked to say
+    /// so ([`HttpSink::rejecting`]): not written to the outbox, where a drain would
+    /// only quarantine it.
+    Rejected(u16),
 }
 
 /// Why a record could not be delivered at all.
@@ -269,6 +273,8 @@ pub struct HttpSink {
     pub last_failure: Option<String>,
     /// Records sent straight to the outbox because an earlier POST failed.
     pub not_tried: u64,
+    /// Say [`Delivery::Rejected`] for a 400, 404 or 422 instead of writing the outbox.
+    reject: bool,
 }
 
 impl HttpSink {
@@ -279,7 +285,18 @@ impl HttpSink {
             fallback,
             last_failure: None,
             not_tried: 0,
+            reject: false,
         }
+    }
+
+    /// Answer a refusal the brain gives a record itself (400, 404, 422: the drain's
+    /// quarantine statuses) with [`Delivery::Rejected`], not the outbox: a caller that
+    /// keeps its own state of each record (the ledger) records it as rejected. Other
+    /// failures still fall back to the outbox. `on: false` keeps the reference's
+    /// behaviour (every failure to the outbox).
+    pub fn rejecting(mut self, on: bool) -> Self {
+        self.reject = on;
+        self
     }
 
     /// Treat the brain as down from the start (a drain just failed to reach it): every
@@ -298,6 +315,7 @@ impl Sink for HttpSink {
         }
         match self.client.post(&rec.body, &rec.idempotency_key) {
             PostResult::Accepted => Ok(Delivery::Sent),
+            PostResult::Status(s @ (400 | 404 | 422)) if self.reject => Ok(Delivery::Rejected(s)),
             other => {
                 self.last_failure = Some(match other {
                     PostResult::Status(s) => format!("brain answered HTTP {s}"),

@@ -420,7 +420,7 @@ pub fn deliver_all(
         Some(url) => {
             let client = BrainClient::new(url, DEFAULT_TIMEOUT)
                 .within(brain.budget.max(DEFAULT_TIMEOUT * 20));
-            let mut sink = HttpSink::new(client, outbox);
+            let mut sink = HttpSink::new(client, outbox).rejecting(true);
             let r = transcope_index::deliver(&mut index, &rows, &mut sink)?;
             if let Some(f) = sink.last_failure {
                 eprintln!("transcope: {f}; the rest went to the outbox");
@@ -475,8 +475,8 @@ pub fn run_deliver(home: &Path, a: DeliverArgs) -> Result<u8> {
         println_out(
             &mut out,
             &format!(
-                "{} sent, {} to the outbox, {} failed; {} pending",
-                report.sent, report.outbox, report.failed, pending
+                "{} sent, {} to the outbox, {} rejected, {} failed; {} pending",
+                report.sent, report.outbox, report.rejected, report.failed, pending
             ),
         )?;
     }

@@ -14,6 +14,8 @@ pub struct DeliverReport {
     pub outbox: u64,
     /// Printed to a stream.
     pub printed: u64,
+    /// Refused by the brain (400, 404, 422): never sent again.
+    pub rejected: u64,
     /// Not delivered (the sink failed): still pending.
     pub failed: u64,
     /// The keys delivered, each with its new state.
@@ -29,6 +31,7 @@ impl DeliverReport {
             "sent": self.sent,
             "outbox": self.outbox,
             "printed": self.printed,
+            "rejected": self.rejected,
             "failed": self.failed,
             "error": self.errors.first(),
         })
@@ -66,6 +69,14 @@ pub fn deliver(
                     row.idempotency_key.clone(),
                     State::Outbox,
                     Some(path.display().to_string()),
+                ));
+            }
+            Ok(Delivery::Rejected(status)) => {
+                report.rejected += 1;
+                changes.push((
+                    row.idempotency_key.clone(),
+                    State::Rejected,
+                    Some(format!("HTTP {status}")),
                 ));
             }
             Err(e) => {

@@ -47,6 +47,8 @@ enum Answer {
     Ok(Duration),
     /// 200 announcing 100 bytes, sending 5, then closing.
     Truncated,
+    /// 422 with a whole body (the brain refuses the record itself), counted.
+    Refuse,
 }
 
 /// A server counting the requests it answered whole, by idempotency key.
@@ -125,6 +127,19 @@ fn serve(stream: TcpStream, answer: Answer, seen: &Mutex<BTreeMap<String, u32>>)
             Answer::Truncated => {
                 let _ = out.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\n{\"ok\"");
                 return;
+            }
+            Answer::Refuse => {
+                *seen
+                    .lock()
+                    .unwrap()
+                    .entry(key.unwrap_or_default())
+                    .or_default() += 1;
+                if out
+                    .write_all(b"HTTP/1.1 422 Unprocessable Entity\r\ncontent-length: 2\r\n\r\n{}")
+                    .is_err()
+                {
+                    return;
+                }
             }
         }
     }
@@ -576,4 +591,40 @@ fn concurrent_stops_and_a_backfill_keep_the_index_consistent_with_the_log() {
     // A sync changes nothing: the log and the mirror agree.
     let out = run(sb.cmd(&["timeline", "--session", session, "--json"]), b"");
     assert_eq!(text(&out.stdout).lines().count(), items.len());
+}
+
+#[test]
+fn a_refused_marker_is_rejected_in_the_ledger_and_never_sent_again() {
+    let sb = Sandbox::new();
+    let server = Server::start(Answer::Refuse);
+    let t = markers_transcript(&sb, "t.jsonl", 0, 3);
+    let (v, _) = timed(stop_cmd(&sb, &server.url), &payload("r", &t));
+    assert_eq!(
+        (v["rejected"].clone(), v["pending"].clone()),
+        (3.into(), 0.into()),
+        "{v}"
+    );
+    assert_eq!(v["written"]["outbox"], 0, "{v}");
+    assert!(
+        !sb.home.join("brain-outbox").exists() || waiting(&sb.home.join("brain-outbox")).is_empty()
+    );
+    let states = ledger_states(&sb);
+    assert!(states.values().all(|s| s == "rejected"), "{states:?}");
+    // Neither a later Stop nor `deliver` sends them again.
+    let (v, _) = timed(stop_cmd(&sb, &server.url), &payload("r", &t));
+    assert_eq!(v["rejected"], 0, "{v}");
+    let mut c = sb.cmd(&["deliver", "--json", "--no-sync"]);
+    c.env("BRAIN_URL", &server.url);
+    let out = run(c, b"");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (
+            v["sent"].clone(),
+            v["rejected"].clone(),
+            v["pending"].clone()
+        ),
+        (0.into(), 0.into(), 0.into()),
+        "{v}"
+    );
+    assert!(server.counts().values().all(|&n| n == 1));
 }

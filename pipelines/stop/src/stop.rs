@@ -59,6 +59,9 @@ pub struct StopSummary {
     /// A marker block opened and not closed by the end of what was read (it is
     /// delivered once it closes; until then, reported here).
     pub unclosed: u64,
+    /// Records the brain refused (400, 404, 422): marked rejected in the ledger, never
+    /// sent again.
+    pub rejected: u64,
     /// Records printed.
     pub printed: u64,
     /// The drain's report.
@@ -85,6 +88,7 @@ impl StopSummary {
             "recorded": self.recorded,
             "written": {"http": self.http, "outbox": self.outbox, "stdout": self.printed},
             "pending": self.pending,
+            "rejected": self.rejected,
             "over_cap": self.over_cap,
             "held_back": self.held_back,
             "unclosed": self.unclosed,
@@ -266,10 +270,16 @@ pub fn run_stop<R: ProjectResolver + Send>(
             None => {
                 let outbox = OutboxSink::new(&brain.outbox, &brain.agent_name, &brain.project);
                 match (&client, brain_down) {
-                    (Some(c), Some(why)) => {
-                        http.insert(HttpSink::new(c.clone(), outbox).given_up(why))
+                    // With a ledger, a record the brain refuses is marked rejected there
+                    // (the outbox would only quarantine it).
+                    (Some(c), Some(why)) => http.insert(
+                        HttpSink::new(c.clone(), outbox)
+                            .given_up(why)
+                            .rejecting(recorded),
+                    ),
+                    (Some(c), None) => {
+                        http.insert(HttpSink::new(c.clone(), outbox).rejecting(recorded))
                     }
-                    (Some(c), None) => http.insert(HttpSink::new(c.clone(), outbox)),
                     (None, _) => plain.insert(outbox),
                 }
             }
@@ -330,6 +340,7 @@ fn deliver_pending(
             sum.http += report.sent;
             sum.outbox += report.outbox;
             sum.printed += report.printed;
+            sum.rejected += report.rejected;
             let done: std::collections::HashSet<&str> =
                 report.keys.iter().map(|(k, _)| k.as_str()).collect();
             sum.records.extend(
@@ -358,6 +369,7 @@ fn deliver_direct(
             Ok(Delivery::Sent) => sum.http += 1,
             Ok(Delivery::Outboxed(_)) => sum.outbox += 1,
             Ok(Delivery::Printed) => sum.printed += 1,
+            Ok(Delivery::Rejected(_)) => sum.rejected += 1,
             Err(e) => {
                 all = false;
                 sum.errors.push(e.to_string());
