@@ -263,6 +263,63 @@ fn markers_go_to_ndjson_in_one_piece_per_file() {
     assert_eq!(lines[4]["attrs"]["attribution"], "fleet");
     // The process's swarm variables never reach archived sessions.
     assert!(lines.iter().all(|l| l["attrs"].get("swarm").is_none()));
+    // Each line has its marker's time and key.
+    assert_eq!(lines[0]["at"], "2026-10-08T09:59:00Z");
+    assert!(lines
+        .iter()
+        .all(|l| l["idempotency_key"].as_str().is_some_and(|k| k.len() == 32)));
+    assert_eq!(s.markers_recorded, 6, "into the ledger too");
+
+    // Run again, over a fresh home (no cursors, no ledger) into the same file: each
+    // marker stays once in it.
+    let again = tempfile::tempdir().unwrap();
+    let (jobs, _) = discover(&[archive()], &transcope_testkit::engine::adapters());
+    let mut o = Options::new(
+        again.path(),
+        transcope_testkit::engine::pipeline(again.path()),
+    );
+    o.markers = MarkersOut::Ndjson(out.clone());
+    let s = backfill(jobs, &o, &|_, _| {});
+    assert_eq!((s.markers, s.markers_recorded), (6, 6));
+    assert_eq!(
+        std::fs::read_to_string(&out).unwrap(),
+        text,
+        "each marker once"
+    );
+}
+
+#[test]
+fn an_unclosed_marker_at_the_end_is_counted() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join("projects/-w");
+    std::fs::create_dir_all(&dir).unwrap();
+    let line = |t: &str, text: &str| {
+        serde_json::json!({"type": "assistant", "timestamp": t, "cwd": "/w", "sessionId": "u1",
+            "message": {"role": "assistant", "content": [{"type": "text", "text": text}]}})
+        .to_string()
+    };
+    std::fs::write(
+        dir.join("u1.jsonl"),
+        format!(
+            "{}\n{}\n",
+            line(
+                "2026-10-08T10:00:00Z",
+                "<!-- @lesson -->closed<!-- @/lesson -->"
+            ),
+            line("2026-10-08T10:01:00Z", "<!-- @lesson -->never closed")
+        ),
+    )
+    .unwrap();
+    let (jobs, _) = discover(
+        &[home.path().join("projects")],
+        &transcope_testkit::engine::adapters(),
+    );
+    let ah = home.path().join("ah");
+    let mut o = Options::new(&ah, transcope_testkit::engine::pipeline(&ah));
+    o.markers = MarkersOut::Ledger;
+    let s = backfill(jobs, &o, &|_, _| {});
+    assert_eq!((s.markers, s.unclosed), (1, 1), "{s:?}");
+    assert_eq!(s.to_json()["unclosed"], 1);
 }
 
 /// The key comes from the first line that answers, wherever it starts: after blank and
