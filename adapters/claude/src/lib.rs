@@ -101,6 +101,10 @@ pub fn decode_claude(line: &[u8], pos: LinePos, sink: &mut dyn EntrySink) -> Res
     entry.kind = rec.base.ty.as_str().and_then(record::kind);
     if entry.kind == Some(EntryKind::Assistant) {
         entry.texts = rec.message_texts.take().unwrap_or_default();
+        entry.usage = rec.usage.take().map(|mut u| {
+            u.request_id = std::mem::take(&mut rec.request_id).into_str();
+            u
+        });
     }
     emit(entry, &rec.base.ty, sink)
 }

@@ -43,6 +43,7 @@ pub fn probe(line: &[u8]) -> Option<Probe<'_>> {
         cwd,
         branch,
         text,
+        usage: text,
         line,
     })
 }

@@ -28,7 +28,7 @@ use std::borrow::Cow;
 
 use serde::de::MapAccess;
 use transcope_adapter_common::de::{skip_value, Checked, FromMap, Loose, Obj};
-use transcope_adapter_common::message::message_texts;
+use transcope_adapter_common::message::message_parts;
 use transcope_adapter_common::record::{Base, NestedRecord};
 use transcope_core::entry::{Entry, EntryKind, LinePos};
 
@@ -46,12 +46,17 @@ pub struct Record<'a> {
     /// `payload` when it is an object (only its `cwd` is read: the `turn_context`
     /// folder rule).
     pub payload: Option<Payload<'a>>,
+    /// `message.usage` (with `message.model` and `message.id`), when present.
+    pub usage: Option<transcope_core::Usage<'a>>,
+    /// `requestId`.
+    pub request_id: Loose<'a>,
 }
 
 impl<'de> FromMap<'de> for Record<'de> {
     fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
         match key {
-            "message" => self.message_texts = message_texts(map)?,
+            "message" => (self.message_texts, self.usage) = message_parts(map)?,
+            "requestId" => self.request_id = map.next_value()?,
             "payload" => self.payload = map.next_value::<Obj<Payload<'de>>>()?.0,
             "id" | "role" => {
                 map.next_value::<Checked>()?;

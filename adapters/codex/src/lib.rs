@@ -192,17 +192,17 @@ impl Adapter for CodexAdapter {
 /// `task_complete`. Anything else is left to the full decode.
 pub fn probe(line: &[u8]) -> Option<transcope_core::adapter::Probe<'_>> {
     let f = transcope_adapter_common::probe::fields(line)?;
-    let (kind, text) = match f.ty()? {
+    let (kind, text, usage) = match f.ty()? {
         "response_item" => match f.payload_ty()? {
             "message" => {
                 let kind = message_kind(f.payload_role()?);
-                (kind, kind == EntryKind::Assistant)
+                (kind, kind == EntryKind::Assistant, false)
             }
-            _ => (EntryKind::Tool, false),
+            _ => (EntryKind::Tool, false, false),
         },
         "event_msg" => match f.payload_ty()? {
             "task_complete" => return None,
-            _ => (EntryKind::Event, false),
+            t => (EntryKind::Event, false, t == "token_count"),
         },
         _ => return None,
     };
@@ -212,6 +212,7 @@ pub fn probe(line: &[u8]) -> Option<transcope_core::adapter::Probe<'_>> {
         cwd,
         branch,
         text,
+        usage,
         line,
     })
 }
@@ -227,6 +228,20 @@ fn message_kind(role: Option<&str>) -> EntryKind {
 fn decode_envelope<'a>(rec: &mut Record<'a>, entry: &mut Entry<'a>) {
     let ty = rec.base.ty.as_str();
     entry.kind = ty.and_then(record::kind);
+    if ty == Some("turn_context") {
+        // The model the turn runs with: the usage stage prices what follows by it.
+        if let Some(model) = rec
+            .payload
+            .as_mut()
+            .and_then(|p| std::mem::take(&mut p.model).into_str())
+        {
+            entry.usage = Some(transcope_core::Usage {
+                model: Some(model),
+                ..Default::default()
+            });
+        }
+        return;
+    }
     let Some(ty @ ("session_meta" | "response_item" | "event_msg")) = ty else {
         return;
     };
@@ -243,6 +258,26 @@ fn decode_envelope<'a>(rec: &mut Record<'a>, entry: &mut Entry<'a>) {
             if kind == EntryKind::Assistant {
                 entry.texts.extend(message_text(p.content));
             }
+        }
+        ("event_msg", Some("token_count")) => {
+            let info = p.info.and_then(
+                transcope_adapter_common::de::decode_obj::<
+                    transcope_adapter_common::usage::CodexInfo,
+                >,
+            );
+            // The running total when there is one (replays and repeats then count
+            // nothing twice), else the last request's usage.
+            entry.usage = info
+                .and_then(|i| match (i.total, i.last) {
+                    (Some(t), _) => Some((t.tokens(), true)),
+                    (None, Some(l)) => Some((l.tokens(), false)),
+                    (None, None) => None,
+                })
+                .map(|(tokens, cumulative)| transcope_core::Usage {
+                    tokens: Some(tokens),
+                    cumulative,
+                    ..Default::default()
+                });
         }
         ("event_msg", Some("task_complete")) => {
             if let Loose::Str(t) = p.last_agent_message {

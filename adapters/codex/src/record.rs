@@ -93,6 +93,10 @@ pub struct Payload<'a> {
     pub cwd: Loose<'a>,
     /// `payload.last_agent_message`.
     pub last_agent_message: Loose<'a>,
+    /// `payload.info` (`token_count`), undecoded.
+    pub info: Option<&'a RawValue>,
+    /// `payload.model` (`turn_context`).
+    pub model: Loose<'a>,
 }
 
 impl<'de> FromMap<'de> for Payload<'de> {
@@ -105,6 +109,8 @@ impl<'de> FromMap<'de> for Payload<'de> {
             "session_id" => self.session_id = map.next_value()?,
             "cwd" => self.cwd = map.next_value()?,
             "last_agent_message" => self.last_agent_message = map.next_value()?,
+            "info" => self.info = Some(map.next_value()?),
+            "model" => self.model = map.next_value()?,
             _ => skip_value(map)?,
         }
         Ok(())

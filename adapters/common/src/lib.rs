@@ -59,5 +59,6 @@ pub mod owned;
 pub mod probe;
 pub mod record;
 pub mod text;
+pub mod usage;
 
 pub use owned::{decode_owned, owned_entry};

@@ -84,10 +84,14 @@ impl<'de> FromMap<'de> for Block<'de> {
     }
 }
 
-/// The `message` object: only `content` matters.
+/// The `message` object: its `content` (the marker texts) and, for token usage, its
+/// `usage`, `model` and `id`.
 #[derive(Debug, Default)]
 pub struct Message<'a> {
     content: Content<'a>,
+    usage: Option<crate::usage::ClaudeUsage>,
+    model: Loose<'a>,
+    id: Loose<'a>,
 }
 
 impl<'a> Message<'a> {
@@ -98,16 +102,53 @@ impl<'a> Message<'a> {
             Content::Texts(t) => Some(t),
         }
     }
+
+    /// The message's token usage (with its model and id), when it has a `usage`
+    /// object; the marker texts stay for [`Message::texts`].
+    pub fn take_usage(&mut self) -> Option<transcope_core::Usage<'a>> {
+        let usage = self.usage.take()?;
+        Some(transcope_core::Usage {
+            message_id: std::mem::take(&mut self.id).into_str(),
+            request_id: None,
+            model: std::mem::take(&mut self.model).into_str(),
+            tokens: Some(usage.tokens()),
+            cumulative: false,
+        })
+    }
 }
 
 impl<'de> FromMap<'de> for Message<'de> {
     fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
         match key {
             "content" => self.content = map.next_value()?,
+            "usage" => self.usage = map.next_value::<Obj<crate::usage::ClaudeUsage>>()?.0,
+            "model" => self.model = map.next_value()?,
+            "id" => self.id = map.next_value()?,
             _ => skip_value(map)?,
         }
         Ok(())
     }
+}
+
+/// The `message` value seen in one pass: its marker texts (as [`message_texts`]) and
+/// its usage ([`Message::take_usage`]).
+#[allow(clippy::type_complexity)]
+pub fn message_parts<'de, A: MapAccess<'de>>(
+    map: &mut A,
+) -> Result<
+    (
+        Option<Vec<Cow<'de, str>>>,
+        Option<transcope_core::Usage<'de>>,
+    ),
+    A::Error,
+> {
+    Ok(match map.next_value::<Obj<Message<'de>>>()?.0 {
+        Some(mut m) => {
+            let usage = m.take_usage();
+            (m.texts(), usage)
+        }
+        None => (None, None),
+    })
 }
 
 /// The marker-text candidates of a `message` value seen in one pass: `None` when it is
@@ -143,6 +184,7 @@ pub fn assistant_texts<'a>(message: Option<&'a RawValue>, out: &mut Vec<Cow<'a, 
     let Some(raw) = message else { return };
     if let Some(Message {
         content: Content::Texts(texts),
+        ..
     }) = decode_obj::<Message<'a>>(raw)
     {
         if out.is_empty() {

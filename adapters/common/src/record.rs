@@ -171,6 +171,7 @@ impl<'a> Base<'a> {
             logical_parent_uuid: std::mem::take(&mut self.logical_parent_uuid).into_str(),
             is_sidechain: matches!(self.is_sidechain, Loose::Bool(true)),
             texts: Vec::new(),
+            usage: None,
             offset: pos.offset,
             line: pos.line,
         }

@@ -166,6 +166,7 @@ impl GeminiAdapter {
         if let Some(t) = &m.text {
             e.texts.push(Cow::Borrowed(t));
         }
+        e.usage.clone_from(&m.usage);
         sink.entry(&e);
     }
 
@@ -228,7 +229,8 @@ impl GeminiAdapter {
             return Err(Skip::Ignored);
         }
         if rec.id.is_some_and(|id| string(id).is_some()) {
-            let m = Message::from_fields(rec.id, rec.timestamp, rec.kind, rec.content);
+            let m = Message::from_fields(rec.id, rec.timestamp, rec.kind, rec.content)
+                .with_usage(rec.tokens, rec.model);
             return if self.logged(&m, at, sink) {
                 Ok(())
             } else {

@@ -32,6 +32,10 @@ struct RawMessage<'a> {
     kind: Option<&'a RawValue>,
     #[serde(borrow, default)]
     content: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    tokens: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    model: Option<&'a RawValue>,
 }
 
 /// Every top-level field any record of either form may carry that this crate reads:
@@ -48,6 +52,10 @@ pub(crate) struct RawRecord<'a> {
     pub kind: Option<&'a RawValue>,
     #[serde(borrow, default)]
     pub content: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub tokens: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub model: Option<&'a RawValue>,
     #[serde(borrow, default, rename = "$rewindTo")]
     pub rewind_to: Option<&'a RawValue>,
     #[serde(borrow, default, rename = "$set")]
@@ -83,6 +91,9 @@ pub struct Message<'a> {
     /// For a `gemini` message only: its text, the text parts concatenated with no
     /// separator (thought parts excluded); `None` when that is empty.
     pub text: Option<Cow<'a, str>>,
+    /// For a `gemini` message with a `tokens` object: its usage (with `model`, keyed
+    /// by `id`).
+    pub usage: Option<transcope_core::Usage<'a>>,
 }
 
 impl<'a> Message<'a> {
@@ -98,6 +109,33 @@ impl<'a> Message<'a> {
 
     fn from_raw(raw: &RawMessage<'a>) -> Message<'a> {
         Message::from_fields(raw.id, raw.timestamp, raw.kind, raw.content)
+            .with_usage(raw.tokens, raw.model)
+    }
+
+    /// The message with its usage, from its raw `tokens` and `model` (a `gemini`
+    /// message's only).
+    pub(crate) fn with_usage(
+        mut self,
+        tokens: Option<&'a RawValue>,
+        model: Option<&'a RawValue>,
+    ) -> Message<'a> {
+        if self.kind != EntryKind::Assistant {
+            return self;
+        }
+        let tokens =
+            tokens.and_then(
+                transcope_adapter_common::de::decode_obj::<
+                    transcope_adapter_common::usage::GeminiTokens,
+                >,
+            );
+        self.usage = tokens.map(|t| transcope_core::Usage {
+            message_id: self.id.clone(),
+            request_id: None,
+            model: model.and_then(string),
+            tokens: Some(t.tokens()),
+            cumulative: false,
+        });
+        self
     }
 
     /// A message from its four raw fields.
@@ -122,6 +160,7 @@ impl<'a> Message<'a> {
             kind,
             time: time_value(timestamp),
             text,
+            usage: None,
         }
     }
 }

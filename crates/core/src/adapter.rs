@@ -62,6 +62,8 @@ pub struct Probe<'a> {
     pub branch: Option<&'a str>,
     /// The entry may carry marker-eligible text ([`Entry::texts`]).
     pub text: bool,
+    /// The entry may carry token usage ([`Entry::usage`]).
+    pub usage: bool,
     /// The line itself, for [`Probe::opens_marker`] (asked only by a marker stage).
     pub line: &'a [u8],
 }

@@ -104,10 +104,99 @@ pub struct Entry<'a> {
     /// Marker-eligible assistant texts; each is one "record" of the marker scan
     /// (scope-log.md §5.2), in order.
     pub texts: Vec<Cow<'a, str>>,
+    /// The token usage the record reports, or the model a turn runs with.
+    pub usage: Option<Usage<'a>>,
     /// Byte offset of the line in the file.
     pub offset: u64,
     /// 1-based line number.
     pub line: u64,
+}
+
+/// Token counts, as the usage of one model request (or a session's running total).
+///
+/// `input` never includes the cached tokens: `cache_creation` (written to the prompt
+/// cache; `cache_creation_1h` of them at the one-hour price) and `cache_read` (read
+/// from it) are apart, whatever the agent's own field layout (Codex counts its cached
+/// tokens inside its input; the adapter takes them out). `reasoning_output` is a part
+/// of `output` (as the agents report it), never added to it again.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Tokens {
+    /// Input tokens not read from a cache.
+    pub input: u64,
+    /// Output tokens (reasoning included).
+    pub output: u64,
+    /// Tokens written to the prompt cache.
+    pub cache_creation: u64,
+    /// Of `cache_creation`, those written for one hour.
+    pub cache_creation_1h: u64,
+    /// Tokens read from the prompt cache.
+    pub cache_read: u64,
+    /// Of `output`, the model's reasoning.
+    pub reasoning_output: u64,
+}
+
+impl Tokens {
+    /// Every token counted once: input, output, cache writes and reads.
+    pub fn total(&self) -> u64 {
+        self.input
+            .saturating_add(self.output)
+            .saturating_add(self.cache_creation)
+            .saturating_add(self.cache_read)
+    }
+
+    /// Whether every count is zero.
+    pub fn is_zero(&self) -> bool {
+        *self == Tokens::default()
+    }
+
+    /// `self - earlier`, field by field, never below zero (a running total that went
+    /// back, as a restarted counter does, counts nothing).
+    pub fn since(&self, earlier: &Tokens) -> Tokens {
+        Tokens {
+            input: self.input.saturating_sub(earlier.input),
+            output: self.output.saturating_sub(earlier.output),
+            cache_creation: self.cache_creation.saturating_sub(earlier.cache_creation),
+            cache_creation_1h: self
+                .cache_creation_1h
+                .saturating_sub(earlier.cache_creation_1h),
+            cache_read: self.cache_read.saturating_sub(earlier.cache_read),
+            reasoning_output: self
+                .reasoning_output
+                .saturating_sub(earlier.reasoning_output),
+        }
+    }
+}
+
+/// What a record says of the tokens spent: one request's usage (Claude's
+/// `message.usage`, Gemini's message `tokens`), a running total (Codex's
+/// `token_count`), or only the model a turn runs with (Codex's `turn_context`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Usage<'a> {
+    /// The id every copy of the message shares (Claude's `message.id`, Gemini's
+    /// message `id`); `None` when the format has none.
+    pub message_id: Option<Cow<'a, str>>,
+    /// Claude's `requestId`.
+    pub request_id: Option<Cow<'a, str>>,
+    /// The model.
+    pub model: Option<Cow<'a, str>>,
+    /// The counts; `None` for a record that only names the model.
+    pub tokens: Option<Tokens>,
+    /// `tokens` is the session's running total so far, not one request's.
+    pub cumulative: bool,
+}
+
+impl Usage<'_> {
+    /// A deep copy that outlives the line it borrowed from.
+    pub fn to_static(&self) -> Usage<'static> {
+        let own = |c: &Option<Cow<'_, str>>| c.as_ref().map(|s| Cow::Owned(s.to_string()));
+        Usage {
+            message_id: own(&self.message_id),
+            request_id: own(&self.request_id),
+            model: own(&self.model),
+            tokens: self.tokens,
+            cumulative: self.cumulative,
+        }
+    }
 }
 
 impl Entry<'_> {
@@ -132,6 +221,7 @@ impl Entry<'_> {
                 .iter()
                 .map(|t| Cow::Owned(t.to_string()))
                 .collect(),
+            usage: self.usage.as_ref().map(Usage::to_static),
             offset: self.offset,
             line: self.line,
         }

@@ -43,7 +43,7 @@ pub mod session;
 pub mod stage;
 pub mod timestamp;
 
-pub use entry::{Entry, EntryKind, LinePos, TimeValue};
+pub use entry::{Entry, EntryKind, LinePos, TimeValue, Tokens, Usage};
 pub use env::Env;
 pub use marker::Marker;
 pub use scope::{Attribution, Grant, Label, Scope, ScopeField};

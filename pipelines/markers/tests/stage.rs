@@ -38,6 +38,7 @@ fn staged(records: &[(Vec<String>, Option<String>)], forced: &[bool]) -> Vec<Mar
             cwd: None,
             branch: None,
             text: true,
+            usage: true,
             line: line.as_bytes(),
         };
         if !stage.wants(&probe) && !forced.get(i).copied().unwrap_or(false) {
