@@ -1,0 +1,180 @@
+//! # transcope-usage: what each request cost, on the session's timeline
+//!
+//! [`UsageStage`] takes the token usage the adapters put on entries
+//! ([`transcope_core::Usage`]) and hands back one [`Spent`] per model request: its key
+//! (what every copy of the request shares), its time, its model and its [`Tokens`].
+//!
+//! * **Claude Code:** an assistant line's `message.usage`. Streamed chunks of one
+//!   message share `message.id` (and the request its `requestId`): the key is
+//!   `claude:<message.id>:<requestId>`, the same in every file, so an index keeps one
+//!   copy across the whole archive (the earliest), however often a resumed session
+//!   replays the line. A message without an id is keyed by its file position.
+//! * **Codex:** `token_count` events carry the session's running total: the stage counts
+//!   its growth since the previous event (kept in the checkpoint across appended
+//!   pieces), so a repeated or replayed total counts nothing; the model is the last
+//!   `turn_context`'s. An event with only `last_token_usage` counts that.
+//! * **Gemini CLI:** a message's `tokens`, keyed by the session and message id.
+//!
+//! The stage only reads; the composition attributes each [`Spent`] through the scope
+//! log (`scope_at` at its time, as a marker is) and records it.
+//!
+//! ```
+//! use transcope_core::adapter::EntrySink;
+//! use transcope_core::{Entry, FileContext, Stage, Tokens, Usage};
+//! use transcope_usage::UsageStage;
+//! let mut s = UsageStage::default();
+//! s.begin(&FileContext { path: std::path::Path::new("t"), key: Some("s1"), adapter: "claude", resumed: false });
+//! let tokens = Tokens { input: 3, output: 5, ..Tokens::default() };
+//! let usage = Usage { message_id: Some("m1".into()), request_id: Some("r1".into()), tokens: Some(tokens), ..Usage::default() };
+//! let e = Entry { usage: Some(usage), ..Entry::default() };
+//! s.entry(&e);
+//! s.entry(&e); // a streamed copy
+//! let spent = s.take();
+//! assert_eq!(spent.len(), 2, "both copies are handed on; the index keeps one by key");
+//! assert_eq!(spent[0].key, "claude:m1:r1");
+//! assert_eq!(spent[0].key, spent[1].key);
+//! ```
+#![warn(missing_docs)]
+
+use serde_json::{json, Value};
+use transcope_core::adapter::{EntrySink, Probe};
+use transcope_core::{Entry, EntryKind, FileContext, Stage, Tokens};
+
+/// The stage's checkpoint key.
+pub const STAGE_NAME: &str = "usage";
+
+/// One request's usage.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Spent {
+    /// What every copy of the request shares (see the crate docs).
+    pub key: String,
+    /// The record's time, verbatim (when it is a string).
+    pub at: Option<String>,
+    /// The model.
+    pub model: Option<String>,
+    /// The counts.
+    pub tokens: Tokens,
+}
+
+/// The usage stage over one transcript (see the crate docs).
+#[derive(Default)]
+pub struct UsageStage {
+    key: String,
+    adapter: &'static str,
+    /// The model of the last `turn_context` (Codex).
+    model: Option<String>,
+    /// The last running total seen (Codex).
+    total: Option<Tokens>,
+    spent: Vec<Spent>,
+}
+
+impl UsageStage {
+    /// The requests found so far, handed on.
+    pub fn take(&mut self) -> Vec<Spent> {
+        std::mem::take(&mut self.spent)
+    }
+}
+
+impl EntrySink for UsageStage {
+    fn wants(&self, p: &Probe<'_>) -> bool {
+        p.usage || p.kind == Some(EntryKind::Context)
+    }
+
+    fn entry(&mut self, e: &Entry<'_>) {
+        let Some(u) = &e.usage else {
+            return;
+        };
+        if let Some(m) = u.model.as_deref().filter(|m| !m.is_empty()) {
+            if u.tokens.is_none() {
+                self.model = Some(m.to_owned());
+                return;
+            }
+        }
+        let Some(tokens) = u.tokens else {
+            return;
+        };
+        let tokens = if u.cumulative {
+            let delta = match &self.total {
+                Some(before) => tokens.since(before),
+                None => tokens,
+            };
+            self.total = Some(tokens);
+            delta
+        } else {
+            tokens
+        };
+        if tokens.is_zero() {
+            return;
+        }
+        let key = match u.message_id.as_deref().filter(|m| !m.is_empty()) {
+            // Gemini's ids are the session's own: scoped by it.
+            Some(m) if self.adapter == "gemini" => {
+                format!("gemini:{}:{m}", e.session_id.as_deref().unwrap_or(&self.key))
+            }
+            Some(m) => match u.request_id.as_deref() {
+                Some(r) => format!("{}:{m}:{r}", self.adapter),
+                None => format!("{}:{m}", self.adapter),
+            },
+            None => format!("{}:{}#{}", self.adapter, self.key, e.offset),
+        };
+        self.spent.push(Spent {
+            key,
+            at: e.time.as_str().map(str::to_owned),
+            model: u
+                .model
+                .as_deref()
+                .filter(|m| !m.is_empty())
+                .map(str::to_owned)
+                .or_else(|| self.model.clone()),
+            tokens,
+        });
+    }
+}
+
+fn tokens_json(t: &Tokens) -> Value {
+    json!([t.input, t.output, t.cache_creation, t.cache_creation_1h, t.cache_read, t.reasoning_output])
+}
+
+fn tokens_of(v: &Value) -> Option<Tokens> {
+    let a = v.as_array()?;
+    let n = |i: usize| a.get(i).and_then(Value::as_u64);
+    Some(Tokens {
+        input: n(0)?,
+        output: n(1)?,
+        cache_creation: n(2)?,
+        cache_creation_1h: n(3)?,
+        cache_read: n(4)?,
+        reasoning_output: n(5)?,
+    })
+}
+
+impl Stage for UsageStage {
+    fn name(&self) -> &'static str {
+        STAGE_NAME
+    }
+
+    fn begin(&mut self, file: &FileContext<'_>) {
+        self.key = file.key.unwrap_or("").to_owned();
+        self.adapter = file.adapter;
+    }
+
+    /// The model and running total an appended piece goes on from.
+    fn checkpoint(&self) -> Value {
+        if self.model.is_none() && self.total.is_none() {
+            return Value::Null;
+        }
+        json!({"model": self.model, "total": self.total.as_ref().map(tokens_json)})
+    }
+
+    fn restore(&mut self, checkpoint: &Value) -> bool {
+        match checkpoint {
+            Value::Null => true,
+            Value::Object(m) => {
+                self.model = m.get("model").and_then(Value::as_str).map(str::to_owned);
+                self.total = m.get("total").and_then(tokens_of);
+                true
+            }
+            _ => false,
+        }
+    }
+}
