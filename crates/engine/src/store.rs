@@ -394,13 +394,15 @@ impl CursorStore {
                 let Some(conn) = guard.as_mut() else {
                     return Ok(());
                 };
-                conn.db
-                    .execute(
+                let delete = |db: &mut Connection| -> rusqlite::Result<()> {
+                    let tx = write_transaction(db)?;
+                    tx.execute(
                         "DELETE FROM cursors WHERE session = ?1 AND path = ?2",
                         params![key, path_bytes(transcript)],
-                    )
-                    .map(drop)
-                    .map_err(|e| self.sqlite(e))
+                    )?;
+                    tx.commit()
+                };
+                delete(&mut conn.db).map_err(|e| self.sqlite(e))
             }
         }
     }
@@ -566,7 +568,7 @@ impl CursorStore {
                 })
                 .collect();
             let run = |conn: &mut Connection| -> rusqlite::Result<()> {
-                let tx = conn.transaction()?;
+                let tx = write_transaction(conn)?;
                 for (key, path, c) in &keyed {
                     tx.execute(
                         UPSERT,
@@ -603,7 +605,7 @@ impl CursorStore {
         let conn = guard.as_mut().expect("created");
         let run = |conn: &mut Connection| -> rusqlite::Result<Option<i64>> {
             conn.pragma_update(None, "synchronous", if sync { "FULL" } else { "OFF" })?;
-            let tx = conn.transaction()?;
+            let tx = write_transaction(conn)?;
             {
                 let mut st = tx.prepare_cached(UPSERT)?;
                 for (key, path, text) in rows {
@@ -787,7 +789,7 @@ impl CursorStore {
             }
         }
         let run = |conn: &mut Connection| -> rusqlite::Result<()> {
-            let tx = conn.transaction()?;
+            let tx = write_transaction(conn)?;
             for (_, c) in &found {
                 tx.execute(
                     "INSERT OR REPLACE INTO cursors (session, path, cursor) VALUES (?1, ?2, ?3)",
@@ -817,7 +819,8 @@ impl CursorStore {
 }
 
 /// SQLite's process-wide settings, made by the first store to open a database (before
-/// SQLite initialises; later calls change nothing). A durable store is a hook's: it
+/// SQLite initialises; later calls change nothing). No memory statistics. A durable
+/// store is a hook's: it
 /// reads a row or two and exits, so the per-connection memory SQLite prepares at open
 /// (a 120 KB lookaside and a first 20-page cache, about 30 pages touched) is page
 /// faults it never uses; a batch keeps both.
@@ -825,15 +828,19 @@ impl CursorStore {
 fn configure(durable: bool) {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
-        if !durable {
-            return;
-        }
         use rusqlite::ffi;
         use std::ffi::c_int;
-        // SAFETY: both ops take the documented arguments (two ints; a null pointer and
-        // two ints), and run before any connection exists in this process (SQLite
-        // refuses them with SQLITE_MISUSE, changing nothing, if it is initialised).
+        // SAFETY: each op takes the documented arguments (an int; two ints; a null
+        // pointer and two ints), and runs before any connection exists in this process
+        // (SQLite refuses it with SQLITE_MISUSE, changing nothing, if it is
+        // initialised).
         unsafe {
+            // No statistics of SQLite's own allocations (nobody reads them; each
+            // allocation took a mutex to keep them).
+            ffi::sqlite3_config(ffi::SQLITE_CONFIG_MEMSTATUS, 0 as c_int);
+            if !durable {
+                return;
+            }
             ffi::sqlite3_config(ffi::SQLITE_CONFIG_LOOKASIDE, 0 as c_int, 0 as c_int);
             ffi::sqlite3_config(
                 ffi::SQLITE_CONFIG_PAGECACHE,
@@ -867,6 +874,14 @@ fn persist_wal(conn: &Connection) -> rusqlite::Result<()> {
     } else {
         Err(rusqlite::Error::SqliteFailure(ffi::Error::new(rc), None))
     }
+}
+
+/// A write transaction, its write lock taken at `BEGIN` (waiting on the busy timeout):
+/// with a rollback journal, a deferred one that had begun reading could only be refused
+/// (`SQLITE_BUSY` at once, the busy handler skipped to avoid a deadlock) when another
+/// connection was writing.
+fn write_transaction(conn: &mut Connection) -> rusqlite::Result<rusqlite::Transaction<'_>> {
+    conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
 }
 
 /// Insert or replace one cursor row.
