@@ -411,8 +411,11 @@ impl CursorStore {
     /// intent left in flight, the journal goes too.
     pub fn flush(&self) -> Result<(), StoreError> {
         self.write_batch(lock(&self.batch))?;
+        // A transaction another thread took its rows for before has the connection:
+        // it is over once the connection is free.
+        drop(lock(&self.conn));
         let mut batch = lock(&self.batch);
-        if batch.inflight.is_empty() && batch.saved.is_empty() {
+        if batch.inflight.is_empty() && batch.saved.is_empty() && batch.writing.is_empty() {
             if let Some((_, path)) = batch.journal.take() {
                 let _ = fs::remove_file(&path);
             }
