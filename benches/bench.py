@@ -10,7 +10,8 @@ BIN = os.path.join(TARGET, "release", "transcope")
 GEN = os.path.join(TARGET, "release", "transcope-corpus")
 SIZE = sys.argv[1] if len(sys.argv) > 1 else "150MB"
 RUNS = int(os.environ.get("RUNS", "7"))
-BENCH = os.path.join(ROOT, "target", "bench")
+# BENCH_DIR: where the generated inputs are (another work tree's, to reuse them).
+BENCH = os.environ.get("BENCH_DIR", os.path.join(ROOT, "target", "bench"))
 CORPUS = os.environ.get("CORPUS", os.path.join(BENCH, f"corpus-{SIZE}"))
 HOMES = os.environ.get("HOME_DIR", os.path.join(BENCH, "homes"))
 SINGLE = os.path.join(BENCH, "single-100MB.jsonl")
@@ -112,6 +113,46 @@ def compared(label, make_cmd, nbytes, runs=RUNS, stdin=None, fresh_home=False, w
     return out
 
 
+def one_turn(payload, runs=20):
+    """`hook stop` after one turn (the transcript's last four lines again, about 4 KB)
+    is appended to a 100 MB transcript already read: the read, its scope-log rows and
+    the cursor written (intent, then the synced cursor). Each binary has its own copy
+    of the transcript (in HOMES) and its own home, runs alternating."""
+    with open(SINGLE, "rb") as fh:
+        fh.seek(-64 * 1024, os.SEEK_END)
+        turn = b"\n".join(fh.read().split(b"\n")[-5:-1]) + b"\n"
+    bins = [BIN] + ([BASELINE] if BASELINE else [])
+    prep = {}
+    for b in bins:
+        home = tempfile.mkdtemp(dir=HOMES)
+        copy = os.path.join(home, "transcript.jsonl")
+        shutil.copyfile(SINGLE, copy)
+        p = json.dumps({"session_id": "bench", "transcript_path": copy}).encode()
+        run([b, "--home", home, "hook", "stop"], stdin=p)
+        prep[b] = (home, copy, p)
+    ts = {b: [] for b in bins}
+    for _ in range(runs):
+        for b in bins:
+            home, copy, p = prep[b]
+            with open(copy, "ab") as fh:
+                fh.write(turn)
+            ts[b].append(run([b, "--home", home, "hook", "stop"], stdin=p))
+    rss = {}
+    for b in bins:
+        home, copy, p = prep[b]
+        with open(copy, "ab") as fh:
+            fh.write(turn)
+        rss[b] = peak_rss_kb([b, "--home", home, "hook", "stop"], stdin=p)
+        shutil.rmtree(home, ignore_errors=True)
+    label = "hook stop, one turn appended (100 MB)"
+    out = [row(label, ts[BIN], None, rss[BIN])]
+    if BASELINE:
+        base = row(label + " [baseline]", ts[BASELINE], None, rss[BASELINE])
+        out[0]["vs_baseline"] = out[0]["median_ms"] / base["median_ms"]
+        out.append(base)
+    return out
+
+
 def main():
     os.makedirs(BENCH, exist_ok=True)
     os.makedirs(HOMES, exist_ok=True)
@@ -165,6 +206,7 @@ def main():
 
     rows += compared("hook stop, nothing new (100 MB)", lambda b, h: [b, "--home", h, "hook", "stop"],
                      None, runs=20, stdin=payload, warm=warmed)
+    rows += one_turn(payload)
     base = {r["case"]: r for r in rows}
     cat, wc = base["cat"]["median_ms"], base["wc -l"]["median_ms"]
     load = os.getloadavg()

@@ -42,6 +42,51 @@ pub struct HookArgs {
     json: bool,
 }
 
+impl HookCommand {
+    /// The hook command line `[--home DIR] hook stop|session-start [--strict] [--json]`
+    /// (each flag at most once, `--home` anywhere, as `--home DIR` or `--home=DIR`),
+    /// read without clap: a hook runs at every turn of every session, and building
+    /// clap's command tree for all of `transcope` was a tenth of a Stop with nothing
+    /// new. `None` for anything else (clap then reads it, errors and help included).
+    pub fn from_plain_args(
+        args: impl IntoIterator<Item = std::ffi::OsString>,
+    ) -> Option<(Option<std::path::PathBuf>, HookCommand)> {
+        let mut args = args.into_iter().skip(1);
+        let (mut home, mut words, mut strict, mut json) = (None, Vec::new(), false, false);
+        while let Some(arg) = args.next() {
+            let value = if arg == "--home" {
+                Some(args.next()?)
+            } else {
+                use std::os::unix::ffi::OsStrExt;
+                arg.as_bytes()
+                    .strip_prefix(b"--home=")
+                    .map(|v| std::ffi::OsStr::from_bytes(v).to_owned())
+            };
+            if let Some(v) = value {
+                if home.is_some() || v.is_empty() || v.as_encoded_bytes().starts_with(b"-") {
+                    return None;
+                }
+                home = Some(std::path::PathBuf::from(v));
+                continue;
+            }
+            match arg.to_str()? {
+                "--strict" if words.len() == 2 && !strict => strict = true,
+                "--json" if words.len() == 2 && !json => json = true,
+                "hook" if words.is_empty() => words.push("hook"),
+                "stop" if words.len() == 1 => words.push("stop"),
+                "session-start" if words.len() == 1 => words.push("session-start"),
+                _ => return None,
+            }
+        }
+        let args = HookArgs { strict, json };
+        match words.as_slice() {
+            ["hook", "stop"] => Some((home, HookCommand::Stop(args))),
+            ["hook", "session-start"] => Some((home, HookCommand::SessionStart(args))),
+            _ => None,
+        }
+    }
+}
+
 /// Read the hook payload in bounded memory ([`crate::payload`]). An empty body is an
 /// empty payload; an invalid one is reported; an oversized one keeps its identity
 /// fields and says what it left out.

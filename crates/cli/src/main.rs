@@ -111,8 +111,11 @@ pub fn println_out(out: &mut impl Write, text: &str) -> io::Result<()> {
 }
 
 fn main() -> ExitCode {
-    table::init_local_offset();
-    let cli = match Cli::try_parse() {
+    let plain = hook::HookCommand::from_plain_args(std::env::args_os()).map(|(home, cmd)| Cli {
+        home,
+        command: Command::Hook(cmd),
+    });
+    let cli = match plain.map_or_else(Cli::try_parse, Ok) {
         Ok(c) => c,
         Err(e) => {
             let code = if e.use_stderr() {
@@ -124,6 +127,11 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    // Tables show local times; the offset is read before any thread starts (a hook
+    // prints none, and does not pay for reading the zone).
+    if !matches!(cli.command, Command::Hook(_)) {
+        table::init_local_offset();
+    }
     let home = resolve_home(cli.home);
     let result = match cli.command {
         Command::Scope(cmd) => scope_cmd::run_scope(&home, cmd),
@@ -191,6 +199,51 @@ mod tests {
     impl std::error::Error for Says {
         fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
             Some(&self.source)
+        }
+    }
+
+    /// The hook command lines read without clap are read as clap reads them, and
+    /// everything else is left to clap.
+    #[test]
+    fn plain_hook_command_lines_are_what_clap_makes_of_them() {
+        let plain = |line: &[&str]| {
+            let args = std::iter::once("transcope").chain(line.iter().copied());
+            hook::HookCommand::from_plain_args(args.map(Into::into)).map(|(home, cmd)| Cli {
+                home,
+                command: Command::Hook(cmd),
+            })
+        };
+        let taken: &[&[&str]] = &[
+            &["hook", "stop"],
+            &["--home", "/h", "hook", "stop"],
+            &["--home=/h", "hook", "session-start", "--json"],
+            &["hook", "--home", "h", "stop", "--strict", "--json"],
+            &["hook", "stop", "--json", "--strict", "--home", "/a b"],
+            &["hook", "session-start"],
+        ];
+        for line in taken {
+            let clap =
+                Cli::try_parse_from(std::iter::once("transcope").chain(line.iter().copied()))
+                    .unwrap();
+            let ours = plain(line).unwrap_or_else(|| panic!("not taken: {line:?}"));
+            assert_eq!(format!("{ours:?}"), format!("{clap:?}"), "{line:?}");
+        }
+        let left: &[&[&str]] = &[
+            &[],
+            &["hook"],
+            &["hook", "stop", "--help"],
+            &["hook", "stop", "--strict", "--strict"],
+            &["--strict", "hook", "stop"],
+            &["--home", "hook", "stop"],
+            &["--home=", "hook", "stop"],
+            &["--home", "/a", "--home", "/b", "hook", "stop"],
+            &["hook", "stop", "extra"],
+            &["stop", "hook"],
+            &["hook", "stop", "-h"],
+            &["backfill", "x"],
+        ];
+        for line in left {
+            assert!(plain(line).is_none(), "taken: {line:?}");
         }
     }
 

@@ -45,9 +45,12 @@ pub const CURSOR_VERSION: u32 = 2;
 pub struct Cursor {
     /// Format version.
     pub version: u32,
-    /// The scope-log key.
+    /// The scope-log key. Not in the stored text: it is the row's key, filled in when
+    /// the row is read ([`Cursor::keyed`]).
+    #[serde(default, skip_serializing)]
     pub session: String,
-    /// The transcript path as given.
+    /// The transcript path as given. Not in the stored text either (the row's key).
+    #[serde(default, skip_serializing)]
     pub path: String,
     /// The adapter that read it.
     pub adapter: String,
@@ -58,7 +61,7 @@ pub struct Cursor {
     /// The file's size when the cursor was written.
     pub size: u64,
     /// The file's modification time then (nanoseconds since the epoch).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub mtime_ns: i128,
     /// How many head bytes the fingerprint covers (`min(size, 4096)`; 0 for a
     /// document).
@@ -67,13 +70,13 @@ pub struct Cursor {
     pub head_sha256: String,
     /// The file is read whole every time (one document, or the JSON-array form): the
     /// cursor counts entries, not bytes.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub whole: bool,
     /// A document's entries already given (0 for lines).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub entries: u64,
     /// SHA-256 over those entries' times and texts, hex (empty for lines).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub entries_sha256: String,
     /// Each stage's checkpoint, by stage name.
     #[serde(default)]
@@ -97,7 +100,33 @@ pub struct Intent {
     pub tokens: BTreeMap<String, Value>,
 }
 
+/// A field left out of the stored text when it has its default value (the text stays
+/// short: a batch writes one per transcript, and its pages are what a transaction
+/// costs).
+fn is_default<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
+}
+
 impl Cursor {
+    /// The cursor read from the row of (`session`, `path`), which the stored text does
+    /// not repeat: both filled in, in the previous cursor of its intent too. `None` when
+    /// the text names another session (a row written before the text left it out).
+    pub fn keyed(mut self, session: &str, path: &Path) -> Option<Cursor> {
+        let mut c = &mut self;
+        loop {
+            if !c.session.is_empty() && c.session != session {
+                return None;
+            }
+            session.clone_into(&mut c.session);
+            c.path = path.display().to_string();
+            match c.intent.as_mut().and_then(|i| i.prev.as_mut()) {
+                Some(prev) => c = prev,
+                None => break,
+            }
+        }
+        Some(self)
+    }
+
     /// Where to resume.
     pub fn resume(&self) -> Resume {
         Resume {

@@ -6,37 +6,55 @@
 //! it pay two file creations per transcript (a fifth of its time, measured in
 //! `benches/README.md`). In the database a backfill's cursors are buffered and written
 //! in one transaction per batch ([`CursorStore::BATCH`] cursors, and the rest at
-//! [`CursorStore::flush`]), with one `fsync` each.
+//! [`CursorStore::flush`]), synced once each, and written while the other workers go on.
+//! A cursor's text leaves out its key (the row's) and its fields at their defaults.
 //!
 //! * **Lazily opened, never created by a read:** a Stop with nothing new opens the
-//!   database once and reads one row; when it does not exist nothing is created.
+//!   database once and reads one row; when it does not exist nothing is created. The
+//!   database keeps a rollback journal (`journal_mode=TRUNCATE`), not a write-ahead
+//!   log: a process that only reads then opens no log and builds no shared-memory
+//!   index (the first connection of every hook process did, about 40 system calls and
+//!   a fifth of a nothing-new Stop's time, measured in `benches/README.md`). A hook
+//!   process also opens its connection without SQLite's lookaside and first page-cache
+//!   allocations (`configure`).
+//! * **A first pass asks nothing per file:** a batched store looks once whether the
+//!   database holds any cursor. If not, a load asks the database only for rows the store
+//!   wrote itself, and each batch's transaction checks (`PRAGMA data_version`, or the
+//!   row count when there was no database) that no other connection wrote meanwhile;
+//!   if one did, every later load asks. A cursor another process commits during a
+//!   fresh batch is thus seen from the batch after it on, as that process sees the
+//!   batch's cursors only once a batch is written.
 //! * **Kill safe:** an intent is stored before the stages make anything durable (not
 //!   synced: a killed process leaves the page cache). A durable store (a hook) commits
 //!   it as its own transaction and each cursor with `synchronous=FULL`. A batched store
 //!   appends it to the run's *intent journal* (`<home>/transcope/intents/<pid>-<n>.jsonl`,
 //!   one line, one `write`; a transaction per file cost a backfill more than the file
 //!   per cursor did), and each batch's transaction also stores the intents still in
-//!   flight, then empties the journal. The journal is locked (`flock`) while its
-//!   process lives; the next store to open folds in any journal left unlocked by a
-//!   killed run. SQLite's write-ahead log keeps either the old row or the new.
+//!   flight; the journal is rotated when a batch is taken and removed once its
+//!   transaction commits. A journal is locked (`flock`) while its process lives; the
+//!   next store to open folds in any journal left unlocked by a killed run. SQLite's
+//!   journal keeps either the old row or the new.
 //! * **Private and not followed:** the database and its `-wal`/`-shm`/`-journal`
 //!   sidecars are created `0600` in a `0700` folder and opened with
 //!   `SQLITE_OPEN_NOFOLLOW`; a symbolic link planted at any of them is removed (never
 //!   written through) and the store starts empty; any other non-file there is an error.
-//! * **Shared by processes:** WAL mode, a busy timeout; one connection per process,
-//!   shared by its workers behind a mutex held for one statement.
+//! * **Shared by processes:** file locks and a busy timeout; one connection per
+//!   process, shared by its workers behind a mutex held for one statement or one
+//!   batch's transaction.
 //! * **Upgraded in place:** the per-file cursors of earlier versions
 //!   (`<home>/transcope/cursors/*.json`) are imported when the database is created,
 //!   then removed.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::ffi::OsStr;
 use std::fs::{self, File, OpenOptions};
+use std::hash::{BuildHasher, Hasher};
 use std::io::{self, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Once};
 use std::time::Duration;
 
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
@@ -62,6 +80,17 @@ pub struct CursorStore {
     conn: Mutex<Option<Conn>>,
     /// A batched store's cursors and intents not yet in the database.
     batch: Mutex<Batch>,
+    hasher: std::hash::RandomState,
+}
+
+/// What a batched store knows of a row without the database.
+enum Held {
+    /// Its cursor, not yet written.
+    Text(String),
+    /// There is none.
+    None,
+    /// Only the database knows.
+    Ask,
 }
 
 /// The open connection, and whether it was made ready to write ([`CursorStore`]'s
@@ -79,8 +108,36 @@ struct Batch {
     /// Intents stored and not yet followed by their cursor (JSON), by key and
     /// transcript.
     inflight: HashMap<RowKey, String>,
+    /// Rows taken for transactions that have not committed yet, oldest first: a load
+    /// still finds them here.
+    writing: Vec<Arc<HashMap<RowKey, String>>>,
     /// The intent journal, once an intent was stored.
     journal: Option<(File, PathBuf)>,
+    /// Journals rotated out before a transaction that failed: removed (their locks
+    /// released) after the next one commits.
+    retired: Vec<(File, PathBuf)>,
+    /// Whether the database held no cursor when this store first looked.
+    fresh: Fresh,
+}
+
+/// A batched store's knowledge that the database holds only rows it wrote itself: a
+/// first pass over an archive then asks the database nothing per file.
+#[derive(Default)]
+enum Fresh {
+    /// Not looked yet (at the first load).
+    #[default]
+    Unknown,
+    /// The database held cursors, or another process wrote one since: every load asks.
+    No,
+    /// It held none, and no other connection has written since: a load asks the
+    /// database only for the keys this store wrote.
+    Yes {
+        /// Hashes of the rows it wrote.
+        wrote: HashSet<u64>,
+        /// The database's `PRAGMA data_version` when it looked (unchanged while only
+        /// this connection writes); `None` when there was no database yet.
+        version: Option<i64>,
+    },
 }
 
 impl std::fmt::Debug for CursorStore {
@@ -138,6 +195,7 @@ impl CursorStore {
             durable,
             conn: Mutex::new(None),
             batch: Mutex::new(Batch::default()),
+            hasher: std::hash::RandomState::new(),
         }
     }
 
@@ -153,12 +211,11 @@ impl CursorStore {
         let held = if self.durable {
             None
         } else {
-            let batch = lock(&self.batch);
-            // No key is built for the lookup of an empty batch (every file of a batch's
-            // first pass).
-            (!batch.saved.is_empty())
-                .then(|| batch.saved.get(&row_key(key, transcript)).cloned())
-                .flatten()
+            match self.held(key, transcript)? {
+                Held::Text(text) => Some(text),
+                Held::None => return Ok(None),
+                Held::Ask => None,
+            }
         };
         let text = match held {
             Some(text) => Some(text),
@@ -180,7 +237,75 @@ impl CursorStore {
         // from its start.
         Ok(text
             .and_then(|t: String| serde_json::from_str::<Cursor>(&t).ok())
-            .filter(|c| c.version == cursor::CURSOR_VERSION && c.session == key))
+            .filter(|c| c.version == cursor::CURSOR_VERSION)
+            .and_then(|c| c.keyed(key, transcript)))
+    }
+
+    /// What a batched store knows of (`key`, `transcript`) without asking the
+    /// database: its unwritten cursor, or that there is none (a fresh store that never
+    /// wrote that row).
+    fn held(&self, key: &str, transcript: &Path) -> Result<Held, StoreError> {
+        let mut batch = lock(&self.batch);
+        if matches!(batch.fresh, Fresh::Unknown) {
+            // The one look of a fresh store, before it wrote anything: a database that
+            // does not exist, or holds no row.
+            drop(batch);
+            let fresh = self.empty_version().unwrap_or(None);
+            batch = lock(&self.batch);
+            if matches!(batch.fresh, Fresh::Unknown) {
+                batch.fresh = match fresh {
+                    Some(version) => Fresh::Yes {
+                        wrote: HashSet::new(),
+                        version,
+                    },
+                    None => Fresh::No,
+                };
+            }
+        }
+        // No key is built for the lookup of an empty batch (most files of a first pass).
+        if !(batch.saved.is_empty() && batch.writing.is_empty()) {
+            let k = row_key(key, transcript);
+            let found = batch
+                .saved
+                .get(&k)
+                .or_else(|| batch.writing.iter().rev().find_map(|w| w.get(&k)));
+            if let Some(text) = found {
+                return Ok(Held::Text(text.clone()));
+            }
+        }
+        Ok(match &batch.fresh {
+            Fresh::Yes { wrote, .. } if !wrote.contains(&self.hash(key, transcript)) => Held::None,
+            _ => Held::Ask,
+        })
+    }
+
+    /// `Some` when the database has no cursor: its `data_version` read in the same
+    /// transaction (`None` inside: there is no database).
+    fn empty_version(&self) -> Result<Option<Option<i64>>, StoreError> {
+        let mut guard = self.connection(false)?;
+        let Some(conn) = guard.as_mut() else {
+            return Ok(Some(None));
+        };
+        let look = |db: &mut Connection| -> rusqlite::Result<Option<Option<i64>>> {
+            let tx = db.transaction()?;
+            let empty: bool =
+                tx.query_row("SELECT NOT EXISTS (SELECT 1 FROM cursors)", [], |r| {
+                    r.get(0)
+                })?;
+            let version: i64 = tx.pragma_query_value(None, "data_version", |r| r.get(0))?;
+            tx.commit()?;
+            Ok(empty.then_some(Some(version)))
+        };
+        look(&mut conn.db).map_err(|e| self.sqlite(e))
+    }
+
+    /// A row key's hash (a fresh store's record of the rows it wrote).
+    fn hash(&self, key: &str, transcript: &Path) -> u64 {
+        let mut h = self.hasher.build_hasher();
+        h.write(key.as_bytes());
+        h.write_u8(0xff);
+        h.write(path_bytes(transcript));
+        h.finish()
     }
 
     /// Store `next` with `intent` before the stages make anything durable (not synced:
@@ -233,7 +358,7 @@ impl CursorStore {
         batch.inflight.remove(&k);
         batch.saved.insert(k, c.0);
         if batch.saved.len() >= Self::BATCH {
-            self.write_batch(&mut batch)
+            self.write_batch(batch)
         } else {
             Ok(())
         }
@@ -252,6 +377,12 @@ impl CursorStore {
             let k = row_key(key, transcript);
             batch.saved.remove(&k);
             batch.inflight.remove(&k);
+            let h = self.hash(key, transcript);
+            if let Fresh::Yes { wrote, .. } = &mut batch.fresh {
+                // The row written now (a failed write leaves the set saying the row is
+                // there: the database is then asked, which costs only time).
+                wrote.insert(h);
+            }
         }
         match prev {
             Some(c) => {
@@ -263,13 +394,15 @@ impl CursorStore {
                 let Some(conn) = guard.as_mut() else {
                     return Ok(());
                 };
-                conn.db
-                    .execute(
+                let delete = |db: &mut Connection| -> rusqlite::Result<()> {
+                    let tx = write_transaction(db)?;
+                    tx.execute(
                         "DELETE FROM cursors WHERE session = ?1 AND path = ?2",
                         params![key, path_bytes(transcript)],
-                    )
-                    .map(drop)
-                    .map_err(|e| self.sqlite(e))
+                    )?;
+                    tx.commit()
+                };
+                delete(&mut conn.db).map_err(|e| self.sqlite(e))
             }
         }
     }
@@ -277,38 +410,92 @@ impl CursorStore {
     /// Write what a batched store is holding in one synced transaction; with no
     /// intent left in flight, the journal goes too.
     pub fn flush(&self) -> Result<(), StoreError> {
+        self.write_batch(lock(&self.batch))?;
+        // A transaction another thread took its rows for before has the connection:
+        // it is over once the connection is free.
+        drop(lock(&self.conn));
         let mut batch = lock(&self.batch);
-        self.write_batch(&mut batch)?;
-        if batch.inflight.is_empty() {
+        if batch.inflight.is_empty() && batch.saved.is_empty() && batch.writing.is_empty() {
             if let Some((_, path)) = batch.journal.take() {
                 let _ = fs::remove_file(&path);
+            }
+            if batch.journal.is_none() {
                 let _ = fs::remove_dir(self.intents_dir());
             }
         }
         Ok(())
     }
 
-    /// The saved cursors and the intents in flight, in one synced transaction; then the
-    /// journal is emptied (everything in it is in the database).
-    fn write_batch(&self, batch: &mut Batch) -> Result<(), StoreError> {
+    /// The saved cursors and the intents in flight, in one synced transaction, written
+    /// after `batch` is released: the other workers go on saving meanwhile, and a load
+    /// still finds these rows (`Batch::writing`) until they are in. The journal is
+    /// rotated with them: the next intent opens a new one, and this one is removed once
+    /// the transaction holds every intent it has.
+    fn write_batch(&self, mut batch: MutexGuard<'_, Batch>) -> Result<(), StoreError> {
         if batch.saved.is_empty() && batch.inflight.is_empty() {
             return Ok(());
         }
-        let rows: Vec<Row<'_>> = batch
-            .inflight
-            .iter()
-            .chain(&batch.saved)
-            .map(|((k, p), text)| (k.as_str(), p.as_slice(), text.as_str()))
-            .collect();
-        self.write(&rows, true)?;
-        batch.saved.clear();
-        if let Some((file, path)) = &batch.journal {
-            file.set_len(0).map_err(|source| StoreError::Io {
-                path: path.clone(),
-                source,
-            })?;
+        // Intents in flight stay in flight (their cursor is still to come).
+        let mut rows = batch.inflight.clone();
+        rows.extend(std::mem::take(&mut batch.saved));
+        let rows = Arc::new(rows);
+        let fresh = match &mut batch.fresh {
+            Fresh::Yes { wrote, version } => {
+                wrote.extend(
+                    rows.keys()
+                        .map(|(k, p)| self.hash(k, Path::new(OsStr::from_bytes(p)))),
+                );
+                Some((*version, wrote.len()))
+            }
+            _ => None,
+        };
+        // The connection is taken before the batch is released, so transactions
+        // commit in the order their rows were taken.
+        let guard = self.connection(true);
+        batch.writing.push(Arc::clone(&rows));
+        let journal = batch.journal.take();
+        drop(batch);
+        let written = guard.and_then(|mut guard| {
+            let mut sorted: Vec<Row<'_>> = rows
+                .iter()
+                .map(|((k, p), text)| (k.as_str(), p.as_slice(), text.as_str()))
+                .collect();
+            // In key order: the B-tree's pages are visited once each.
+            sorted.sort_unstable();
+            self.upsert(&mut guard, &sorted, true, fresh)
+        });
+        let mut batch = lock(&self.batch);
+        batch.writing.retain(|w| !Arc::ptr_eq(w, &rows));
+        match written {
+            Ok(version) => {
+                if let Fresh::Yes { version: v, .. } = &mut batch.fresh {
+                    match version {
+                        Some(now) => *v = Some(now),
+                        // Another connection wrote: from now on every load asks.
+                        None => batch.fresh = Fresh::No,
+                    }
+                }
+                let retired = std::mem::take(&mut batch.retired);
+                drop(batch);
+                // Every intent of these journals is now in the database or resolved.
+                for (_, path) in retired.iter().chain(&journal) {
+                    let _ = fs::remove_file(path);
+                }
+                Ok(())
+            }
+            Err(e) => {
+                // Kept for the next transaction, the journal with them (a later cursor
+                // of the same row stands).
+                let rows = Arc::try_unwrap(rows).unwrap_or_else(|a| (*a).clone());
+                for (k, text) in rows {
+                    if !batch.inflight.contains_key(&k) {
+                        batch.saved.entry(k).or_insert(text);
+                    }
+                }
+                batch.retired.extend(journal);
+                Err(e)
+            }
         }
-        Ok(())
     }
 
     fn intents_dir(&self) -> PathBuf {
@@ -384,7 +571,7 @@ impl CursorStore {
                 })
                 .collect();
             let run = |conn: &mut Connection| -> rusqlite::Result<()> {
-                let tx = conn.transaction()?;
+                let tx = write_transaction(conn)?;
                 for (key, path, c) in &keyed {
                     tx.execute(
                         UPSERT,
@@ -403,17 +590,50 @@ impl CursorStore {
     /// Upsert `rows` in one transaction; `sync`: `synchronous=FULL` for it.
     fn write(&self, rows: &[Row<'_>], sync: bool) -> Result<(), StoreError> {
         let mut guard = self.connection(true)?;
+        self.upsert(&mut guard, rows, sync, None).map(drop)
+    }
+
+    /// Upsert `rows` in one transaction on the connection `guard` holds. `fresh`: the
+    /// `data_version` a fresh store last saw (`None`: there was no database) and how
+    /// many rows it has written, these included; the transaction then tells whether
+    /// only this store wrote since (`Some` of the version to compare next time) or not
+    /// (`None`).
+    fn upsert(
+        &self,
+        guard: &mut MutexGuard<'_, Option<Conn>>,
+        rows: &[Row<'_>],
+        sync: bool,
+        fresh: Option<(Option<i64>, usize)>,
+    ) -> Result<Option<i64>, StoreError> {
         let conn = guard.as_mut().expect("created");
-        let run = |conn: &mut Connection| -> rusqlite::Result<()> {
+        let run = |conn: &mut Connection| -> rusqlite::Result<Option<i64>> {
             conn.pragma_update(None, "synchronous", if sync { "FULL" } else { "OFF" })?;
-            let tx = conn.transaction()?;
+            let tx = write_transaction(conn)?;
             {
                 let mut st = tx.prepare_cached(UPSERT)?;
                 for (key, path, text) in rows {
                     st.execute(params![key, path, text])?;
                 }
             }
-            tx.commit()
+            // Holding the write lock: what is there now is all that will be.
+            let alone = match fresh {
+                None => None,
+                Some((seen, wrote)) => {
+                    let now: i64 = tx.pragma_query_value(None, "data_version", |r| r.get(0))?;
+                    let alone = match seen {
+                        Some(seen) => seen == now,
+                        // No database when the store looked: only its own rows now.
+                        None => {
+                            let n: i64 =
+                                tx.query_row("SELECT count(*) FROM cursors", [], |r| r.get(0))?;
+                            usize::try_from(n).is_ok_and(|n| n == wrote)
+                        }
+                    };
+                    alone.then_some(now)
+                }
+            };
+            tx.commit()?;
+            Ok(alone)
         };
         run(&mut conn.db).map_err(|e| self.sqlite(e))
     }
@@ -468,6 +688,7 @@ impl CursorStore {
                 Err(e) => return Err(io(e)),
             }
         }
+        configure(self.durable);
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_NO_MUTEX
             | OpenFlags::SQLITE_OPEN_NOFOLLOW;
@@ -501,12 +722,15 @@ impl CursorStore {
             return Ok(());
         }
         let setup = |conn: &Connection| -> rusqlite::Result<i64> {
-            // The write-ahead log and its index stay when the last connection closes
-            // (see `persist_wal`), emptied past 1 MiB.
+            // A rollback journal, truncated after each transaction (see the module
+            // docs: a read then needs no write-ahead log and no shared-memory index).
+            // A database of an earlier version in WAL mode is moved over when no other
+            // connection has it open, and works as it is until then (its log and index
+            // kept when the last connection closes: `persist_wal`; emptied past 1 MiB).
             conn.pragma_update(None, "journal_size_limit", 1 << 20)?;
             let mode: String = conn.pragma_query_value(None, "journal_mode", |r| r.get(0))?;
-            if !mode.eq_ignore_ascii_case("wal") {
-                conn.pragma_update(None, "journal_mode", "WAL")?;
+            if !mode.eq_ignore_ascii_case("truncate") {
+                let _ = conn.pragma_update(None, "journal_mode", "TRUNCATE");
             }
             let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
             if version < SCHEMA_VERSION {
@@ -568,7 +792,7 @@ impl CursorStore {
             }
         }
         let run = |conn: &mut Connection| -> rusqlite::Result<()> {
-            let tx = conn.transaction()?;
+            let tx = write_transaction(conn)?;
             for (_, c) in &found {
                 tx.execute(
                     "INSERT OR REPLACE INTO cursors (session, path, cursor) VALUES (?1, ?2, ?3)",
@@ -597,6 +821,40 @@ impl CursorStore {
     }
 }
 
+/// SQLite's process-wide settings, made by the first store to open a database (before
+/// SQLite initialises; later calls change nothing). No memory statistics. A durable
+/// store is a hook's: it
+/// reads a row or two and exits, so the per-connection memory SQLite prepares at open
+/// (a 120 KB lookaside and a first 20-page cache, about 30 pages touched) is page
+/// faults it never uses; a batch keeps both.
+#[allow(unsafe_code)]
+fn configure(durable: bool) {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        use rusqlite::ffi;
+        use std::ffi::c_int;
+        // SAFETY: each op takes the documented arguments (an int; two ints; a null
+        // pointer and two ints), and runs before any connection exists in this process
+        // (SQLite refuses it with SQLITE_MISUSE, changing nothing, if it is
+        // initialised).
+        unsafe {
+            // No statistics of SQLite's own allocations (nobody reads them; each
+            // allocation took a mutex to keep them).
+            ffi::sqlite3_config(ffi::SQLITE_CONFIG_MEMSTATUS, 0 as c_int);
+            if !durable {
+                return;
+            }
+            ffi::sqlite3_config(ffi::SQLITE_CONFIG_LOOKASIDE, 0 as c_int, 0 as c_int);
+            ffi::sqlite3_config(
+                ffi::SQLITE_CONFIG_PAGECACHE,
+                std::ptr::null_mut::<std::ffi::c_void>(),
+                0 as c_int,
+                0 as c_int,
+            );
+        }
+    });
+}
+
 /// Keep the database's `-wal` and `-shm` files when the last connection closes
 /// (`SQLITE_FCNTL_PERSIST_WAL`).
 #[allow(unsafe_code)]
@@ -619,6 +877,14 @@ fn persist_wal(conn: &Connection) -> rusqlite::Result<()> {
     } else {
         Err(rusqlite::Error::SqliteFailure(ffi::Error::new(rc), None))
     }
+}
+
+/// A write transaction, its write lock taken at `BEGIN` (waiting on the busy timeout):
+/// with a rollback journal, a deferred one that had begun reading could only be refused
+/// (`SQLITE_BUSY` at once, the busy handler skipped to avoid a deadlock) when another
+/// connection was writing.
+fn write_transaction(conn: &mut Connection) -> rusqlite::Result<rusqlite::Transaction<'_>> {
+    conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
 }
 
 /// Insert or replace one cursor row.

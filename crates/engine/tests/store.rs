@@ -158,7 +158,12 @@ fn an_earlier_versions_cursor_files_are_brought_in_then_removed() {
     let dir = home.path().join("transcope/cursors");
     std::fs::create_dir_all(&dir).unwrap();
     let old = cursor("s1", &t, 42);
-    std::fs::write(dir.join("0123.json"), serde_json::to_vec(&old).unwrap()).unwrap();
+    // An earlier version's file names its session and transcript (a row's text does
+    // not: they are its key).
+    let mut file = serde_json::to_value(&old).unwrap();
+    file["session"] = "s1".into();
+    file["path"] = t.display().to_string().into();
+    std::fs::write(dir.join("0123.json"), serde_json::to_vec(&file).unwrap()).unwrap();
     std::fs::write(dir.join("notes.txt"), b"not a cursor").unwrap();
     let store = CursorStore::new(home.path(), true);
     // Even a read brings them in (else the first Stop after an upgrade would read
@@ -195,4 +200,197 @@ fn a_planted_symlink_is_removed_never_followed() {
         .put("s1", &t, encoded(&cursor("s1", &t, 1)))
         .unwrap_err();
     assert!(err.to_string().contains("not a regular file"), "{err}");
+}
+
+/// Each transcript of `n` under `home`, its cursor saved by `store`.
+fn save_all(store: &CursorStore, home: &Path, key: &str, n: usize) -> Vec<std::path::PathBuf> {
+    let paths: Vec<_> = (0..n).map(|i| home.join(format!("a{i}.jsonl"))).collect();
+    for (i, p) in paths.iter().enumerate() {
+        store
+            .put(key, p, encoded(&cursor(key, p, i as u64 + 1)))
+            .unwrap();
+    }
+    paths
+}
+
+/// A first pass over an archive asks the database nothing per file, yet a cursor
+/// another connection writes meanwhile is seen from the next batch on: for a home with
+/// no database (the row count tells) and for one with an empty database (its
+/// `data_version` tells).
+#[test]
+fn a_fresh_batch_sees_another_writers_cursor_from_its_next_batch_on() {
+    for empty_database in [false, true] {
+        let home = tempfile::tempdir().unwrap();
+        let t = home.path().join("t.jsonl");
+        if empty_database {
+            let s = CursorStore::new(home.path(), true);
+            s.put("k", &t, encoded(&cursor("k", &t, 1))).unwrap();
+            s.reset("k", &t, None).unwrap();
+        }
+        let batch = CursorStore::new(home.path(), false);
+        assert_eq!(batch.load("k", &t).unwrap(), None);
+        // A hook of another process saves the cursor of `t` while the batch runs.
+        CursorStore::new(home.path(), true)
+            .put("k", &t, encoded(&cursor("k", &t, 7)))
+            .unwrap();
+        let own = save_all(&batch, home.path(), "b", 3);
+        assert_eq!(batch.load("k", &t).unwrap(), None, "asked before its batch");
+        batch.flush().unwrap();
+        assert_eq!(
+            batch.load("k", &t).unwrap(),
+            Some(cursor("k", &t, 7)),
+            "empty database: {empty_database}"
+        );
+        assert_eq!(
+            batch.load("b", &own[2]).unwrap(),
+            Some(cursor("b", &own[2], 3))
+        );
+    }
+}
+
+/// While only the fresh batch writes, it finds its own cursors after they are written
+/// (and none it did not write).
+#[test]
+fn a_fresh_batch_reads_back_its_own_written_cursors() {
+    let home = tempfile::tempdir().unwrap();
+    let batch = CursorStore::new(home.path(), false);
+    assert_eq!(batch.load("b", &home.path().join("none")).unwrap(), None);
+    let paths = save_all(&batch, home.path(), "b", CursorStore::BATCH * 2 + 1);
+    batch.flush().unwrap();
+    for (i, p) in paths.iter().enumerate().step_by(97) {
+        assert_eq!(
+            batch.load("b", p).unwrap(),
+            Some(cursor("b", p, i as u64 + 1))
+        );
+    }
+    assert_eq!(batch.load("b", &home.path().join("none")).unwrap(), None);
+    let rows: i64 = rusqlite::Connection::open(database_path(home.path()))
+        .unwrap()
+        .query_row("SELECT count(*) FROM cursors", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(rows, paths.len() as i64);
+}
+
+/// A batch's journal is rotated when the batch is taken: an intent in flight then is
+/// in the database once the batch commits, one stored after it in the new journal, and
+/// a run stopped after that loses neither.
+#[test]
+fn an_intent_survives_the_journal_rotation_of_a_batch() {
+    let home = tempfile::tempdir().unwrap();
+    let (t1, t2) = (home.path().join("t1.jsonl"), home.path().join("t2.jsonl"));
+    let intent = |prev: Option<Cursor>| Intent {
+        prev,
+        tokens: BTreeMap::from([("change-detect".to_owned(), serde_json::json!("tid"))]),
+    };
+    let live = CursorStore::new(home.path(), false);
+    live.put_intent("k", &t1, &encoded(&cursor("k", &t1, 4)), &intent(None))
+        .unwrap();
+    save_all(&live, home.path(), "b", CursorStore::BATCH);
+    let journals = home.path().join("transcope/intents");
+    assert_eq!(
+        std::fs::read_dir(&journals).unwrap().count(),
+        0,
+        "not rotated"
+    );
+    live.put_intent("k", &t2, &encoded(&cursor("k", &t2, 6)), &intent(None))
+        .unwrap();
+    assert_eq!(std::fs::read_dir(&journals).unwrap().count(), 1);
+    drop(live);
+    let after = CursorStore::new(home.path(), true);
+    for (t, at) in [(&t1, 4), (&t2, 6)] {
+        let mut want = cursor("k", t, at);
+        want.intent = Some(Box::new(intent(None)));
+        assert_eq!(after.load("k", t).unwrap(), Some(want));
+    }
+}
+
+/// The database keeps a rollback journal: a hook that only reads makes no
+/// write-ahead log or shared-memory index, and a database an earlier version left in
+/// WAL mode is moved over at its next write.
+#[test]
+fn the_database_keeps_a_rollback_journal_and_a_wal_one_is_moved_over() {
+    let home = tempfile::tempdir().unwrap();
+    let t = home.path().join("t.jsonl");
+    let db = database_path(home.path());
+    CursorStore::new(home.path(), true)
+        .put("s1", &t, encoded(&cursor("s1", &t, 1)))
+        .unwrap();
+    let mode = |db: &Path| -> String {
+        rusqlite::Connection::open(db)
+            .unwrap()
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .unwrap()
+    };
+    // Not WAL (which a database keeps; a rollback journal's mode is each connection's,
+    // and a writer truncates its journal after each transaction).
+    let journal = Path::new(&format!("{}-journal", db.display())).to_owned();
+    let rollback = |db: &Path| {
+        assert_eq!(mode(db), "delete");
+        assert_eq!(std::fs::metadata(&journal).unwrap().len(), 0);
+    };
+    rollback(&db);
+    assert_eq!(
+        CursorStore::new(home.path(), true).load("s1", &t).unwrap(),
+        Some(cursor("s1", &t, 1))
+    );
+    for sidecar in ["-wal", "-shm"] {
+        let p = format!("{}{sidecar}", db.display());
+        assert!(!Path::new(&p).exists(), "{p} was made");
+    }
+    let wal = rusqlite::Connection::open(&db).unwrap();
+    let m: String = wal
+        .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(m, "wal");
+    drop(wal);
+    let store = CursorStore::new(home.path(), true);
+    assert_eq!(store.load("s1", &t).unwrap(), Some(cursor("s1", &t, 1)));
+    store.put("s1", &t, encoded(&cursor("s1", &t, 2))).unwrap();
+    drop(store);
+    rollback(&db);
+    assert_eq!(
+        CursorStore::new(home.path(), true).load("s1", &t).unwrap(),
+        Some(cursor("s1", &t, 2))
+    );
+}
+
+/// A row's text leaves out what its key says and the fields at their defaults, and
+/// a row of the earlier, longer form is still read.
+#[test]
+fn a_cursor_row_is_short_and_the_longer_form_is_still_read() {
+    let home = tempfile::tempdir().unwrap();
+    let t = home.path().join("t.jsonl");
+    let c = cursor("s1", &t, 5);
+    let text = serde_json::to_string(&c).unwrap();
+    for gone in [
+        "session",
+        "path",
+        "mtime_ns",
+        "whole",
+        "\"entries\"",
+        "entries_sha256",
+    ] {
+        assert!(!text.contains(gone), "{gone} in {text}");
+    }
+    let mut long = serde_json::to_value(&c).unwrap();
+    long["session"] = "s1".into();
+    long["path"] = t.display().to_string().into();
+    long["mtime_ns"] = 0.into();
+    long["whole"] = false.into();
+    CursorStore::new(home.path(), true)
+        .put("s1", &t, encoded(&cursor("s1", &t, 1)))
+        .unwrap();
+    let conn = rusqlite::Connection::open(database_path(home.path())).unwrap();
+    conn.execute("UPDATE cursors SET cursor = ?1", [long.to_string()])
+        .unwrap();
+    let store = CursorStore::new(home.path(), true);
+    assert_eq!(store.load("s1", &t).unwrap(), Some(c));
+    // A long row naming another session is no cursor of this one.
+    long["session"] = "s2".into();
+    conn.execute("UPDATE cursors SET cursor = ?1", [long.to_string()])
+        .unwrap();
+    assert_eq!(
+        CursorStore::new(home.path(), true).load("s1", &t).unwrap(),
+        None
+    );
 }
