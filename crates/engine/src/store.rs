@@ -55,17 +55,13 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Once};
-use std::time::Duration;
 
-use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
+use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::cursor::{self, Cursor, Intent};
 
 /// The schema version (`PRAGMA user_version`).
 pub const SCHEMA_VERSION: i64 = 1;
-
-/// How long a statement waits for another process's write to end.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// `<home>/transcope/cursors.sqlite`.
 pub fn database_path(home: &Path) -> PathBuf {
@@ -654,50 +650,25 @@ impl CursorStore {
     }
 
     fn open(&self, create: bool) -> Result<Option<Conn>, StoreError> {
-        let io = |source| StoreError::Io {
-            path: self.path.clone(),
-            source,
-        };
-        let mut created = false;
-        for suffix in ["-wal", "-shm", "-journal", ""] {
-            let p = sidecar(&self.path, suffix);
-            let mut meta = fs::symlink_metadata(&p);
-            if meta.as_ref().is_ok_and(|m| m.file_type().is_symlink()) {
-                // Planted: removed, never followed; the store starts again.
-                fs::remove_file(&p).map_err(io)?;
-                meta = fs::symlink_metadata(&p);
-            }
-            match meta {
-                Ok(m) if !m.is_file() => {
-                    return Err(io(io::Error::new(
-                        io::ErrorKind::InvalidInput,
-                        format!("{} is not a regular file", p.display()),
-                    )))
-                }
-                Ok(_) => {}
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                    if suffix.is_empty() {
-                        // A read creates the database only to bring in what an
-                        // earlier version or a stopped run left.
-                        if !(create || self.legacy.is_dir() || self.intents_dir().is_dir()) {
-                            return Ok(None);
-                        }
-                        created = self.create_file().map_err(io)?;
-                    }
-                }
-                Err(e) => return Err(io(e)),
-            }
-        }
         configure(self.durable);
-        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX
-            | OpenFlags::SQLITE_OPEN_NOFOLLOW;
-        let conn = Connection::open_with_flags(&self.path, flags).map_err(|e| self.sqlite(e))?;
-        // All a read needs: a Stop with nothing new parses no pragma and no schema
-        // beyond its one SELECT.
-        conn.busy_timeout(BUSY_TIMEOUT)
-            .and_then(|()| persist_wal(&conn))
-            .map_err(|e| self.sqlite(e))?;
+        // A read creates the database only to bring in what an earlier version or a
+        // stopped run left. All a read needs then: a Stop with nothing new parses no
+        // pragma and no schema beyond its one SELECT.
+        let opened = transcope_sqlite::open(&self.path, || {
+            create || self.legacy.is_dir() || self.intents_dir().is_dir()
+        })
+        .map_err(|e| match e {
+            transcope_sqlite::Error::Io { path, source } => StoreError::Io { path, source },
+            transcope_sqlite::Error::Sqlite(e) => self.sqlite(e),
+            // `open` runs no migration: nothing else comes back.
+            other => StoreError::Io {
+                path: self.path.clone(),
+                source: io::Error::other(other.to_string()),
+            },
+        })?;
+        let Some((conn, created)) = opened else {
+            return Ok(None);
+        };
         let mut conn = Conn {
             db: conn,
             ready: false,
@@ -726,7 +697,7 @@ impl CursorStore {
             // docs: a read then needs no write-ahead log and no shared-memory index).
             // A database of an earlier version in WAL mode is moved over when no other
             // connection has it open, and works as it is until then (its log and index
-            // kept when the last connection closes: `persist_wal`; emptied past 1 MiB).
+            // kept when the last connection closes: `transcope_sqlite::persist_wal`; emptied past 1 MiB).
             conn.pragma_update(None, "journal_size_limit", 1 << 20)?;
             let mode: String = conn.pragma_query_value(None, "journal_mode", |r| r.get(0))?;
             if !mode.eq_ignore_ascii_case("truncate") {
@@ -755,25 +726,6 @@ impl CursorStore {
         }
         conn.ready = true;
         Ok(())
-    }
-
-    /// Create the database file, private, its folder too; `false` when another process
-    /// created it first.
-    fn create_file(&self) -> io::Result<bool> {
-        let dir = self.path.parent().unwrap_or(Path::new("."));
-        let create = || {
-            OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-                .open(&self.path)
-        };
-        match transcope_jsonl::in_private_dir(dir, create) {
-            Ok(_) => Ok(true),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
-            Err(e) => Err(e),
-        }
     }
 
     /// Bring in the cursor files of earlier versions, then remove them (a file that
@@ -855,30 +807,6 @@ fn configure(durable: bool) {
     });
 }
 
-/// Keep the database's `-wal` and `-shm` files when the last connection closes
-/// (`SQLITE_FCNTL_PERSIST_WAL`).
-#[allow(unsafe_code)]
-fn persist_wal(conn: &Connection) -> rusqlite::Result<()> {
-    use rusqlite::ffi;
-    let mut on: std::ffi::c_int = 1;
-    // SAFETY: `conn.handle()` is the open connection's own handle, used only for this
-    // call while `conn` is borrowed; the op takes a pointer to one `int`, which `on`
-    // is, alive for the call.
-    let rc = unsafe {
-        ffi::sqlite3_file_control(
-            conn.handle(),
-            c"main".as_ptr(),
-            ffi::SQLITE_FCNTL_PERSIST_WAL,
-            (&mut on as *mut std::ffi::c_int).cast(),
-        )
-    };
-    if rc == ffi::SQLITE_OK {
-        Ok(())
-    } else {
-        Err(rusqlite::Error::SqliteFailure(ffi::Error::new(rc), None))
-    }
-}
-
 /// A write transaction, its write lock taken at `BEGIN` (waiting on the busy timeout):
 /// with a rollback journal, a deferred one that had begun reading could only be refused
 /// (`SQLITE_BUSY` at once, the busy handler skipped to avoid a deadlock) when another
@@ -932,12 +860,6 @@ impl Encoded {
             serde_json::to_string(intent)?
         ))
     }
-}
-
-fn sidecar(db: &Path, suffix: &str) -> PathBuf {
-    let mut s = db.as_os_str().to_owned();
-    s.push(suffix);
-    PathBuf::from(s)
 }
 
 fn path_bytes(p: &Path) -> &[u8] {

@@ -109,7 +109,10 @@ impl EntrySink for UsageStage {
         let key = match u.message_id.as_deref().filter(|m| !m.is_empty()) {
             // Gemini's ids are the session's own: scoped by it.
             Some(m) if self.adapter == "gemini" => {
-                format!("gemini:{}:{m}", e.session_id.as_deref().unwrap_or(&self.key))
+                format!(
+                    "gemini:{}:{m}",
+                    e.session_id.as_deref().unwrap_or(&self.key)
+                )
             }
             Some(m) => match u.request_id.as_deref() {
                 Some(r) => format!("{}:{m}:{r}", self.adapter),
@@ -132,7 +135,14 @@ impl EntrySink for UsageStage {
 }
 
 fn tokens_json(t: &Tokens) -> Value {
-    json!([t.input, t.output, t.cache_creation, t.cache_creation_1h, t.cache_read, t.reasoning_output])
+    json!([
+        t.input,
+        t.output,
+        t.cache_creation,
+        t.cache_creation_1h,
+        t.cache_read,
+        t.reasoning_output
+    ])
 }
 
 fn tokens_of(v: &Value) -> Option<Tokens> {
