@@ -151,7 +151,7 @@ fn end_to_end(c: &mut Criterion, path: &Path, size: u64) {
                     &Observe::new(&log, path, &env),
                     NoProjects,
                     &mut buffers,
-                    Some(&mut markers),
+                    &mut [&mut markers],
                 )
                 .unwrap();
                 black_box((r.outcome.recorded, markers.finish(None).len()));

@@ -94,7 +94,7 @@ use transcope_core::{Entry, EntryKind, LinePos, TimeValue};
 
 pub use place::project_hash;
 
-use crate::log::{fingerprint, Change, Seen};
+use crate::log::{fingerprint, Seen};
 use crate::place::{chats_place, first_line, ChatsPlace, Folder};
 use crate::record::{string, time_value, Message, RawRecord, RawSet};
 
@@ -172,15 +172,39 @@ impl GeminiAdapter {
 
     /// A message record of a log: emit unless it changes nothing the stages see.
     fn logged(&mut self, m: &Message<'_>, at: (u64, u64), sink: &mut dyn EntrySink) -> bool {
-        let change = match &m.id {
-            Some(id) => self.seen.record(id, fingerprint(m.kind, m.text.as_deref())),
-            None => Change::New,
+        let Some(id) = &m.id else {
+            self.emit(m, at, sink);
+            return true;
         };
-        if change == Change::Same {
-            return false;
+        let text_fp = fingerprint(m.kind, m.text.as_deref());
+        let (verdict, keep) = log::judge(self.seen.get(id), text_fp, m.usage.is_some());
+        self.seen.record(id, keep);
+        self.verdict(verdict, m, at, sink)
+    }
+
+    /// Emit what `verdict` says of `m`; whether an entry was emitted.
+    fn verdict(
+        &self,
+        verdict: log::Verdict,
+        m: &Message<'_>,
+        at: (u64, u64),
+        sink: &mut dyn EntrySink,
+    ) -> bool {
+        match verdict {
+            log::Verdict::Same => false,
+            log::Verdict::UsageOnly => {
+                // The usage a re-record adds, without the text the stages saw already.
+                let mut e = self.entry(m.kind, m.time.clone(), at);
+                e.uuid = m.id.as_deref().map(Cow::Borrowed);
+                e.usage.clone_from(&m.usage);
+                sink.entry(&e);
+                true
+            }
+            log::Verdict::Emit => {
+                self.emit(m, at, sink);
+                true
+            }
         }
-        self.emit(m, at, sink);
-        true
     }
 
     fn decode_document(
@@ -292,20 +316,20 @@ impl GeminiAdapter {
                 Some((pos.offset + offset_in(text, raw.get()), m))
             })
             .collect();
-        let table: Vec<(String, u64)> = messages
+        let judged: Vec<(log::Verdict, (String, u64))> = messages
             .iter()
             .map(|(_, m)| {
                 let id = m.id.as_deref().unwrap_or_default().to_owned();
-                (id, fingerprint(m.kind, m.text.as_deref()))
+                let text_fp = fingerprint(m.kind, m.text.as_deref());
+                let (verdict, keep) = log::judge(self.seen.get(&id), text_fp, m.usage.is_some());
+                (verdict, (id, keep))
             })
             .collect();
-        let changes = self.seen.checkpoint(&table);
+        let table: Vec<(String, u64)> = judged.iter().map(|(_, t)| t.clone()).collect();
+        self.seen.checkpoint(&table);
         let mut emitted = false;
-        for ((offset, m), change) in messages.iter().zip(changes) {
-            if change != Change::Same {
-                self.emit(m, (*offset, pos.line), sink);
-                emitted = true;
-            }
+        for ((offset, m), (verdict, _)) in messages.iter().zip(&judged) {
+            emitted |= self.verdict(*verdict, m, (*offset, pos.line), sink);
         }
         emitted
     }

@@ -60,6 +60,11 @@ impl Seen {
         }
     }
 
+    /// The fingerprint recorded for `id`.
+    pub fn get(&self, id: &str) -> Option<u64> {
+        self.ids.get(id).copied()
+    }
+
     /// `$rewindTo: id`: drop `id` and every message after it; an unknown id drops all
     /// (the CLI's reader does the same).
     pub fn rewind(&mut self, id: &str) {
@@ -121,6 +126,39 @@ impl Seen {
 /// marker text (the first 64 bits of a SHA-256; collisions would only hide a
 /// revision). Stable across builds and toolchains, as a checkpoint stored in a cursor
 /// needs (`std`'s `DefaultHasher` promises no such thing).
+/// Marks a fingerprint whose message's usage was handed on ([`judge`]).
+pub const USAGE_BIT: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// What a record of a message known as `before` gives, and the fingerprint to keep:
+/// the same kind and text as before give nothing, unless the record is the first to
+/// carry the message's usage (the CLI writes a message before its tokens are known),
+/// which gives an entry with the usage alone; anything else a whole entry.
+pub fn judge(before: Option<u64>, text_fp: u64, has_usage: bool) -> (Verdict, u64) {
+    let full = if has_usage {
+        text_fp ^ USAGE_BIT
+    } else {
+        text_fp
+    };
+    match before {
+        Some(b) if b == text_fp ^ USAGE_BIT => (Verdict::Same, b),
+        Some(b) if b == text_fp && has_usage => (Verdict::UsageOnly, full),
+        Some(b) if b == text_fp => (Verdict::Same, b),
+        _ => (Verdict::Emit, full),
+    }
+}
+
+/// What [`judge`] says of a record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Nothing new.
+    Same,
+    /// Only its usage is new.
+    UsageOnly,
+    /// New or revised: the whole entry.
+    Emit,
+}
+
+/// A message's kind and text, hashed.
 pub fn fingerprint(kind: EntryKind, text: Option<&str>) -> u64 {
     let mut h = Sha256::new();
     h.update(format!("{kind:?}").as_bytes());

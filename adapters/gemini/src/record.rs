@@ -128,11 +128,13 @@ impl<'a> Message<'a> {
                     transcope_adapter_common::usage::GeminiTokens,
                 >,
             );
+        // An empty or all-zero `tokens` says nothing was counted yet.
+        let tokens = tokens.map(|t| t.tokens()).filter(|t| !t.is_zero());
         self.usage = tokens.map(|t| transcope_core::Usage {
             message_id: self.id.clone(),
             request_id: None,
             model: model.and_then(string),
-            tokens: Some(t.tokens()),
+            tokens: Some(t),
             cumulative: false,
         });
         self

@@ -168,6 +168,9 @@ fn synthetic_marker_log_with_project_root() {
             (1, "Meta", None, ""),
             (2, "User", Some("u1"), ""),
             (4, "Assistant", Some("g1"), MARK),
+            // Line 4 wrote g1 before its tokens were known; line 6 adds them: an entry
+            // with the usage alone (line 7 repeats it: nothing).
+            (6, "Assistant", Some("g1"), ""),
             (8, "User", Some("u2"), ""),
             // Emitted before the rewind at line 10, and kept.
             (9, "Assistant", Some("g2"), "Wrong path. <!-- @lesson topic=rewound -->Written before the rewind.<!-- @/lesson -->"),
@@ -181,10 +184,10 @@ fn synthetic_marker_log_with_project_root() {
             (16, "Other", Some("i1"), ""),
         ]
     );
-    // Re-records of g1 (tokens, tool calls), $set updates and the rewind give no entry.
+    // The repeated re-record of g1, $set updates and the rewind give no entry.
     assert_eq!(
         skips.iter().map(|s| s.0).collect::<Vec<_>>(),
-        [3, 5, 6, 7, 10, 17]
+        [3, 5, 7, 10, 17]
     );
     assert!(skips.iter().all(|s| s.1 == Skip::Ignored));
 }

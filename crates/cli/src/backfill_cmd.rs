@@ -39,6 +39,9 @@ pub struct BackfillArgs {
     /// the outbox). By default markers are only recorded in the ledger.
     #[arg(long)]
     deliver: bool,
+    /// Do not read token usage (the usage stage).
+    #[arg(long)]
+    no_usage: bool,
     /// Do not keep the index (for measuring what it costs; markers are then only
     /// counted, or written to --markers-out).
     #[arg(long, conflicts_with = "deliver", hide = true)]
@@ -80,6 +83,7 @@ pub fn run_backfill(home: &Path, args: BackfillArgs) -> Result<u8> {
         opts.io = transcope_backfill::MAP_QUIET;
     }
     opts.index = !args.no_index;
+    opts.usage = !args.no_usage;
     opts.markers = if args.no_markers {
         MarkersOut::Skip
     } else if let Some(f) = &args.markers_out {

@@ -63,6 +63,8 @@ enum Command {
     Deliver(query_cmd::DeliverArgs),
     /// Which transition was in force at an instant, and why; what a grant allows.
     Explain(query_cmd::ExplainArgs),
+    /// Token usage (and its cost) attributed to the scope in force when it was spent.
+    Usage(query_cmd::UsageArgs),
     /// The local index (`<home>/transcope/index.sqlite`).
     #[command(subcommand)]
     Index(query_cmd::IndexCommand),
@@ -146,6 +148,7 @@ fn main() -> ExitCode {
         Command::Ledger(args) => query_cmd::run_ledger(&home, args),
         Command::Deliver(args) => query_cmd::run_deliver(&home, args),
         Command::Explain(args) => query_cmd::run_explain(&home, args),
+        Command::Usage(args) => query_cmd::run_usage(&home, args),
         Command::Index(cmd) => query_cmd::run_index(&home, cmd),
     };
     match result {

@@ -121,6 +121,162 @@ pub struct ExplainArgs {
     common: Common,
 }
 
+#[derive(Args, Debug)]
+pub struct UsageArgs {
+    /// Group by: project, worktree, branch, task, session, root-session, model, day
+    /// (repeatable, in order) [default: project].
+    #[arg(long = "by", value_name = "KEY", value_parser = usage_key)]
+    by: Vec<transcope_index::UsageKey>,
+    /// Spent at or after this time.
+    #[arg(long, value_name = "TIME", value_parser = time_arg)]
+    since: Option<i64>,
+    /// Spent at or before this time.
+    #[arg(long, value_name = "TIME", value_parser = time_arg)]
+    until: Option<i64>,
+    /// Prices from FILE (the shipped table's format) instead of the shipped table.
+    #[arg(long, value_name = "FILE")]
+    pricing: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    common: Common,
+}
+
+fn usage_key(s: &str) -> Result<transcope_index::UsageKey, String> {
+    transcope_index::UsageKey::parse(s).ok_or_else(|| {
+        format!("not a usage key: {s:?} (project, worktree, branch, task, session, root-session, model, day)")
+    })
+}
+
+/// Token counts as the price list takes them (the cache writes split by lifetime;
+/// reasoning is inside the output already).
+fn priced(t: &transcope_core::Tokens) -> transcope_pricing::Tokens {
+    transcope_pricing::Tokens {
+        input: t.input,
+        output: t.output,
+        cache_creation_5m: t.cache_creation - t.cache_creation_1h.min(t.cache_creation),
+        cache_creation_1h: t.cache_creation_1h.min(t.cache_creation),
+        cache_read: t.cache_read,
+        reasoning_output: 0,
+    }
+}
+
+pub fn run_usage(home: &Path, a: UsageArgs) -> Result<u8> {
+    let prices = match &a.pricing {
+        Some(p) => transcope_pricing::Prices::load(p)
+            .with_context(|| format!("reading prices from {}", p.display()))?,
+        None => transcope_pricing::Prices::builtin(),
+    };
+    let index = index_for(home, a.common)?;
+    let by = if a.by.is_empty() {
+        vec![transcope_index::UsageKey::Project]
+    } else {
+        a.by.clone()
+    };
+    let price = |model: Option<&str>, t: &transcope_core::Tokens| {
+        model.and_then(|m| prices.cost(m, &priced(t)))
+    };
+    let groups = index.usage(
+        &by,
+        &transcope_index::UsageFilter {
+            since: a.since,
+            until: a.until,
+        },
+        &price,
+    )?;
+    let mut out = std::io::stdout().lock();
+    if a.common.json {
+        for g in &groups {
+            println_out(&mut out, &g.to_json(&by).to_string())?;
+        }
+        return Ok(exit::OK);
+    }
+    let mut header: Vec<&str> = by.iter().map(|k| k.json_key()).collect();
+    header.extend([
+        "input",
+        "output",
+        "cache write",
+        "cache read",
+        "total",
+        "requests",
+        "cost USD",
+    ]);
+    let mut t = Table::new(&header);
+    let mut total = transcope_index::UsageGroup::default();
+    let mut priced_any = false;
+    for g in &groups {
+        let mut row: Vec<String> = g
+            .keys
+            .iter()
+            .map(|k| {
+                cut(
+                    k.as_deref().filter(|k| !k.is_empty()).unwrap_or("(none)"),
+                    48,
+                )
+            })
+            .collect();
+        let tk = &g.tokens;
+        row.extend([
+            tk.input.to_string(),
+            tk.output.to_string(),
+            tk.cache_creation.to_string(),
+            tk.cache_read.to_string(),
+            tk.total().to_string(),
+            g.messages.to_string(),
+            cost_text(g),
+        ]);
+        t.row(row);
+        let s = &mut total.tokens;
+        s.input += tk.input;
+        s.output += tk.output;
+        s.cache_creation += tk.cache_creation;
+        s.cache_read += tk.cache_read;
+        total.messages += g.messages;
+        total.unpriced += g.unpriced;
+        if let Some(c) = g.cost_usd {
+            priced_any = true;
+            *total.cost_usd.get_or_insert(0.0) += c;
+        }
+    }
+    let mut row: Vec<String> = by
+        .iter()
+        .enumerate()
+        .map(|(i, _)| {
+            if i == 0 {
+                "total".into()
+            } else {
+                String::new()
+            }
+        })
+        .collect();
+    let tk = &total.tokens;
+    row.extend([
+        tk.input.to_string(),
+        tk.output.to_string(),
+        tk.cache_creation.to_string(),
+        tk.cache_read.to_string(),
+        tk.total().to_string(),
+        total.messages.to_string(),
+        if priced_any {
+            cost_text(&total)
+        } else {
+            "–".into()
+        },
+    ]);
+    if !groups.is_empty() {
+        t.row(row);
+    }
+    t.print(&mut out, &format!("prices: {}", prices.source()))?;
+    Ok(exit::OK)
+}
+
+/// A group's cost for a person: dollars, `*` when some requests have no price.
+fn cost_text(g: &transcope_index::UsageGroup) -> String {
+    match (g.cost_usd, g.unpriced) {
+        (None, _) => "–".into(),
+        (Some(c), 0) => format!("{c:.2}"),
+        (Some(c), n) => format!("{c:.2} (+{n} unpriced)"),
+    }
+}
+
 #[derive(Subcommand, Debug)]
 pub enum IndexCommand {
     /// Recreate the index from the scope logs and the transcripts (the ledger's

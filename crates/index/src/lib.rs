@@ -34,6 +34,7 @@ mod deliver;
 pub mod query;
 pub mod schema;
 mod span;
+pub mod spend;
 
 use std::fs;
 use std::io;
@@ -47,6 +48,7 @@ use transcope_core::{timestamp, Marker, Scope, ScopeField};
 pub use deliver::{deliver, DeliverReport};
 pub use query::{LedgerFilter, LedgerRow, SessionFilter, SessionInfo, TimelineItem};
 pub use span::{span, Span};
+pub use spend::{UsageFilter, UsageGroup, UsageKey};
 
 /// `<home>/transcope/index.sqlite`.
 pub fn index_path(home: &Path) -> PathBuf {
@@ -198,6 +200,23 @@ pub struct Observed {
     pub rows: Vec<String>,
     /// The markers found.
     pub markers: Vec<Found>,
+    /// The model requests' usage, attributed.
+    pub usage: Vec<Spending>,
+}
+
+/// One model request's usage, with the scope in force when it was spent.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Spending {
+    /// What every copy of the request shares (`transcope_usage::Spent::key`).
+    pub key: String,
+    /// The record's time, as recorded.
+    pub at: Option<String>,
+    /// The model.
+    pub model: Option<String>,
+    /// The counts.
+    pub tokens: transcope_core::Tokens,
+    /// `project_id`, `worktree`, `branch`, `task`, `lane` of the row in force.
+    pub scope: [String; 5],
 }
 
 impl Observed {
@@ -287,6 +306,7 @@ impl Index {
                 let mut session = tx.prepare_cached(UPSERT_SESSION)?;
                 let mut row = tx.prepare_cached(INSERT_TRANSITION)?;
                 let mut marker = tx.prepare_cached(INSERT_MARKER)?;
+                let mut usage = tx.prepare_cached(UPSERT_USAGE)?;
                 for item in items {
                     if !item.session.is_empty() {
                         let (first, last) = (item.span.first.as_ref(), item.span.last.as_ref());
@@ -307,6 +327,35 @@ impl Index {
                             let seq = r.get("sequence").and_then(Value::as_i64).unwrap_or(0);
                             insert_row(&mut row, &item.session, seq, &r, line)?;
                         }
+                    }
+                    let root = item.parent.as_deref().unwrap_or(&item.session);
+                    for u in &item.usage {
+                        let t = &u.tokens;
+                        let at_us =
+                            u.at.as_deref()
+                                .and_then(timestamp::parse)
+                                .map(|t| t.unix_micros());
+                        let n = |v: u64| v.min(i64::MAX as u64) as i64;
+                        usage.execute(params![
+                            u.key,
+                            item.session,
+                            root,
+                            item.parent.is_none(),
+                            u.at,
+                            at_us,
+                            u.model,
+                            n(t.input),
+                            n(t.output),
+                            n(t.cache_creation),
+                            n(t.cache_creation_1h),
+                            n(t.cache_read),
+                            n(t.reasoning_output),
+                            u.scope[0],
+                            u.scope[1],
+                            u.scope[2],
+                            u.scope[3],
+                            u.scope[4],
+                        ])?;
                     }
                     let mut rec = Recorded::default();
                     for f in &item.markers {
@@ -540,6 +589,26 @@ ON CONFLICT(session) DO UPDATE SET
     last_us = CASE WHEN excluded.last_us IS NOT NULL AND (last_us IS NULL OR excluded.last_us >= last_us)
                    THEN excluded.last_us ELSE last_us END,
     log_size = CASE WHEN ?9 THEN NULL ELSE log_size END";
+
+/// A request's copy replaces the one kept only when it is earlier (a root session's
+/// copy on a tie): a replayed line never counts again, whichever file is read first.
+const UPSERT_USAGE: &str = "
+INSERT INTO usage (message_key, session, root_session, is_root, at, at_us, model, input_tokens,
+    output_tokens, cache_creation_input_tokens, cache_creation_1h_input_tokens, cache_read_input_tokens,
+    reasoning_output_tokens, project_id, worktree, branch, task, lane)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)
+ON CONFLICT(message_key) DO UPDATE SET
+    session = excluded.session, root_session = excluded.root_session, is_root = excluded.is_root,
+    at = excluded.at, at_us = excluded.at_us, model = excluded.model,
+    input_tokens = excluded.input_tokens, output_tokens = excluded.output_tokens,
+    cache_creation_input_tokens = excluded.cache_creation_input_tokens,
+    cache_creation_1h_input_tokens = excluded.cache_creation_1h_input_tokens,
+    cache_read_input_tokens = excluded.cache_read_input_tokens,
+    reasoning_output_tokens = excluded.reasoning_output_tokens,
+    project_id = excluded.project_id, worktree = excluded.worktree, branch = excluded.branch,
+    task = excluded.task, lane = excluded.lane
+WHERE (excluded.at_us IS NOT NULL AND (usage.at_us IS NULL OR excluded.at_us < usage.at_us))
+   OR (excluded.at_us IS usage.at_us AND excluded.is_root > usage.is_root)";
 
 const INSERT_TRANSITION: &str = "
 INSERT OR IGNORE INTO transitions (session, transition_id, seq, at, at_us, project_id, project, repo,

@@ -9,7 +9,9 @@
 //!   log.
 //! * `markers`: the ledger, one row per idempotency key, in the order found (rowid),
 //!   with the request body to deliver and the delivery state.
-//! * `usage`: one row per assistant message's token usage (filled by the usage stage).
+//! * `usage`: one row per model request (by its key: every copy of a request shares
+//!   it, and the earliest copy is kept, a root session's on a tie), with its time,
+//!   model, tokens and the scope in force when it was spent.
 
 /// The migrations, in order: migration `i` takes version `i` to `i + 1`.
 pub const MIGRATIONS: &[&str] = &[V1];
@@ -73,15 +75,22 @@ CREATE INDEX markers_state ON markers (state);
 CREATE TABLE usage (
     message_key TEXT PRIMARY KEY,
     session TEXT NOT NULL,
+    root_session TEXT NOT NULL,
+    is_root INTEGER NOT NULL,
     at TEXT,
     at_us INTEGER,
     model TEXT,
     input_tokens INTEGER NOT NULL DEFAULT 0,
     output_tokens INTEGER NOT NULL DEFAULT 0,
     cache_creation_input_tokens INTEGER NOT NULL DEFAULT 0,
+    cache_creation_1h_input_tokens INTEGER NOT NULL DEFAULT 0,
     cache_read_input_tokens INTEGER NOT NULL DEFAULT 0,
     reasoning_output_tokens INTEGER NOT NULL DEFAULT 0,
-    total_tokens INTEGER NOT NULL DEFAULT 0
+    project_id TEXT NOT NULL DEFAULT '',
+    worktree TEXT NOT NULL DEFAULT '',
+    branch TEXT NOT NULL DEFAULT '',
+    task TEXT NOT NULL DEFAULT '',
+    lane TEXT NOT NULL DEFAULT ''
 ) WITHOUT ROWID;
 CREATE INDEX usage_session ON usage (session);
 ";

@@ -142,6 +142,9 @@ pub struct Options {
     /// transitions, the ledger. Without it markers are only counted (and written to
     /// the markers file, once each per run).
     pub index: bool,
+    /// Record each model request's token usage (the usage stage; `--no-usage` turns
+    /// it off).
+    pub usage: bool,
     /// Rebuild the index: read every file whole for its session and markers, without
     /// cursors and without change detection (the scope logs are not written; an
     /// index sync mirrors them).
@@ -161,6 +164,7 @@ impl Options {
             resolver: None,
             io: DEFAULT_IO_POLICY,
             index: true,
+            usage: true,
             rebuild: false,
         }
     }
@@ -188,6 +192,9 @@ pub struct Summary {
     pub markers_undelivered: u64,
     /// Transcripts whose last marker block was never closed (reported, not recorded).
     pub unclosed: u64,
+    /// Model requests whose token usage was read (copies included: the index keeps
+    /// one per request).
+    pub requests: u64,
     /// Markers labelled unknown or refused (of those found).
     pub unattributed: u64,
     /// Every problem, with its file: a file may have several (its transitions and its
@@ -219,6 +226,7 @@ impl Summary {
             "markers_recorded": self.markers_recorded,
             "markers_undelivered": self.markers_undelivered,
             "unclosed": self.unclosed,
+            "usage_records": self.requests,
             "unattributed": self.unattributed,
             "errors": self.errors.len(),
             "seconds": (self.seconds * 1000.0).round() / 1000.0,
@@ -269,6 +277,7 @@ struct FileOutcome {
     markers_undelivered: u64,
     unclosed: u64,
     unattributed: u64,
+    requests: u64,
     /// Every problem of this file, in the order met.
     errors: Vec<String>,
 }
@@ -448,6 +457,7 @@ impl Summary {
             markers_recorded: 0,
             markers_undelivered: o.markers_undelivered,
             unclosed: o.unclosed,
+            requests: o.requests,
             unattributed: o.unattributed,
             errors: o
                 .errors
@@ -472,6 +482,7 @@ impl Summary {
         self.markers_recorded += other.markers_recorded;
         self.markers_undelivered += other.markers_undelivered;
         self.unclosed += other.unclosed;
+        self.requests += other.requests;
         self.unattributed += other.unattributed;
         self.errors.extend(other.errors);
     }
@@ -689,13 +700,17 @@ fn process_file(
         read: policy,
         ..Observe::new(&log, &job.path, &opts.env)
     };
+    let mut usage = opts.usage.then(transcope_usage::UsageStage::default);
     let report = BUFFERS.with(|b| {
+        let mut also: Vec<&mut dyn Stage> = Vec::with_capacity(2);
+        also.extend(stage.as_mut().map(|s| s as &mut dyn Stage));
+        also.extend(usage.as_mut().map(|s| s as &mut dyn Stage));
         observe_deferred(
             &w.pipeline,
             &observe,
             &mut w.resolver,
             &mut b.borrow_mut(),
-            stage.as_mut().map(|s| s as &mut dyn Stage),
+            &mut also,
         )
     });
     let (mut report, pending) = match report {
@@ -724,6 +739,9 @@ fn process_file(
     };
     if let Some(stage) = stage {
         found_markers(w, opts, key, &log, stage, &mut o, &mut item);
+    }
+    if let Some(usage) = usage {
+        found_usage(usage, &log, &mut o, &mut item);
     }
     // A file whose log could not be written keeps its old cursor (read again next
     // time), and its markers wait for that read: attributed now, against a log
@@ -772,6 +790,20 @@ fn found_markers(
     item.markers = found;
 }
 
+/// The requests `usage` found, attributed through `log`, into `item`.
+fn found_usage(
+    mut usage: transcope_usage::UsageStage,
+    log: &ScopeLog,
+    o: &mut FileOutcome,
+    item: &mut Observed,
+) {
+    let spent = usage.take();
+    if !spent.is_empty() {
+        o.requests = spent.len() as u64;
+        item.usage = transcope_stop::observe::spending(&log.transitions(), spent);
+    }
+}
+
 /// [`Options::rebuild`]: the whole file for its session and markers, no cursor, no
 /// change detection.
 fn rebuild_file(
@@ -788,7 +820,9 @@ fn rebuild_file(
         return (o, None);
     }
     let req = transcope_engine::Request::new(&job.path, None).read(policy);
+    let mut usage = opts.usage.then(transcope_usage::UsageStage::default);
     let mut stages: Vec<&mut dyn Stage> = stage.iter_mut().map(|s| s as &mut dyn Stage).collect();
+    stages.extend(usage.as_mut().map(|s| s as &mut dyn Stage));
     let seen = BUFFERS.with(|b| w.pipeline.observe(&req, &mut stages, &mut b.borrow_mut()));
     drop(stages);
     let seen = match seen {
@@ -811,6 +845,9 @@ fn rebuild_file(
     };
     if let Some(stage) = stage {
         found_markers(w, opts, key, log, stage, &mut o, &mut item);
+    }
+    if let Some(usage) = usage {
+        found_usage(usage, log, &mut o, &mut item);
     }
     let waiting = Waiting {
         path: job.path.clone(),

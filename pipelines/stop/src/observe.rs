@@ -68,7 +68,7 @@ pub fn observe<R: ProjectResolver + Send>(
     resolver: R,
     buffers: &mut Buffers,
 ) -> Result<ObserveReport, ScanError> {
-    let (report, pending) = observe_deferred(pipeline, o, resolver, buffers, None)?;
+    let (report, pending) = observe_deferred(pipeline, o, resolver, buffers, &mut [])?;
     if let Some(p) = pending {
         // A cursor that cannot be saved only costs a read of the same bytes next time.
         let _ = p.save();
@@ -76,8 +76,8 @@ pub fn observe<R: ProjectResolver + Send>(
     Ok(report)
 }
 
-/// [`observe`] with `also` (another stage, markers) fed the same entries in the same
-/// pass, handing back the new cursor instead of saving it: the caller saves it once
+/// [`observe`] with `also` (more stages: markers, usage) fed the same entries in the
+/// same pass, handing back the new cursor instead of saving it: the caller saves it once
 /// what `also` found is handed on. `None` when nothing is to be saved (no cursor
 /// store, or the log could not be written: the old cursor stays and the next read
 /// takes those bytes again).
@@ -90,7 +90,7 @@ pub fn observe_deferred<'o: 'x, 'x, R: ProjectResolver + Send + 'x>(
     o: &Observe<'o>,
     resolver: R,
     buffers: &mut Buffers,
-    also: Option<&mut (dyn Stage + 'x)>,
+    also: &mut [&mut (dyn Stage + 'x)],
 ) -> Result<(ObserveReport, Option<PendingCursor>), ScanError> {
     let mut report = ObserveReport::default();
     if !scope_enabled(o.env) {
@@ -106,7 +106,7 @@ pub fn observe_deferred<'o: 'x, 'x, R: ProjectResolver + Send + 'x>(
         .build(&BuildContext::new(o.transcript, key, o.env));
     let seen = {
         let mut stages: Vec<&mut dyn Stage> = vec![&mut stage];
-        stages.extend(also.map(|s| s as &mut dyn Stage));
+        stages.extend(also.iter_mut().map(|s| &mut **s as &mut dyn Stage));
         stages.extend(listed.iter_mut().map(|s| &mut **s as &mut dyn Stage));
         pipeline.observe(&req, &mut stages, buffers)?
     };
@@ -153,6 +153,7 @@ pub fn observed(
         span: transcope_index::span(o.transcript, start, end).unwrap_or_default(),
         rows: std::mem::take(&mut report.outcome.written),
         markers: Vec::new(),
+        usage: Vec::new(),
     })
 }
 
@@ -194,13 +195,26 @@ pub fn observe_indexed<R: ProjectResolver + Send>(
     buffers: &mut Buffers,
 ) -> Result<(ObserveReport, Indexed), ScanError> {
     let mut stage = transcope_markers::MarkerStage::default();
-    let (mut report, pending) =
-        observe_deferred(pipeline, o, &mut resolver, buffers, Some(&mut stage))?;
+    let mut usage = transcope_usage::UsageStage::default();
+    let (mut report, pending) = observe_deferred(
+        pipeline,
+        o,
+        &mut resolver,
+        buffers,
+        &mut [&mut stage, &mut usage],
+    )?;
     let mut done = Indexed::default();
     let Some(mut item) = observed(pipeline, o, &mut report) else {
         return Ok((report, done));
     };
     let markers = stage.take(None);
+    let spent = usage.take();
+    let rows = if markers.is_empty() && spent.is_empty() {
+        Vec::new()
+    } else {
+        o.log.transitions()
+    };
+    item.usage = spending(&rows, spent);
     if !markers.is_empty() {
         let writer = transcope_brain::Writer {
             home,
@@ -210,7 +224,6 @@ pub fn observe_indexed<R: ProjectResolver + Send>(
             folder: "",
             source: "agent",
         };
-        let rows = o.log.transitions();
         item.markers = found(&writer, &markers, &rows, &mut resolver).0;
         done.markers = item.markers.len() as u64;
     }
@@ -232,4 +245,60 @@ pub fn observe_indexed<R: ProjectResolver + Send>(
         Err(e) => done.error = Some(e.to_string()),
     }
     Ok((report, done))
+}
+
+/// Each request of `spent` with the scope in force when it was spent: the last row in
+/// file order of `rows` whose time is at or before the request's (scope-log.md §4.1,
+/// as a marker is attributed); none when no row is, or the request has no time.
+pub fn spending(
+    rows: &[transcope_scopelog::Row],
+    spent: Vec<transcope_usage::Spent>,
+) -> Vec<transcope_index::Spending> {
+    use serde_json::Value;
+    let timed: Vec<(Option<transcope_core::Instant>, [String; 5])> = rows
+        .iter()
+        .map(|r| {
+            let at = r
+                .get("at")
+                .and_then(Value::as_str)
+                .and_then(transcope_core::timestamp::parse);
+            let f = |k: &str| {
+                r.get(k)
+                    .map(transcope_core::scope::normalise)
+                    .unwrap_or_default()
+            };
+            (
+                at,
+                [
+                    f("project_id"),
+                    f("worktree"),
+                    f("branch"),
+                    f("task"),
+                    f("lane"),
+                ],
+            )
+        })
+        .collect();
+    spent
+        .into_iter()
+        .map(|s| {
+            let t = s.at.as_deref().and_then(transcope_core::timestamp::parse);
+            let scope = t
+                .and_then(|t| {
+                    timed
+                        .iter()
+                        .rev()
+                        .find(|(at, _)| at.is_some_and(|a| a <= t))
+                })
+                .map(|(_, f)| f.clone())
+                .unwrap_or_default();
+            transcope_index::Spending {
+                key: s.key,
+                at: s.at,
+                model: s.model,
+                tokens: s.tokens,
+                scope,
+            }
+        })
+        .collect()
 }

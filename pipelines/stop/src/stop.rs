@@ -146,6 +146,7 @@ pub fn run_stop<R: ProjectResolver + Send>(
     }
     // 2. Change detection and marker extraction in one pass.
     let mut stage = MarkerStage::default();
+    let mut usage = transcope_usage::UsageStage::default();
     let mut buffers = Buffers::default();
     // Saved only once the markers read with it are in the ledger (or delivered): a
     // Stop killed or failing before that reads the same lines again, and the
@@ -155,7 +156,8 @@ pub fn run_stop<R: ProjectResolver + Send>(
     if let (Some(t), Some(log)) = (input.transcript, &log) {
         if scope_on {
             let o = Observe::new(log, t, env).until(input.read_until);
-            match observe_deferred(pipeline, &o, &mut resolver, &mut buffers, Some(&mut stage)) {
+            let also: &mut [&mut dyn Stage] = &mut [&mut stage, &mut usage];
+            match observe_deferred(pipeline, &o, &mut resolver, &mut buffers, also) {
                 Ok((mut r, p)) => {
                     if let Some(e) = &r.outcome.first_error {
                         sum.errors.push(e.clone());
@@ -210,11 +212,15 @@ pub fn run_stop<R: ProjectResolver + Send>(
         return sum;
     }
     // 4. Attribution through the writing session's own log, read once (and not at all
-    // when there is nothing to attribute: the common Stop).
+    // when there is nothing to attribute: the common Stop with nothing new).
+    let spent = usage.take();
     let rows = match &log {
-        Some(l) if !markers.is_empty() => l.transitions(),
+        Some(l) if !markers.is_empty() || !spent.is_empty() => l.transitions(),
         _ => Vec::new(),
     };
+    if let Some(item) = observed.as_mut() {
+        item.usage = crate::observe::spending(&rows, spent);
+    }
     let writer = Writer {
         home,
         session: input.session,

@@ -37,7 +37,7 @@ fn observe_until(
         &Observe::new(&log, t, &env).until(until),
         NoProjects,
         &mut Buffers::default(),
-        Some(&mut markers),
+        &mut [&mut markers],
     )
     .unwrap();
     if let Some(p) = pending {

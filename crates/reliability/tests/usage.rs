@@ -1,0 +1,268 @@
+//! Issue 15: token totals equal an independent count. This file reads the fixtures
+//! with its own plain reader (serde_json values, no transcope code) and the dedupe
+//! rule of cli.md, and compares per UTC day with `transcope usage --by day --json`.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use common::*;
+use serde_json::Value;
+
+/// (input without cached, output, cache writes, cache reads, requests).
+type Counts = [u64; 5];
+
+fn files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut es: Vec<_> = rd.flatten().map(|e| e.path()).collect();
+    es.sort();
+    for p in es {
+        if p.is_dir() {
+            files(&p, out);
+        } else if p.extension().is_some_and(|e| e == "jsonl" || e == "json") {
+            out.push(p);
+        }
+    }
+}
+
+fn n(v: &Value, k: &str) -> u64 {
+    v.get(k).and_then(Value::as_u64).unwrap_or(0)
+}
+
+fn day(t: &str) -> Option<String> {
+    // Every fixture writes UTC (`Z` or `+00:00`) times.
+    (t.len() >= 10 && (t.ends_with('Z') || t.ends_with("+00:00"))).then(|| t[..10].to_owned())
+}
+
+/// The independent count, per UTC day.
+fn expected(roots: &[PathBuf]) -> BTreeMap<String, Counts> {
+    let mut all = Vec::new();
+    for r in roots {
+        files(r, &mut all);
+    }
+    // Claude: one request per (message.id, requestId), the earliest copy.
+    let mut claude: BTreeMap<(String, String), (String, Counts)> = BTreeMap::new();
+    // Codex: per session, the growth of the running total, by line offset.
+    let mut codex: BTreeMap<(String, u64), (String, Counts)> = BTreeMap::new();
+    // Gemini: one request per (session, message id).
+    let mut gemini: BTreeMap<(String, String), (String, Counts)> = BTreeMap::new();
+    for f in &all {
+        let text = std::fs::read_to_string(f).unwrap_or_default();
+        if f.extension().is_some_and(|e| e == "json") {
+            let Ok(doc) = serde_json::from_str::<Value>(&text) else {
+                continue;
+            };
+            let sid = doc["sessionId"].as_str().unwrap_or("").to_owned();
+            for m in doc["messages"].as_array().into_iter().flatten() {
+                let (Some(id), Some(t), Some(tok)) =
+                    (m["id"].as_str(), m["timestamp"].as_str(), m.get("tokens"))
+                else {
+                    continue;
+                };
+                if m["type"] != "gemini" || !tok.is_object() {
+                    continue;
+                }
+                let cached = n(tok, "cached").min(n(tok, "input"));
+                let c = [
+                    n(tok, "input") - cached,
+                    n(tok, "output") + n(tok, "thoughts"),
+                    0,
+                    cached,
+                    1,
+                ];
+                if let Some(d) = day(t) {
+                    gemini.entry((sid.clone(), id.to_owned())).or_insert((d, c));
+                }
+            }
+            continue;
+        }
+        let lines: Vec<(u64, Value)> = {
+            let mut off = 0u64;
+            let mut v = Vec::new();
+            for l in text.split_inclusive('\n') {
+                if let Ok(j) = serde_json::from_str::<Value>(l.trim_end()) {
+                    v.push((off, j));
+                }
+                off += l.len() as u64;
+            }
+            v
+        };
+        // A Gemini CLI log: a header naming the session, then message records (and
+        // updates of them): a message counts once, by id.
+        if let Some(sid) = lines
+            .first()
+            .and_then(|(_, j)| j.get("projectHash").and(j["sessionId"].as_str()))
+        {
+            let sid = sid.to_owned();
+            for (_, m) in &lines[1..] {
+                let (Some(id), Some(t), Some(tok)) =
+                    (m["id"].as_str(), m["timestamp"].as_str(), m.get("tokens"))
+                else {
+                    continue;
+                };
+                if m["type"] != "gemini" || !tok.is_object() {
+                    continue;
+                }
+                let cached = n(tok, "cached").min(n(tok, "input"));
+                let c = [
+                    n(tok, "input") - cached,
+                    n(tok, "output") + n(tok, "thoughts"),
+                    0,
+                    cached,
+                    1,
+                ];
+                if let Some(d) = day(t) {
+                    gemini.entry((sid.clone(), id.to_owned())).or_insert((d, c));
+                }
+            }
+            continue;
+        }
+        let codex_session = lines
+            .iter()
+            .find(|(_, j)| j["type"] == "session_meta")
+            .and_then(|(_, j)| j["payload"]["id"].as_str())
+            .map(str::to_owned);
+        if let Some(sid) = codex_session {
+            let mut last: Option<Counts> = None;
+            for (off, j) in &lines {
+                if j["type"] != "event_msg" || j["payload"]["type"] != "token_count" {
+                    continue;
+                }
+                let info = &j["payload"]["info"];
+                let (tot, cumulative) = if info["total_token_usage"].is_object() {
+                    (&info["total_token_usage"], true)
+                } else if info["last_token_usage"].is_object() {
+                    (&info["last_token_usage"], false)
+                } else {
+                    continue;
+                };
+                let cached = n(tot, "cached_input_tokens").min(n(tot, "input_tokens"));
+                let now = [
+                    n(tot, "input_tokens") - cached,
+                    n(tot, "output_tokens"),
+                    0,
+                    cached,
+                    1,
+                ];
+                let c = match (cumulative, last) {
+                    (true, Some(prev)) => [
+                        now[0].saturating_sub(prev[0]),
+                        now[1].saturating_sub(prev[1]),
+                        0,
+                        now[3].saturating_sub(prev[3]),
+                        1,
+                    ],
+                    _ => now,
+                };
+                if cumulative {
+                    last = Some(now);
+                }
+                if c[..4].iter().all(|x| *x == 0) {
+                    continue;
+                }
+                if let Some(d) = j["timestamp"].as_str().and_then(day) {
+                    codex.entry((sid.clone(), *off)).or_insert((d, c));
+                }
+            }
+            continue;
+        }
+        for (_, j) in &lines {
+            let u = &j["message"]["usage"];
+            if j["type"] != "assistant" || !u.is_object() {
+                continue;
+            }
+            let (Some(id), Some(t)) = (j["message"]["id"].as_str(), j["timestamp"].as_str()) else {
+                continue;
+            };
+            let req = j["requestId"].as_str().unwrap_or("").to_owned();
+            let c = [
+                n(u, "input_tokens"),
+                n(u, "output_tokens"),
+                n(u, "cache_creation_input_tokens"),
+                n(u, "cache_read_input_tokens"),
+                1,
+            ];
+            if day(t).is_none() {
+                continue;
+            }
+            let e = claude
+                .entry((id.to_owned(), req))
+                .or_insert((t.to_owned(), c));
+            if t < e.0.as_str() {
+                *e = (t.to_owned(), c);
+            }
+        }
+    }
+    let mut per_day: BTreeMap<String, Counts> = BTreeMap::new();
+    let claude = claude.into_values().map(|(t, c)| (day(&t).unwrap(), c));
+    for (d, c) in claude
+        .chain(codex.into_values())
+        .chain(gemini.into_values())
+    {
+        let e = per_day.entry(d).or_default();
+        for i in 0..5 {
+            e[i] += c[i];
+        }
+    }
+    per_day
+}
+
+#[test]
+fn usage_per_day_equals_an_independent_count() {
+    let sb = Sandbox::new();
+    let roots = vec![
+        testdata().join("sample-archive/claude/projects"),
+        testdata().join("sample-archive/codex/sessions"),
+        testdata().join("public/claude"),
+        testdata().join("public/codex"),
+        // Gemini CLI sessions where the CLI keeps them (the detached copies beside
+        // them are read only in that layout).
+        testdata().join("public/gemini/home/.gemini/tmp"),
+    ];
+    let mut args = vec!["backfill".to_owned()];
+    args.extend(roots.iter().map(|p| p.display().to_string()));
+    let out = run(
+        sb.cmd(&args.iter().map(String::as_str).collect::<Vec<_>>()),
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = run(
+        sb.cmd(&["usage", "--by", "day", "--json", "--no-sync"]),
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let got: BTreeMap<String, Counts> = text(&out.stdout)
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            let k = |f: &str| v[f].as_u64().unwrap();
+            (
+                v["day"].as_str().unwrap_or("none").to_owned(),
+                [
+                    k("input_tokens"),
+                    k("output_tokens"),
+                    k("cache_creation_input_tokens"),
+                    k("cache_read_input_tokens"),
+                    k("messages"),
+                ],
+            )
+        })
+        .collect();
+    let want = expected(&roots);
+    assert!(want.len() > 5, "{want:?}");
+    assert_eq!(got, want);
+    // Reading the same archive again counts nothing twice.
+    let out = run(
+        sb.cmd(&args.iter().map(String::as_str).collect::<Vec<_>>()),
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let again = run(
+        sb.cmd(&["usage", "--by", "day", "--json", "--no-sync"]),
+        b"",
+    );
+    assert_eq!(text(&again.stdout).lines().count(), got.len());
+}
