@@ -65,6 +65,9 @@ enum Command {
     Explain(query_cmd::ExplainArgs),
     /// Token usage (and its cost) attributed to the scope in force when it was spent.
     Usage(query_cmd::UsageArgs),
+    /// One line for Claude Code's status line: the session's scope and what its task
+    /// and the session have cost (hook payload on stdin).
+    Statusline,
     /// The local index (`<home>/transcope/index.sqlite`).
     #[command(subcommand)]
     Index(query_cmd::IndexCommand),
@@ -149,6 +152,7 @@ fn main() -> ExitCode {
         Command::Deliver(args) => query_cmd::run_deliver(&home, args),
         Command::Explain(args) => query_cmd::run_explain(&home, args),
         Command::Usage(args) => query_cmd::run_usage(&home, args),
+        Command::Statusline => query_cmd::run_statusline(&home),
         Command::Index(cmd) => query_cmd::run_index(&home, cmd),
     };
     match result {

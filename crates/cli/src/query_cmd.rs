@@ -5,6 +5,7 @@
 //! that changed, unless `--no-sync`. A person gets a table (local times, long values
 //! cut, colour only on a terminal); `--json` gives one JSON object per line.
 
+use std::io::Read as _;
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -179,6 +180,7 @@ pub fn run_usage(home: &Path, a: UsageArgs) -> Result<u8> {
         &transcope_index::UsageFilter {
             since: a.since,
             until: a.until,
+            ..Default::default()
         },
         &price,
     )?;
@@ -765,5 +767,89 @@ pub fn run_explain(home: &Path, a: ExplainArgs) -> Result<u8> {
         ]);
     }
     t.print(&mut out, "")?;
+    Ok(exit::OK)
+}
+
+/// `transcope statusline`: one line for Claude Code's status line (the payload on
+/// stdin): the session's scope in force and what its task (else its project) and the
+/// session have cost so far, as the index knows it at the last Stop. Reads, never
+/// syncs; prints what it can and exits 0.
+pub fn run_statusline(home: &Path) -> Result<u8> {
+    let mut input = String::new();
+    let _ = std::io::Read::read_to_string(&mut std::io::stdin().lock().take(1 << 20), &mut input);
+    let v: Value = serde_json::from_str(&input).unwrap_or(Value::Null);
+    let session = v["session_id"]
+        .as_str()
+        .filter(|s| transcope_core::session::is_valid_session_id(s));
+    let mut parts: Vec<String> = Vec::new();
+    let scope = session.and_then(|s| {
+        transcope_scopelog::ScopeLog::open(home, s)
+            .scope_at(&transcope_core::Instant::now().to_python_isoformat())
+    });
+    let field = |f: transcope_core::ScopeField| {
+        scope
+            .as_ref()
+            .map(|s| s.get(f).to_owned())
+            .filter(|v| !v.is_empty())
+    };
+    use transcope_core::ScopeField as F;
+    if let Some(p) = field(F::Project).or_else(|| field(F::ProjectId)) {
+        parts.push(p);
+    }
+    if let Some(w) = field(F::Worktree) {
+        parts.push(format!("wt {w}"));
+    }
+    if let Some(b) = field(F::Branch) {
+        parts.push(b);
+    }
+    let task = field(F::Task);
+    if let Some(t) = &task {
+        parts.push(format!("task {t}"));
+    }
+    let index = transcope_index::index_path(home)
+        .exists()
+        .then(|| Index::open(home).ok())
+        .flatten();
+    if let (Some(ix), Some(s)) = (index, session) {
+        let prices = transcope_pricing::Prices::builtin();
+        let price = |model: Option<&str>, t: &transcope_core::Tokens| {
+            model.and_then(|m| prices.cost(m, &priced(t)))
+        };
+        let spent = |filter: transcope_index::UsageFilter| -> Option<f64> {
+            ix.usage(&[], &filter, &price).ok()?.first()?.cost_usd
+        };
+        let (what, filter) = match (&task, field(F::ProjectId)) {
+            (Some(t), _) => (
+                "task",
+                transcope_index::UsageFilter {
+                    task: Some(t.clone()),
+                    ..Default::default()
+                },
+            ),
+            (None, Some(p)) => (
+                "project",
+                transcope_index::UsageFilter {
+                    project: Some(p),
+                    ..Default::default()
+                },
+            ),
+            (None, None) => ("", transcope_index::UsageFilter::default()),
+        };
+        if !what.is_empty() {
+            if let Some(c) = spent(filter) {
+                parts.push(format!("${c:.2} {what}"));
+            }
+        }
+        if let Some(c) = spent(transcope_index::UsageFilter {
+            session: Some(s.to_owned()),
+            ..Default::default()
+        }) {
+            parts.push(format!("${c:.2} session"));
+        }
+    }
+    if parts.is_empty() {
+        parts.push("transcope: no scope yet".into());
+    }
+    println_out(&mut std::io::stdout().lock(), &parts.join(" · "))?;
     Ok(exit::OK)
 }

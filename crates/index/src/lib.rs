@@ -306,7 +306,7 @@ impl Index {
                 let mut session = tx.prepare_cached(UPSERT_SESSION)?;
                 let mut row = tx.prepare_cached(INSERT_TRANSITION)?;
                 let mut marker = tx.prepare_cached(INSERT_MARKER)?;
-                let mut usage = tx.prepare_cached(UPSERT_USAGE)?;
+                let mut usage = tx.prepare_cached(&upsert_usage())?;
                 for item in items {
                     if !item.session.is_empty() {
                         let (first, last) = (item.span.first.as_ref(), item.span.last.as_ref());
@@ -590,25 +590,45 @@ ON CONFLICT(session) DO UPDATE SET
                    THEN excluded.last_us ELSE last_us END,
     log_size = CASE WHEN ?9 THEN NULL ELSE log_size END";
 
-/// A request's copy replaces the one kept only when it is earlier (a root session's
-/// copy on a tie): a replayed line never counts again, whichever file is read first.
+/// Every copy of a request is one row. Its time, session and scope are the earliest
+/// copy's (a root session's on a tie), whichever file is read first; its counts are
+/// the largest any copy reports, field by field: Claude Code writes a line per
+/// content block of a streamed message, each with the usage so far (the output count
+/// grows), and a resumed session replays the last of them, so the largest is the
+/// request's whole usage and a replay adds nothing.
 const UPSERT_USAGE: &str = "
 INSERT INTO usage (message_key, session, root_session, is_root, at, at_us, model, input_tokens,
     output_tokens, cache_creation_input_tokens, cache_creation_1h_input_tokens, cache_read_input_tokens,
     reasoning_output_tokens, project_id, worktree, branch, task, lane)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)
 ON CONFLICT(message_key) DO UPDATE SET
-    session = excluded.session, root_session = excluded.root_session, is_root = excluded.is_root,
-    at = excluded.at, at_us = excluded.at_us, model = excluded.model,
-    input_tokens = excluded.input_tokens, output_tokens = excluded.output_tokens,
-    cache_creation_input_tokens = excluded.cache_creation_input_tokens,
-    cache_creation_1h_input_tokens = excluded.cache_creation_1h_input_tokens,
-    cache_read_input_tokens = excluded.cache_read_input_tokens,
-    reasoning_output_tokens = excluded.reasoning_output_tokens,
-    project_id = excluded.project_id, worktree = excluded.worktree, branch = excluded.branch,
-    task = excluded.task, lane = excluded.lane
-WHERE (excluded.at_us IS NOT NULL AND (usage.at_us IS NULL OR excluded.at_us < usage.at_us))
-   OR (excluded.at_us IS usage.at_us AND excluded.is_root > usage.is_root)";
+    session = CASE WHEN e THEN excluded.session ELSE session END,
+    root_session = CASE WHEN e THEN excluded.root_session ELSE root_session END,
+    is_root = CASE WHEN e THEN excluded.is_root ELSE is_root END,
+    at = CASE WHEN e THEN excluded.at ELSE at END,
+    at_us = CASE WHEN e THEN excluded.at_us ELSE at_us END,
+    model = coalesce(CASE WHEN e THEN excluded.model ELSE model END, model, excluded.model),
+    project_id = CASE WHEN e THEN excluded.project_id ELSE project_id END,
+    worktree = CASE WHEN e THEN excluded.worktree ELSE worktree END,
+    branch = CASE WHEN e THEN excluded.branch ELSE branch END,
+    task = CASE WHEN e THEN excluded.task ELSE task END,
+    lane = CASE WHEN e THEN excluded.lane ELSE lane END,
+    input_tokens = max(input_tokens, excluded.input_tokens),
+    output_tokens = max(output_tokens, excluded.output_tokens),
+    cache_creation_input_tokens = max(cache_creation_input_tokens, excluded.cache_creation_input_tokens),
+    cache_creation_1h_input_tokens = max(cache_creation_1h_input_tokens, excluded.cache_creation_1h_input_tokens),
+    cache_read_input_tokens = max(cache_read_input_tokens, excluded.cache_read_input_tokens),
+    reasoning_output_tokens = max(reasoning_output_tokens, excluded.reasoning_output_tokens)";
+
+/// The copy being inserted is the earlier one (a root session's on a tie).
+const EARLIER: &str =
+    "((excluded.at_us IS NOT NULL AND (usage.at_us IS NULL OR excluded.at_us < usage.at_us))
+    OR (excluded.at_us IS usage.at_us AND excluded.is_root > usage.is_root))";
+
+/// [`UPSERT_USAGE`] with its condition spelled out.
+fn upsert_usage() -> String {
+    UPSERT_USAGE.replace("WHEN e THEN", &format!("WHEN {EARLIER} THEN"))
+}
 
 const INSERT_TRANSITION: &str = "
 INSERT OR IGNORE INTO transitions (session, transition_id, seq, at, at_us, project_id, project, repo,

@@ -73,6 +73,12 @@ pub struct UsageFilter {
     pub since: Option<i64>,
     /// Spent at or before.
     pub until: Option<i64>,
+    /// By this session only.
+    pub session: Option<String>,
+    /// Under this task only.
+    pub task: Option<String>,
+    /// In this project only.
+    pub project: Option<String>,
 }
 
 /// One group's totals.
@@ -162,11 +168,21 @@ impl Index {
                         cache_read_input_tokens, reasoning_output_tokens,
                         project_id, worktree, branch, task
                  FROM usage
-                 WHERE (?1 IS NULL OR at_us >= ?1) AND (?2 IS NULL OR at_us <= ?2)",
+                 WHERE (?1 IS NULL OR at_us >= ?1) AND (?2 IS NULL OR at_us <= ?2)
+                   AND (?3 IS NULL OR session = ?3) AND (?4 IS NULL OR task = ?4)
+                   AND (?5 IS NULL OR project_id = ?5)",
             )
             .map_err(sql)?;
         let mut groups: BTreeMap<Vec<Option<String>>, UsageGroup> = BTreeMap::new();
-        let mut q = st.query(params![filter.since, filter.until]).map_err(sql)?;
+        let mut q = st
+            .query(params![
+                filter.since,
+                filter.until,
+                filter.session,
+                filter.task,
+                filter.project
+            ])
+            .map_err(sql)?;
         let n = |v: i64| v.max(0) as u64;
         while let Some(r) = q.next().map_err(sql)? {
             let get = |i: usize| r.get::<_, Option<String>>(i).map_err(sql);

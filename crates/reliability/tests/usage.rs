@@ -1,6 +1,9 @@
 //! Issue 15: token totals equal an independent count. This file reads the fixtures
 //! with its own plain reader (serde_json values, no transcope code) and the dedupe
-//! rule of cli.md, and compares per UTC day with `transcope usage --by day --json`.
+//! rule (one request per Claude `message.id` + `requestId` across the archive, at its
+//! earliest copy's time, with the largest counts any copy reports; Codex running
+//! totals by their growth; Gemini messages by session and id), and compares per UTC
+//! day with `transcope usage --by day --json`.
 
 mod common;
 
@@ -188,11 +191,16 @@ fn expected(roots: &[PathBuf]) -> BTreeMap<String, Counts> {
             if day(t).is_none() {
                 continue;
             }
+            // The earliest copy's time; the largest counts any copy reports (a
+            // streamed message's lines carry its usage so far).
             let e = claude
                 .entry((id.to_owned(), req))
                 .or_insert((t.to_owned(), c));
             if t < e.0.as_str() {
-                *e = (t.to_owned(), c);
+                e.0 = t.to_owned();
+            }
+            for (kept, new) in e.1.iter_mut().zip(c).take(4) {
+                *kept = (*kept).max(new);
             }
         }
     }
@@ -265,4 +273,107 @@ fn usage_per_day_equals_an_independent_count() {
         b"",
     );
     assert_eq!(text(&again.stdout).lines().count(), got.len());
+}
+
+/// A Claude assistant line with usage, at `secs`, in `cwd` on `branch`.
+fn spend_line(secs: u64, cwd: &str, branch: &str, id: &str, input: u64, output: u64) -> String {
+    serde_json::json!({
+        "type": "assistant",
+        "timestamp": iso(secs, "Z"),
+        "cwd": cwd,
+        "gitBranch": branch,
+        "sessionId": "attrib",
+        "requestId": format!("req-{id}"),
+        "message": {"id": id, "role": "assistant", "model": "claude-sonnet-4-20250514",
+            "content": [{"type": "text", "text": "ok"}],
+            "usage": {"input_tokens": input, "output_tokens": output,
+                "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}},
+    })
+    .to_string()
+}
+
+#[test]
+fn usage_is_attributed_to_the_scope_in_force_when_it_was_spent() {
+    let sb = Sandbox::new();
+    // Two repositories (two projects), one on two branches; a task recorded in the log
+    // mid-session by another tool.
+    let a = sb.user.join("alpha");
+    let b = sb.user.join("beta");
+    transcope_testkit::git_repo(&a, "https://github.com/acme/alpha.git", "main").unwrap();
+    transcope_testkit::git_repo(&b, "https://github.com/acme/beta.git", "main").unwrap();
+    let (a, b) = (a.display().to_string(), b.display().to_string());
+    let dir = sb.user.join(".claude/projects/-w");
+    std::fs::create_dir_all(&dir).unwrap();
+    let t = dir.join("attrib.jsonl");
+    let lines = [
+        claude_line(0, &a, "main"),
+        spend_line(10, &a, "main", "m1", 100, 10),
+        spend_line(20, &a, "main", "m2", 200, 20),
+        claude_line(30, &a, "feature"),
+        spend_line(40, &a, "feature", "m3", 300, 30),
+        claude_line(50, &b, "main"),
+        spend_line(60, &b, "main", "m4", 400, 40),
+        // A streamed copy of m4 (same id and request): counted once.
+        spend_line(61, &b, "main", "m4", 400, 40),
+        claude_line(70, &a, "main"),
+        spend_line(80, &a, "main", "m5", 500, 50),
+    ];
+    std::fs::write(&t, lines.join("\n") + "\n").unwrap();
+    // The default archive path: `usage` syncs it.
+    let out = run(
+        sb.cmd(&[
+            "usage", "--by", "project", "--by", "branch", "--by", "task", "--json",
+        ]),
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let got: BTreeMap<(String, String, String), (u64, u64, u64)> = text(&out.stdout)
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            let s = |k: &str| v[k].as_str().unwrap_or("").to_owned();
+            (
+                (s("project_id"), s("branch"), s("task")),
+                (
+                    v["input_tokens"].as_u64().unwrap(),
+                    v["output_tokens"].as_u64().unwrap(),
+                    v["messages"].as_u64().unwrap(),
+                ),
+            )
+        })
+        .collect();
+    // Recomputed from the scope log: the row in force at each request's time (the last
+    // in file order at or before it), one request per message id.
+    let rows = check_log(&std::fs::read(sb.log("attrib")).unwrap());
+    assert!(rows.len() >= 4, "{rows:?}");
+    let mut want: BTreeMap<(String, String, String), (u64, u64, u64)> = BTreeMap::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for l in &lines {
+        let v: Value = serde_json::from_str(l).unwrap();
+        if v["type"] != "assistant" || !seen.insert(v["message"]["id"].as_str().unwrap().to_owned())
+        {
+            continue;
+        }
+        let at = instant(v["timestamp"].as_str().unwrap()).unwrap();
+        let row = rows
+            .iter()
+            .rev()
+            .find(|r| instant(r["at"].as_str().unwrap()).is_some_and(|t| t <= at))
+            .unwrap();
+        let s = |k: &str| row[k].as_str().unwrap_or("").to_owned();
+        let e = want
+            .entry((s("project_id"), s("branch"), s("task")))
+            .or_default();
+        e.0 += v["message"]["usage"]["input_tokens"].as_u64().unwrap();
+        e.1 += v["message"]["usage"]["output_tokens"].as_u64().unwrap();
+        e.2 += 1;
+    }
+    assert_eq!(got, want);
+    let projects: std::collections::BTreeSet<&str> = want.keys().map(|k| k.0.as_str()).collect();
+    assert_eq!(projects.len(), 2, "two projects: {want:?}");
+    assert_eq!(
+        want.len(),
+        3,
+        "alpha/main, alpha/feature, beta/main: {want:?}"
+    );
 }

@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""Issue 15's bench: transcope's usage beside ccusage over one generated archive.
+
+  CCUSAGE=path/to/ccusage python3 benches/usage_vs_ccusage.py [SIZE]   (default 1GB)
+
+ccusage is npm `ccusage@20.0.24`; its native binary is
+node_modules/@ccusage/ccusage-linux-x64/bin/ccusage. Times (median, min–max of RUNS):
+backfill with usage on and off, `transcope usage` (sync + query) over the indexed
+archive, ccusage `session` and `daily`. Then the totals: input, output, cache-creation
+and cache-read tokens per UTC day and per root session, Claude Code only (ccusage and
+transcope read Codex differently; see the closing note), with every difference
+listed. Appends its report to benches/results.md."""
+import json, os, shutil, statistics, subprocess, sys, tempfile, time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench  # noqa: E402
+
+SIZE = sys.argv[1] if len(sys.argv) > 1 else "1GB"
+CORPUS = os.environ.get("CORPUS", os.path.join(bench.BENCH, f"corpus-{SIZE}"))
+CCUSAGE = os.environ.get("CCUSAGE")
+HOMES = os.environ.get("HOME_DIR", "/dev/shm/tc-usage-homes")
+RUNS = bench.RUNS
+BIN = bench.BIN
+
+
+def env_for(claude, codex, home):
+    e = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "TZ")}
+    e.update({"HOME": home, "CLAUDE_CONFIG_DIR": claude, "CODEX_HOME": codex, "GEMINI_CLI_HOME": home,
+              "NO_COLOR": "1"})
+    return e
+
+
+def timed(cmd, env, runs=RUNS):
+    ts = [bench.timed(cmd, env=env)[0] for _ in range(runs)]
+    return statistics.median(ts) * 1e3, min(ts) * 1e3, max(ts) * 1e3
+
+
+def out(cmd, env):
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
+
+
+def main():
+    if not CCUSAGE:
+        raise SystemExit("CCUSAGE=path to the ccusage binary (npm ccusage@20.0.24)")
+    os.makedirs(HOMES, exist_ok=True)
+    if not os.path.exists(os.path.join(CORPUS, "manifest.json")):
+        subprocess.run([bench.GEN, "--out", CORPUS, "--size", SIZE, "--seed", "42"], check=True)
+    claude, codex = os.path.join(CORPUS, "claude"), os.path.join(CORPUS, "codex")
+    user = tempfile.mkdtemp(dir=HOMES)
+    empty = os.path.join(user, "none")
+    os.makedirs(empty)
+    env = env_for(claude, codex, user)
+    srcs = [os.path.join(claude, "projects"), os.path.join(codex, "sessions")]
+    rows = []
+
+    def backfill_series(label, extra):
+        ts = []
+        for _ in range(RUNS):
+            h = tempfile.mkdtemp(dir=HOMES)
+            ts.append(bench.timed([BIN, "--home", h, "backfill", "--jobs", "2", "--json"] + extra + srcs, env=env)[0])
+            shutil.rmtree(h, ignore_errors=True)
+        rows.append((label, statistics.median(ts) * 1e3, min(ts) * 1e3, max(ts) * 1e3))
+
+    backfill_series("backfill --no-markers --no-usage", ["--no-markers", "--no-usage"])
+    backfill_series("backfill --no-markers (usage on)", ["--no-markers"])
+    backfill_series("backfill (markers and usage, the default)", [])
+    home = tempfile.mkdtemp(dir=HOMES)
+    subprocess.run([BIN, "--home", home, "backfill", "--jobs", "2"] + srcs, env=env, check=True, capture_output=True)
+    rows.append(("usage --by root-session (sync + query, indexed)",
+                 *timed([BIN, "--home", home, "usage", "--by", "root-session", "--json"], env)))
+    rows.append(("usage --by root-session --no-sync (query)",
+                 *timed([BIN, "--home", home, "usage", "--by", "root-session", "--json", "--no-sync"], env)))
+    rows.append(("ccusage session --json --offline (Claude + Codex)",
+                 *timed([CCUSAGE, "session", "--json", "--offline"], env, runs=max(3, RUNS // 2))))
+    # Totals, Claude Code only.
+    cenv = env_for(claude, empty, user)
+    cc_days = {d["period"] if "period" in d else d["date"]: d
+               for d in json.loads(out([CCUSAGE, "daily", "--json", "--offline", "-z", "UTC"], cenv))["daily"]}
+    cc_sessions = {s["period"]: s for s in json.loads(out([CCUSAGE, "session", "--json", "--offline", "-z", "UTC"], cenv))["session"]}
+    chome = tempfile.mkdtemp(dir=HOMES)
+    subprocess.run([BIN, "--home", chome, "backfill", "--jobs", "2", "--no-markers", os.path.join(claude, "projects")],
+                   env=cenv, check=True, capture_output=True)
+    tc = lambda by: [json.loads(l) for l in out([BIN, "--home", chome, "usage", "--by", by, "--json", "--no-sync"], cenv).splitlines()]
+    tc_days = {r["day"]: r for r in tc("day")}
+    tc_sessions = {r["root_session"]: r for r in tc("root-session")}
+    fields = [("inputTokens", "input_tokens"), ("outputTokens", "output_tokens"),
+              ("cacheCreationTokens", "cache_creation_input_tokens"), ("cacheReadTokens", "cache_read_input_tokens")]
+
+    def compare(a, b):
+        diffs = []
+        for k in sorted(set(a) | set(b)):
+            x, y = a.get(k), b.get(k)
+            if x is None or y is None:
+                diffs.append((k, "only in " + ("transcope" if x is None else "ccusage")))
+                continue
+            d = [(f, x[f], y[g]) for f, g in fields if x[f] != y[g]]
+            if d:
+                diffs.append((k, d))
+        return diffs
+
+    day_diffs = compare(cc_days, tc_days)
+    session_diffs = compare(cc_sessions, tc_sessions)
+    load = os.getloadavg()
+    files = bench.files_of(claude) + bench.files_of(codex)
+    nbytes = sum(os.path.getsize(f) for f in files)
+    lines = [f"## {time.strftime('%Y-%m-%d %H:%M')} — usage vs ccusage 20.0.24, {SIZE} corpus ({len(files)} files, "
+             f"{nbytes/1e6:.0f} MB), load {load[0]:.2f}, homes in {HOMES}", "",
+             "| case | median ms | min–max ms |", "|---|---:|---:|"]
+    for label, med, lo, hi in rows:
+        lines.append(f"| {label} | {med:.1f} | {lo:.1f}–{hi:.1f} |")
+    base = rows[0][1]
+    lines += ["", f"usage on / off (--no-markers): {rows[1][1]/base:.3f}; default / --no-markers --no-usage: {rows[2][1]/base:.3f}",
+              f"Claude totals: {len(cc_days)} UTC days in ccusage, {len(tc_days)} in transcope; "
+              f"{len(day_diffs)} days differ. {len(cc_sessions)} ccusage sessions, {len(tc_sessions)} transcope root sessions; "
+              f"{len(session_diffs)} differ.", ""]
+    for k, d in (day_diffs[:20] + session_diffs[:20]):
+        lines.append(f"- {k}: {d}")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    with open(os.path.join(bench.ROOT, "benches", "results.md"), "a") as fh:
+        fh.write(text)
+    for h in (home, chome, user):
+        shutil.rmtree(h, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
