@@ -65,6 +65,9 @@ pub struct UsageStage {
     model: Option<String>,
     /// The last running total seen (Codex).
     total: Option<Tokens>,
+    /// When the session began (its first `session_meta`, Codex): running totals
+    /// stamped before it are a fork's copy of its source's history.
+    start: Option<transcope_core::Instant>,
     spent: Vec<Spent>,
 }
 
@@ -81,6 +84,9 @@ impl EntrySink for UsageStage {
     }
 
     fn entry(&mut self, e: &Entry<'_>) {
+        if e.kind == Some(EntryKind::Meta) && self.start.is_none() && self.adapter == "codex" {
+            self.start = e.time.as_str().and_then(transcope_core::timestamp::parse);
+        }
         let Some(u) = &e.usage else {
             return;
         };
@@ -99,6 +105,19 @@ impl EntrySink for UsageStage {
                 None => tokens,
             };
             self.total = Some(tokens);
+            // A fork starts from a copy of its source's items, running totals
+            // included, stamped as the source wrote them: they set where the fork's
+            // own spending starts and count nothing (the source's file counts them).
+            let replayed = match (
+                self.start,
+                e.time.as_str().and_then(transcope_core::timestamp::parse),
+            ) {
+                (Some(start), Some(t)) => t < start,
+                _ => false,
+            };
+            if replayed {
+                return;
+            }
             delta
         } else {
             tokens
@@ -170,10 +189,14 @@ impl Stage for UsageStage {
 
     /// The model and running total an appended piece goes on from.
     fn checkpoint(&self) -> Value {
-        if self.model.is_none() && self.total.is_none() {
+        if self.model.is_none() && self.total.is_none() && self.start.is_none() {
             return Value::Null;
         }
-        json!({"model": self.model, "total": self.total.as_ref().map(tokens_json)})
+        json!({
+            "model": self.model,
+            "total": self.total.as_ref().map(tokens_json),
+            "start": self.start.map(|t| t.unix_micros()),
+        })
     }
 
     fn restore(&mut self, checkpoint: &Value) -> bool {
@@ -182,6 +205,10 @@ impl Stage for UsageStage {
             Value::Object(m) => {
                 self.model = m.get("model").and_then(Value::as_str).map(str::to_owned);
                 self.total = m.get("total").and_then(tokens_of);
+                self.start = m
+                    .get("start")
+                    .and_then(Value::as_i64)
+                    .map(transcope_core::Instant::from_unix_micros);
                 true
             }
             _ => false,
