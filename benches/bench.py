@@ -66,6 +66,9 @@ def peak_rss_kb(cmd, stdin=None):
 # runs alternate with this build's), each transcope case reported for both with the
 # ratio of the medians.
 BASELINE = os.environ.get("BASELINE")
+# CANDIDATE_FLAGS="--no-usage --no-index": backfill flags given to this build only (a
+# baseline that predates them would refuse them), to time the same work as it does.
+CANDIDATE_FLAGS = os.environ.get("CANDIDATE_FLAGS", "").split()
 
 
 def row(label, ts, nbytes, rss):
@@ -173,9 +176,10 @@ def main():
         series("cat", lambda h: ["cat"] + files, nbytes),
         series("wc -l", lambda h: ["wc", "-l"] + files, nbytes),
     ]
+    extra = lambda b: CANDIDATE_FLAGS if b == BIN else []
     for jobs in (1, 2):
         rows += compared(f"backfill --jobs {jobs} --no-markers",
-                         lambda b, h, j=jobs: [b, "--home", h, "backfill", "--jobs", str(j), "--no-markers", "--json"] + srcs,
+                         lambda b, h, j=jobs: [b, "--home", h, "backfill", "--jobs", str(j), "--no-markers", "--json"] + extra(b) + srcs,
                          nbytes, fresh_home=True)
     rows += compared("backfill --jobs 2 (markers to NDJSON)",
                      lambda b, h: [b, "--home", h, "backfill", "--jobs", "2", "--json", "--markers-out", os.path.join(h, "m.ndjson")] + srcs,

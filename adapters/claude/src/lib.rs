@@ -109,6 +109,25 @@ pub fn decode_claude(line: &[u8], pos: LinePos, sink: &mut dyn EntrySink) -> Res
     emit(entry, &rec.base.ty, sink)
 }
 
+/// [`decode_claude`] of a line wanted for its usage alone: the same entry but for its
+/// texts (left empty), the message's content never decoded.
+pub fn decode_claude_usage(
+    line: &[u8],
+    pos: LinePos,
+    sink: &mut dyn EntrySink,
+) -> Result<(), Skip> {
+    let mut rec: record::UsageRecord<'_> = parse(line, pos)?;
+    let mut entry = rec.base_entry(pos);
+    entry.kind = rec.base.ty.as_str().and_then(record::kind);
+    if entry.kind == Some(EntryKind::Assistant) {
+        entry.usage = rec.usage.take().map(|mut u| {
+            u.request_id = std::mem::take(&mut rec.request_id).into_str();
+            u
+        });
+    }
+    emit(entry, &rec.base.ty, sink)
+}
+
 impl Adapter for ClaudeAdapter {
     fn decode(&mut self, line: &[u8], pos: LinePos, sink: &mut dyn EntrySink) -> Result<(), Skip> {
         // A line no sink wants is not decoded (the first line may carry a BOM, which
@@ -117,6 +136,10 @@ impl Adapter for ClaudeAdapter {
             if let Some(p) = probe::probe(line) {
                 if !sink.wants(&p) {
                     return Ok(());
+                }
+                // Wanted for its usage alone: the message's content is skipped unread.
+                if p.usage && !sink.wants(&transcope_core::adapter::Probe { usage: false, ..p }) {
+                    return decode_claude_usage(line, pos, sink);
                 }
             }
         }

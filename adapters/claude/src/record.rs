@@ -57,18 +57,32 @@ impl<'de> FromMap<'de> for Record<'de> {
         match key {
             "message" => (self.message_texts, self.usage) = message_parts(map)?,
             "requestId" => self.request_id = map.next_value()?,
-            "payload" => self.payload = map.next_value::<Obj<Payload<'de>>>()?.0,
-            "id" | "role" => {
-                map.next_value::<Checked>()?;
-            }
-            _ => {
-                if !self.base.field(key, map)? {
-                    skip_value(map)?
-                }
-            }
+            _ => shared_field(&mut self.base, &mut self.payload, key, map)?,
         }
         Ok(())
     }
+}
+
+/// A key both record shapes read alike: `payload`, the checked `id` and `role`, the
+/// shared keys ([`Base`]); anything else skipped.
+fn shared_field<'de, A: MapAccess<'de>>(
+    base: &mut Base<'de>,
+    payload: &mut Option<Payload<'de>>,
+    key: &str,
+    map: &mut A,
+) -> Result<(), A::Error> {
+    match key {
+        "payload" => *payload = map.next_value::<Obj<Payload<'de>>>()?.0,
+        "id" | "role" => {
+            map.next_value::<Checked>()?;
+        }
+        _ => {
+            if !base.field(key, map)? {
+                skip_value(map)?
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The `payload` of a line, as the Claude rules see it: its `cwd`.
@@ -111,6 +125,49 @@ impl<'a> Record<'a> {
         self.base.take_folder(payload_cwd)
     }
 
+    /// [`Base::base_entry`] with this line's `payload.cwd`.
+    pub fn base_entry(&mut self, pos: LinePos) -> Entry<'a> {
+        let payload_cwd = self.payload.as_mut().map(|p| &mut p.cwd);
+        self.base.base_entry(pos, payload_cwd)
+    }
+}
+
+/// A Claude line read for its usage alone: the shared keys, `requestId` and
+/// `message.usage`/`model`/`id`, the message's content skipped unread (a line only a
+/// usage stage wants: its entry has no texts, which no stage asked for). The keys a
+/// [`Record`] checks are checked the same way, so the same lines are skipped.
+#[derive(Debug, Default)]
+pub struct UsageRecord<'a> {
+    /// The keys every format shares.
+    pub base: Base<'a>,
+    /// `message.usage` with its model and id.
+    pub usage: Option<transcope_core::Usage<'a>>,
+    /// `requestId`.
+    pub request_id: Loose<'a>,
+    texts: Option<Vec<Cow<'a, str>>>,
+    payload: Option<Payload<'a>>,
+}
+
+impl<'de> FromMap<'de> for UsageRecord<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        match key {
+            "message" => self.usage = transcope_adapter_common::message::message_usage(map)?,
+            "requestId" => self.request_id = map.next_value()?,
+            _ => shared_field(&mut self.base, &mut self.payload, key, map)?,
+        }
+        Ok(())
+    }
+}
+
+impl<'de> NestedRecord<'de> for UsageRecord<'de> {
+    type Payload = Payload<'de>;
+
+    fn nested(&mut self) -> (&mut Option<Vec<Cow<'de, str>>>, &mut Option<Payload<'de>>) {
+        (&mut self.texts, &mut self.payload)
+    }
+}
+
+impl<'a> UsageRecord<'a> {
     /// [`Base::base_entry`] with this line's `payload.cwd`.
     pub fn base_entry(&mut self, pos: LinePos) -> Entry<'a> {
         let payload_cwd = self.payload.as_mut().map(|p| &mut p.cwd);

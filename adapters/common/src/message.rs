@@ -233,3 +233,39 @@ mod tests {
         );
     }
 }
+
+/// A `message` read for its usage alone (`usage`, `model`, `id`; the content skipped
+/// unread): what a line only a usage stage wants costs.
+#[derive(Debug, Default)]
+struct UsageOnly<'a> {
+    usage: Option<crate::usage::ClaudeUsage>,
+    model: Loose<'a>,
+    id: Loose<'a>,
+}
+
+impl<'de> FromMap<'de> for UsageOnly<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        match key {
+            "usage" => self.usage = map.next_value::<Obj<crate::usage::ClaudeUsage>>()?.0,
+            "model" => self.model = map.next_value()?,
+            "id" => self.id = map.next_value()?,
+            _ => skip_value(map)?,
+        }
+        Ok(())
+    }
+}
+
+/// The usage of a `message` value, its content skipped unread.
+pub fn message_usage<'de, A: MapAccess<'de>>(
+    map: &mut A,
+) -> Result<Option<transcope_core::Usage<'de>>, A::Error> {
+    Ok(map.next_value::<Obj<UsageOnly<'de>>>()?.0.and_then(|m| {
+        Some(transcope_core::Usage {
+            message_id: m.id.into_str(),
+            request_id: None,
+            model: m.model.into_str(),
+            tokens: Some(m.usage?.tokens()),
+            cumulative: false,
+        })
+    }))
+}

@@ -271,6 +271,11 @@ impl Index {
         // not one per file. A hook asks for a synced commit (`record(.., true)`).
         conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(|e| open(e.into()))?;
+        // Requests are keyed by hash, so a batch's inserts land all over the usage
+        // table: a page cache that holds it (up to 64 MiB, taken only as used) keeps
+        // SQLite from spilling and re-reading pages mid-transaction.
+        conn.pragma_update(None, "cache_size", -65536)
+            .map_err(|e| open(e.into()))?;
         Ok(Index {
             conn,
             path: path.to_path_buf(),
@@ -306,6 +311,7 @@ impl Index {
                 let mut session = tx.prepare_cached(UPSERT_SESSION)?;
                 let mut row = tx.prepare_cached(INSERT_TRANSITION)?;
                 let mut marker = tx.prepare_cached(INSERT_MARKER)?;
+                let mut fresh = tx.prepare_cached(&INSERT_USAGE_SQL)?;
                 let mut usage = tx.prepare_cached(&upsert_usage())?;
                 for item in items {
                     if !item.session.is_empty() {
@@ -328,41 +334,53 @@ impl Index {
                             insert_row(&mut row, &item.session, seq, &r, line)?;
                         }
                     }
-                    let root = item.parent.as_deref().unwrap_or(&item.session);
-                    for u in &item.usage {
-                        let t = &u.tokens;
-                        let at_us =
-                            u.at.as_deref()
-                                .and_then(timestamp::parse)
-                                .map(|t| t.unix_micros());
-                        let n = |v: u64| v.min(i64::MAX as u64) as i64;
-                        usage.execute(params![
-                            u.key,
-                            item.session,
-                            root,
-                            item.parent.is_none(),
-                            u.at,
-                            at_us,
-                            u.model,
-                            n(t.input),
-                            n(t.output),
-                            n(t.cache_creation),
-                            n(t.cache_creation_1h),
-                            n(t.cache_read),
-                            n(t.reasoning_output),
-                            u.scope[0],
-                            u.scope[1],
-                            u.scope[2],
-                            u.scope[3],
-                            u.scope[4],
-                        ])?;
-                    }
                     let mut rec = Recorded::default();
                     for f in &item.markers {
                         let n = insert_marker(&mut marker, f, origin, now)?;
                         rec.new.push(n > 0);
                     }
                     out.push(rec);
+                }
+                // Every request of the batch, in key order: one pass over the key
+                // index's pages however many files the batch holds.
+                let mut requests: Vec<(&Observed, &Spending, [u8; 16])> = items
+                    .iter()
+                    .flat_map(|i| i.usage.iter().map(move |u| (i, u, usage_key(&u.key))))
+                    .collect();
+                requests.sort_unstable_by_key(|r| r.2);
+                for (item, u, key) in &requests {
+                    let root = item.parent.as_deref().unwrap_or(&item.session);
+                    let t = &u.tokens;
+                    let at_us =
+                        u.at.as_deref()
+                            .and_then(timestamp::parse)
+                            .map(|t| t.unix_micros());
+                    let n = |v: u64| v.min(i64::MAX as u64) as i64;
+                    let values = params![
+                        key,
+                        item.session,
+                        root,
+                        item.parent.is_none(),
+                        u.at,
+                        at_us,
+                        u.model,
+                        n(t.input),
+                        n(t.output),
+                        n(t.cache_creation),
+                        n(t.cache_creation_1h),
+                        n(t.cache_read),
+                        n(t.reasoning_output),
+                        u.scope[0],
+                        u.scope[1],
+                        u.scope[2],
+                        u.scope[3],
+                        u.scope[4],
+                    ];
+                    // Most requests are new: a plain insert; a copy of one kept
+                    // already merges into it.
+                    if fresh.execute(values)? == 0 {
+                        usage.execute(values)?;
+                    }
                 }
             }
             tx.commit()?;
@@ -624,6 +642,23 @@ ON CONFLICT(message_key) DO UPDATE SET
 const EARLIER: &str =
     "((excluded.at_us IS NOT NULL AND (usage.at_us IS NULL OR excluded.at_us < usage.at_us))
     OR (excluded.at_us IS usage.at_us AND excluded.is_root > usage.is_root))";
+
+/// A request's key as stored: the first 16 bytes of its SHA-256.
+fn usage_key(key: &str) -> [u8; 16] {
+    use sha2::Digest;
+    let d = sha2::Sha256::digest(key.as_bytes());
+    let mut k = [0u8; 16];
+    k.copy_from_slice(&d[..16]);
+    k
+}
+
+/// A request not seen before: [`UPSERT_USAGE`] without its conflict clause.
+static INSERT_USAGE_SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    let head = &UPSERT_USAGE[..UPSERT_USAGE
+        .find("ON CONFLICT")
+        .unwrap_or(UPSERT_USAGE.len())];
+    head.replacen("INSERT INTO", "INSERT OR IGNORE INTO", 1)
+});
 
 /// [`UPSERT_USAGE`] with its condition spelled out.
 fn upsert_usage() -> String {

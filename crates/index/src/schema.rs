@@ -9,7 +9,9 @@
 //!   log.
 //! * `markers`: the ledger, one row per idempotency key, in the order found (rowid),
 //!   with the request body to deliver and the delivery state.
-//! * `usage`: one row per model request (by its key: every copy of a request shares
+//! * `usage`: one row per model request, appended (its key, the first 16 bytes of its
+//!   SHA-256, in a compact unique index rather than as the table's key, so a batch's
+//!   inserts touch the index's pages and the table's last ones, not the whole table: every copy of a request shares
 //!   it, and the earliest copy is kept, a root session's on a tie), with its time,
 //!   model, tokens and the scope in force when it was spent.
 
@@ -73,7 +75,8 @@ CREATE TABLE markers (
 CREATE INDEX markers_session ON markers (session, state);
 CREATE INDEX markers_state ON markers (state);
 CREATE TABLE usage (
-    message_key TEXT PRIMARY KEY,
+    id INTEGER PRIMARY KEY,
+    message_key BLOB NOT NULL UNIQUE,
     session TEXT NOT NULL,
     root_session TEXT NOT NULL,
     is_root INTEGER NOT NULL,
@@ -91,6 +94,5 @@ CREATE TABLE usage (
     branch TEXT NOT NULL DEFAULT '',
     task TEXT NOT NULL DEFAULT '',
     lane TEXT NOT NULL DEFAULT ''
-) WITHOUT ROWID;
-CREATE INDEX usage_session ON usage (session);
+);
 ";

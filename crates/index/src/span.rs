@@ -14,8 +14,10 @@ use std::path::Path;
 
 use crate::Stamp;
 
-/// How much of the head and of the tail is searched.
-const WINDOW: u64 = 64 * 1024;
+/// How much of the head and of the tail is searched first, and at most (a line can be
+/// long: a window without a time is read again, this much larger).
+const WINDOW: u64 = 16 * 1024;
+const WIDEST: u64 = 256 * 1024;
 
 /// The first and last times of a read.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -47,17 +49,27 @@ pub fn span(path: &Path, start: u64, end: u64) -> io::Result<Span> {
         buf.truncate(done);
         Ok(buf)
     };
-    let head_end = end.min(start + WINDOW);
-    let head = read(start, head_end)?;
-    let first = times(&head).next();
-    let tail_start = end.saturating_sub(WINDOW).max(start);
-    let last = if tail_start < head_end {
-        // One window holds it all.
-        times(&head).last()
-    } else {
-        let tail = read(tail_start, end)?;
-        times(&tail).last()
-    };
+    let mut first = None;
+    let mut window = WINDOW;
+    while first.is_none() {
+        let head = read(start, end.min(start + window))?;
+        first = times(&head).next();
+        if start + window >= end || window >= WIDEST {
+            break;
+        }
+        window *= 4;
+    }
+    let mut last = None;
+    let mut window = WINDOW;
+    while last.is_none() {
+        let from = end.saturating_sub(window).max(start);
+        let tail = read(from, end)?;
+        last = times(&tail).last();
+        if from == start || window >= WIDEST {
+            break;
+        }
+        window *= 4;
+    }
     Ok(Span { first, last })
 }
 

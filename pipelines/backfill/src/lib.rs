@@ -733,7 +733,7 @@ fn process_file(
                 .unwrap_or_else(|| "writing the scope log failed".to_owned()),
         );
     }
-    let Some(mut item) = observed(&w.pipeline, &observe, &mut report) else {
+    let Some(mut item) = observed(&w.pipeline, &observe, &mut report, opts.index) else {
         // Nothing read: nothing to record, no cursor to move.
         return (o, None);
     };
@@ -840,7 +840,7 @@ fn rebuild_file(
         ..Default::default()
     };
     let observe = Observe::new(log, &job.path, &opts.env);
-    let Some(mut item) = observed(&w.pipeline, &observe, &mut report) else {
+    let Some(mut item) = observed(&w.pipeline, &observe, &mut report, opts.index) else {
         return (o, None);
     };
     if let Some(stage) = stage {

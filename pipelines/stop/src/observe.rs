@@ -119,11 +119,13 @@ pub fn observe_deferred<'o: 'x, 'x, R: ProjectResolver + Send + 'x>(
 
 /// What a read adds to the index: the session (its parent, agent and transcript), the
 /// first and last times of the bytes read, the rows change detection appended (taken
-/// from `report`). `None` when nothing was read.
+/// from `report`). `None` when nothing was read. `times`: read the first and last times
+/// (two small reads of the file; a run that keeps no index does without).
 pub fn observed(
     pipeline: &Pipeline,
     o: &Observe<'_>,
     report: &mut ObserveReport,
+    times: bool,
 ) -> Option<Observed> {
     if report.disabled || report.up_to_date || o.log.path().is_none() {
         return None;
@@ -150,7 +152,11 @@ pub fn observed(
         agent: (!scan.adapter.is_empty()).then(|| scan.adapter.to_owned()),
         transcript: Some(o.transcript.to_path_buf()),
         // The times are a convenience of the listing: an unreadable tail gives none.
-        span: transcope_index::span(o.transcript, start, end).unwrap_or_default(),
+        span: if times {
+            transcope_index::span(o.transcript, start, end).unwrap_or_default()
+        } else {
+            transcope_index::Span::default()
+        },
         rows: std::mem::take(&mut report.outcome.written),
         markers: Vec::new(),
         usage: Vec::new(),
@@ -204,7 +210,7 @@ pub fn observe_indexed<R: ProjectResolver + Send>(
         &mut [&mut stage, &mut usage],
     )?;
     let mut done = Indexed::default();
-    let Some(mut item) = observed(pipeline, o, &mut report) else {
+    let Some(mut item) = observed(pipeline, o, &mut report, true) else {
         return Ok((report, done));
     };
     let markers = stage.take(None);
@@ -279,26 +285,67 @@ pub fn spending(
             )
         })
         .collect();
-    spent
-        .into_iter()
-        .map(|s| {
-            let t = s.at.as_deref().and_then(transcope_core::timestamp::parse);
-            let scope = t
-                .and_then(|t| {
-                    timed
-                        .iter()
-                        .rev()
-                        .find(|(at, _)| at.is_some_and(|a| a <= t))
-                })
-                .map(|(_, f)| f.clone())
-                .unwrap_or_default();
+    // A streamed message's copies in this file become one (the index would merge them
+    // anyway; one row each is what it costs): the earliest copy's time and scope, the
+    // largest counts.
+    let mut out: Vec<(Option<transcope_core::Instant>, transcope_index::Spending)> =
+        Vec::with_capacity(spent.len());
+    let mut by_key: std::collections::HashMap<String, usize> =
+        std::collections::HashMap::with_capacity(spent.len());
+    for s in spent {
+        let t = s.at.as_deref().and_then(transcope_core::timestamp::parse);
+        if let Some(&i) = by_key.get(&s.key) {
+            let (kept_t, kept) = &mut out[i];
+            let k = &mut kept.tokens;
+            let n = &s.tokens;
+            k.input = k.input.max(n.input);
+            k.output = k.output.max(n.output);
+            k.cache_creation = k.cache_creation.max(n.cache_creation);
+            k.cache_creation_1h = k.cache_creation_1h.max(n.cache_creation_1h);
+            k.cache_read = k.cache_read.max(n.cache_read);
+            k.reasoning_output = k.reasoning_output.max(n.reasoning_output);
+            if kept.model.is_none() {
+                kept.model = s.model;
+            }
+            let earlier = match (t, *kept_t) {
+                (Some(a), Some(b)) => a < b,
+                (Some(_), None) => true,
+                _ => false,
+            };
+            if earlier {
+                *kept_t = t;
+                kept.at = s.at;
+                kept.scope = scope_at(&timed, t);
+            }
+            continue;
+        }
+        by_key.insert(s.key.clone(), out.len());
+        let scope = scope_at(&timed, t);
+        out.push((
+            t,
             transcope_index::Spending {
                 key: s.key,
                 at: s.at,
                 model: s.model,
                 tokens: s.tokens,
                 scope,
-            }
-        })
-        .collect()
+            },
+        ));
+    }
+    out.into_iter().map(|(_, s)| s).collect()
+}
+
+/// A log row's time and its `project_id`, `worktree`, `branch`, `task`, `lane`.
+type Timed = (Option<transcope_core::Instant>, [String; 5]);
+
+/// The scope fields of the last row in file order at or before `t`.
+fn scope_at(timed: &[Timed], t: Option<transcope_core::Instant>) -> [String; 5] {
+    t.and_then(|t| {
+        timed
+            .iter()
+            .rev()
+            .find(|(at, _)| at.is_some_and(|a| a <= t))
+    })
+    .map(|(_, f)| f.clone())
+    .unwrap_or_default()
 }

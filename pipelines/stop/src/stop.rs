@@ -162,7 +162,7 @@ pub fn run_stop<R: ProjectResolver + Send>(
                     if let Some(e) = &r.outcome.first_error {
                         sum.errors.push(e.clone());
                     }
-                    observed = crate::observe::observed(pipeline, &o, &mut r);
+                    observed = crate::observe::observed(pipeline, &o, &mut r, true);
                     sum.observe = Some(r);
                     pending = p;
                 }
