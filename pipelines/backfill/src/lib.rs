@@ -121,6 +121,27 @@ pub enum MarkersOut {
 /// process's threads or address space. [`Options::jobs`] above it is lowered to it.
 pub const MAX_JOBS: usize = 256;
 
+/// The address space a worker thread takes: its 2 MiB stack, its guard page and its
+/// signal stack, with room to spare.
+const THREAD_SPACE: u64 = (2 << 20) + (256 << 10);
+
+/// The address space a run needs besides its workers' stacks (buffers, the index's
+/// page cache as it fills, the allocator's arenas).
+const RUN_SPACE: u64 = 96 << 20;
+
+/// The address space this process may still map, when `RLIMIT_AS` limits it (read from
+/// `/proc/self/limits` and `/proc/self/statm`); `None` when unlimited or unknown.
+fn address_space_room() -> Option<u64> {
+    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max address space"))?;
+    let soft: u64 = line.split_whitespace().nth(3)?.parse().ok()?;
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().next()?.parse().ok()?;
+    Some(soft.saturating_sub(pages.saturating_mul(4096)))
+}
+
 /// How a backfill runs.
 pub struct Options {
     /// The agentihooks home.
@@ -303,10 +324,25 @@ where
     let summary = Mutex::new(Summary::default());
     // A pool that cannot be built (threads or memory refused by a limit) is the run's
     // error, not a panic.
-    let pool = match rayon::ThreadPoolBuilder::new()
-        .num_threads(opts.jobs.min(MAX_JOBS))
-        .build()
-    {
+    let threads = opts.jobs.min(MAX_JOBS);
+    // Under an address-space limit, a thread whose stack fits but whose signal stack
+    // does not dies in the standard library's own start-up (a panic message, not an
+    // error): ask for no more threads than the limit leaves room for.
+    let fits = match address_space_room() {
+        Some(room) if threads > 0 && (threads as u64) * THREAD_SPACE + RUN_SPACE > room => {
+            Err(format!(
+                "the address-space limit leaves room for {} of them",
+                room.saturating_sub(RUN_SPACE) / THREAD_SPACE
+            ))
+        }
+        _ => Ok(()),
+    };
+    let pool = match fits.and_then(|()| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .map_err(|e| e.to_string())
+    }) {
         Ok(pool) => pool,
         Err(e) => {
             let mut summary = Summary::default();
