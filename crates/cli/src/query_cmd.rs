@@ -172,8 +172,19 @@ pub fn run_usage(home: &Path, a: UsageArgs) -> Result<u8> {
     } else {
         a.by.clone()
     };
+    // Each model's price looked up once (the name matching runs per distinct model,
+    // not per request).
+    let resolved: std::cell::RefCell<
+        std::collections::HashMap<String, Option<&transcope_pricing::ModelPrice>>,
+    > = Default::default();
     let price = |model: Option<&str>, t: &transcope_core::Tokens| {
-        model.and_then(|m| prices.cost(m, &priced(t)))
+        let m = model?;
+        let mut cache = resolved.borrow_mut();
+        let p = match cache.get(m) {
+            Some(p) => *p,
+            None => *cache.entry(m.to_owned()).or_insert_with(|| prices.price(m)),
+        };
+        p.map(|p| p.cost(&priced(t)))
     };
     let groups = index.usage(
         &by,

@@ -6,7 +6,7 @@
 //! whose model has no price adds nothing to `cost_usd` and is counted in `unpriced`;
 //! a group where no request is priced has `cost_usd: null`, never 0.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 
 use rusqlite::params;
 use serde_json::{Map, Value};
@@ -173,7 +173,7 @@ impl Index {
                    AND (?5 IS NULL OR project_id = ?5)",
             )
             .map_err(sql)?;
-        let mut groups: BTreeMap<Vec<Option<String>>, UsageGroup> = BTreeMap::new();
+        let mut groups: HashMap<Vec<Option<String>>, UsageGroup> = HashMap::new();
         let mut q = st
             .query(params![
                 filter.since,
@@ -211,14 +211,20 @@ impl Index {
                 });
             }
             let cost = price(model.as_deref(), &tokens);
-            groups
-                .entry(keys.clone())
-                .or_insert_with(|| UsageGroup {
-                    keys,
-                    ..UsageGroup::default()
-                })
-                .add(&tokens, cost);
+            match groups.get_mut(&keys) {
+                Some(g) => g.add(&tokens, cost),
+                None => {
+                    let mut g = UsageGroup {
+                        keys: keys.clone(),
+                        ..UsageGroup::default()
+                    };
+                    g.add(&tokens, cost);
+                    groups.insert(keys, g);
+                }
+            }
         }
-        Ok(groups.into_values().collect())
+        let mut out: Vec<UsageGroup> = groups.into_values().collect();
+        out.sort_by(|a, b| a.keys.cmp(&b.keys));
+        Ok(out)
     }
 }
