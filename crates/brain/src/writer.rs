@@ -99,7 +99,20 @@ pub struct Writer<'a> {
     pub source: &'a str,
 }
 
-impl Writer<'_> {
+impl<'a> Writer<'a> {
+    /// The writer of an archived session's markers (a backfill, `observe`): the scope
+    /// switch on, no live folder, the default `source`.
+    pub fn archived(home: &'a Path, session: &'a str, env: &'a Env) -> Writer<'a> {
+        Writer {
+            home,
+            session: Some(session),
+            scope_on: true,
+            env,
+            folder: "",
+            source: "agent",
+        }
+    }
+
     /// Attribute `markers` through the writing session's `rows` and build their
     /// records (scope-log.md §5.3–§5.6, decision 164). Returns the records and
     /// `unattributed_session_events_total`.

@@ -214,7 +214,6 @@ pub fn run_usage(home: &Path, a: UsageArgs) -> Result<u8> {
     ]);
     let mut t = Table::new(&header);
     let mut total = transcope_index::UsageGroup::default();
-    let mut priced_any = false;
     for g in &groups {
         let mut row: Vec<String> = g
             .keys
@@ -226,33 +225,12 @@ pub fn run_usage(home: &Path, a: UsageArgs) -> Result<u8> {
                 )
             })
             .collect();
-        let tk = &g.tokens;
-        row.extend([
-            tk.input.to_string(),
-            tk.output.to_string(),
-            tk.cache_creation.to_string(),
-            tk.cache_read.to_string(),
-            tk.total().to_string(),
-            g.messages.to_string(),
-            cost_text(g),
-        ]);
+        row.extend(usage_cells(g));
         t.row(row);
-        let s = &mut total.tokens;
-        s.input += tk.input;
-        s.output += tk.output;
-        s.cache_creation += tk.cache_creation;
-        s.cache_read += tk.cache_read;
-        total.messages += g.messages;
-        total.unpriced += g.unpriced;
-        if let Some(c) = g.cost_usd {
-            priced_any = true;
-            *total.cost_usd.get_or_insert(0.0) += c;
-        }
+        total.absorb(g);
     }
-    let mut row: Vec<String> = by
-        .iter()
-        .enumerate()
-        .map(|(i, _)| {
+    let mut row: Vec<String> = (0..by.len())
+        .map(|i| {
             if i == 0 {
                 "total".into()
             } else {
@@ -260,20 +238,7 @@ pub fn run_usage(home: &Path, a: UsageArgs) -> Result<u8> {
             }
         })
         .collect();
-    let tk = &total.tokens;
-    row.extend([
-        tk.input.to_string(),
-        tk.output.to_string(),
-        tk.cache_creation.to_string(),
-        tk.cache_read.to_string(),
-        tk.total().to_string(),
-        total.messages.to_string(),
-        if priced_any {
-            cost_text(&total)
-        } else {
-            "–".into()
-        },
-    ]);
+    row.extend(usage_cells(&total));
     if !groups.is_empty() {
         t.row(row);
     }
@@ -281,7 +246,21 @@ pub fn run_usage(home: &Path, a: UsageArgs) -> Result<u8> {
     Ok(exit::OK)
 }
 
-/// A group's cost for a person: dollars, `*` when some requests have no price.
+/// A group's counts and cost, as the table's columns show them.
+fn usage_cells(g: &transcope_index::UsageGroup) -> [String; 7] {
+    let tk = &g.tokens;
+    [
+        tk.input.to_string(),
+        tk.output.to_string(),
+        tk.cache_creation.to_string(),
+        tk.cache_read.to_string(),
+        tk.total().to_string(),
+        g.messages.to_string(),
+        cost_text(g),
+    ]
+}
+
+/// A group's cost for a person: dollars, and how many requests have no price.
 fn cost_text(g: &transcope_index::UsageGroup) -> String {
     match (g.cost_usd, g.unpriced) {
         (None, _) => "–".into(),
@@ -666,21 +645,12 @@ pub fn run_explain(home: &Path, a: ExplainArgs) -> Result<u8> {
     let rows = log.transitions();
     // The rule (scope-log.md §4.1): the last row in file order whose own time is at or
     // before the instant.
-    let in_force = rows.iter().enumerate().rev().find(|(_, r)| {
-        r.get("at")
-            .and_then(Value::as_str)
-            .and_then(transcope_core::timestamp::parse)
-            .is_some_and(|rt| rt <= t)
-    });
+    let times = transcope_scopelog::InForce::new(&rows);
+    let in_force = times.at(t).map(|i| (i, &rows[i]));
     let later_in_file_but_earlier = in_force.map_or(0, |(i, _)| {
-        rows[..i]
+        times.times()[..i]
             .iter()
-            .filter(|r| {
-                r.get("at")
-                    .and_then(Value::as_str)
-                    .and_then(transcope_core::timestamp::parse)
-                    .is_some_and(|rt| rt > t)
-            })
+            .filter(|rt| rt.is_some_and(|rt| rt > t))
             .count()
     });
     let grant = a.grant.as_deref().map(transcope_core::Grant::parse_list);

@@ -149,6 +149,25 @@ impl Tokens {
         *self == Tokens::default()
     }
 
+    /// Add `other`'s counts, field by field.
+    pub fn add(&mut self, other: &Tokens) {
+        self.each(other, u64::saturating_add);
+    }
+
+    /// Keep the larger of each count (copies of one request: the whole usage).
+    pub fn max_each(&mut self, other: &Tokens) {
+        self.each(other, u64::max);
+    }
+
+    fn each(&mut self, o: &Tokens, f: fn(u64, u64) -> u64) {
+        self.input = f(self.input, o.input);
+        self.output = f(self.output, o.output);
+        self.cache_creation = f(self.cache_creation, o.cache_creation);
+        self.cache_creation_1h = f(self.cache_creation_1h, o.cache_creation_1h);
+        self.cache_read = f(self.cache_read, o.cache_read);
+        self.reasoning_output = f(self.reasoning_output, o.reasoning_output);
+    }
+
     /// `self - earlier`, field by field, never below zero (a running total that went
     /// back, as a restarted counter does, counts nothing).
     pub fn since(&self, earlier: &Tokens) -> Tokens {

@@ -312,7 +312,7 @@ impl Index {
                 let mut row = tx.prepare_cached(INSERT_TRANSITION)?;
                 let mut marker = tx.prepare_cached(INSERT_MARKER)?;
                 let mut fresh = tx.prepare_cached(&INSERT_USAGE_SQL)?;
-                let mut usage = tx.prepare_cached(&upsert_usage())?;
+                let mut usage = tx.prepare_cached(&UPSERT_USAGE_SQL)?;
                 for item in items {
                     if !item.session.is_empty() {
                         let (first, last) = (item.span.first.as_ref(), item.span.last.as_ref());
@@ -661,9 +661,9 @@ static INSERT_USAGE_SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(
 });
 
 /// [`UPSERT_USAGE`] with its condition spelled out.
-fn upsert_usage() -> String {
+static UPSERT_USAGE_SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     UPSERT_USAGE.replace("WHEN e THEN", &format!("WHEN {EARLIER} THEN"))
-}
+});
 
 const INSERT_TRANSITION: &str = "
 INSERT OR IGNORE INTO transitions (session, transition_id, seq, at, at_us, project_id, project, repo,

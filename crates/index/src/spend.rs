@@ -129,17 +129,21 @@ impl UsageGroup {
     }
 
     fn add(&mut self, t: &Tokens, cost: Option<f64>) {
-        let s = &mut self.tokens;
-        s.input += t.input;
-        s.output += t.output;
-        s.cache_creation += t.cache_creation;
-        s.cache_creation_1h += t.cache_creation_1h;
-        s.cache_read += t.cache_read;
-        s.reasoning_output += t.reasoning_output;
+        self.tokens.add(t);
         self.messages += 1;
         match cost {
             Some(c) => *self.cost_usd.get_or_insert(0.0) += c,
             None => self.unpriced += 1,
+        }
+    }
+
+    /// Add `other`'s totals (a table's total row): its cost when it has one.
+    pub fn absorb(&mut self, other: &UsageGroup) {
+        self.tokens.add(&other.tokens);
+        self.messages += other.messages;
+        self.unpriced += other.unpriced;
+        if let Some(c) = other.cost_usd {
+            *self.cost_usd.get_or_insert(0.0) += c;
         }
     }
 }

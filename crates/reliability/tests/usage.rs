@@ -35,6 +35,31 @@ fn n(v: &Value, k: &str) -> u64 {
     v.get(k).and_then(Value::as_u64).unwrap_or(0)
 }
 
+/// A Gemini CLI message with tokens: once per (session, id), its first copy.
+fn gemini_message(gemini: &mut BTreeMap<(String, String), (String, Counts)>, sid: &str, m: &Value) {
+    let (Some(id), Some(t), Some(tok)) =
+        (m["id"].as_str(), m["timestamp"].as_str(), m.get("tokens"))
+    else {
+        return;
+    };
+    if m["type"] != "gemini" || !tok.is_object() {
+        return;
+    }
+    let cached = n(tok, "cached").min(n(tok, "input"));
+    let c = [
+        n(tok, "input") - cached,
+        n(tok, "output") + n(tok, "thoughts"),
+        0,
+        cached,
+        1,
+    ];
+    if let Some(d) = day(t) {
+        gemini
+            .entry((sid.to_owned(), id.to_owned()))
+            .or_insert((d, c));
+    }
+}
+
 fn day(t: &str) -> Option<String> {
     // Every fixture writes UTC (`Z` or `+00:00`) times.
     (t.len() >= 10 && (t.ends_with('Z') || t.ends_with("+00:00"))).then(|| t[..10].to_owned())
@@ -60,25 +85,7 @@ fn expected(roots: &[PathBuf]) -> BTreeMap<String, Counts> {
             };
             let sid = doc["sessionId"].as_str().unwrap_or("").to_owned();
             for m in doc["messages"].as_array().into_iter().flatten() {
-                let (Some(id), Some(t), Some(tok)) =
-                    (m["id"].as_str(), m["timestamp"].as_str(), m.get("tokens"))
-                else {
-                    continue;
-                };
-                if m["type"] != "gemini" || !tok.is_object() {
-                    continue;
-                }
-                let cached = n(tok, "cached").min(n(tok, "input"));
-                let c = [
-                    n(tok, "input") - cached,
-                    n(tok, "output") + n(tok, "thoughts"),
-                    0,
-                    cached,
-                    1,
-                ];
-                if let Some(d) = day(t) {
-                    gemini.entry((sid.clone(), id.to_owned())).or_insert((d, c));
-                }
+                gemini_message(&mut gemini, &sid, m);
             }
             continue;
         }
@@ -101,25 +108,7 @@ fn expected(roots: &[PathBuf]) -> BTreeMap<String, Counts> {
         {
             let sid = sid.to_owned();
             for (_, m) in &lines[1..] {
-                let (Some(id), Some(t), Some(tok)) =
-                    (m["id"].as_str(), m["timestamp"].as_str(), m.get("tokens"))
-                else {
-                    continue;
-                };
-                if m["type"] != "gemini" || !tok.is_object() {
-                    continue;
-                }
-                let cached = n(tok, "cached").min(n(tok, "input"));
-                let c = [
-                    n(tok, "input") - cached,
-                    n(tok, "output") + n(tok, "thoughts"),
-                    0,
-                    cached,
-                    1,
-                ];
-                if let Some(d) = day(t) {
-                    gemini.entry((sid.clone(), id.to_owned())).or_insert((d, c));
-                }
+                gemini_message(&mut gemini, &sid, m);
             }
             continue;
         }

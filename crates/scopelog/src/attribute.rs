@@ -45,15 +45,45 @@ impl Event {
 /// `at` parses and is at or before the instant.
 pub fn scope_at_rows(rows: &[Row], at: &str) -> Option<Scope> {
     let t = timestamp::parse(at)?;
-    rows.iter()
-        .rev()
-        .find(|r| {
-            r.get("at")
-                .and_then(Value::as_str)
-                .and_then(timestamp::parse)
-                .is_some_and(|rt| rt <= t)
-        })
-        .map(Scope::from_json_map)
+    InForce::new(rows)
+        .at(t)
+        .map(|i| Scope::from_json_map(&rows[i]))
+}
+
+/// The rule of [`scope_at_rows`] for many instants over one log: each row's time is
+/// parsed once.
+#[derive(Clone, Debug)]
+pub struct InForce {
+    times: Vec<Option<transcope_core::Instant>>,
+}
+
+impl InForce {
+    /// The rows' times (a row whose `at` is not a string time is never in force).
+    pub fn new(rows: &[Row]) -> InForce {
+        InForce {
+            times: rows
+                .iter()
+                .map(|r| {
+                    r.get("at")
+                        .and_then(Value::as_str)
+                        .and_then(timestamp::parse)
+                })
+                .collect(),
+        }
+    }
+
+    /// The index of the row in force at `t`: the last in file order whose own time is
+    /// at or before it.
+    pub fn at(&self, t: transcope_core::Instant) -> Option<usize> {
+        self.times
+            .iter()
+            .rposition(|rt| rt.is_some_and(|rt| rt <= t))
+    }
+
+    /// Each row's time, in file order (`None`: never in force).
+    pub fn times(&self) -> &[Option<transcope_core::Instant>] {
+        &self.times
+    }
 }
 
 /// Attribute each event through `rows` (§4.2).

@@ -48,7 +48,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub use attribute::{attribute_rows, scope_at_rows, Event};
+pub use attribute::{attribute_rows, scope_at_rows, Event, InForce};
 pub use read::{decode_lossy, rows_from_bytes, splitlines, Row};
 pub use record::{row_line, Transaction, WrittenRow};
 

@@ -773,12 +773,15 @@ fn process_file(
         // Nothing read: nothing to record, no cursor to move.
         return (o, None);
     };
-    if let Some(stage) = stage {
-        found_markers(w, opts, key, &log, stage, &mut o, &mut item);
-    }
-    if let Some(usage) = usage {
-        found_usage(usage, &log, &mut o, &mut item);
-    }
+    found(
+        w,
+        opts,
+        key,
+        &log,
+        (stage.as_mut(), usage.as_mut()),
+        &mut o,
+        &mut item,
+    );
     // A file whose log could not be written keeps its old cursor (read again next
     // time), and its markers wait for that read: attributed now, against a log
     // lacking this file's rows, they would keep a wrong attribution in the ledger.
@@ -795,49 +798,33 @@ fn process_file(
     (o, Some(waiting))
 }
 
-/// The markers `stage` found, attributed through `log`, into `item`.
-fn found_markers(
+/// What the marker and usage stages found, attributed through `log`, into `item` and
+/// counted in `o`.
+fn found(
     w: &mut Worker,
     opts: &Options,
     key: &str,
     log: &ScopeLog,
-    mut stage: MarkerStage,
+    (markers, usage): (
+        Option<&mut MarkerStage>,
+        Option<&mut transcope_usage::UsageStage>,
+    ),
     o: &mut FileOutcome,
     item: &mut Observed,
 ) {
-    o.unclosed = u64::from(stage.unclosed());
-    let markers = stage.take(None);
-    if markers.is_empty() {
-        return;
-    }
-    let rows = log.transitions();
-    let writer = Writer {
-        home: &opts.home,
-        session: Some(key),
-        scope_on: true,
-        env: &opts.env,
-        folder: "",
-        source: "agent",
-    };
-    let (found, unattributed) =
-        transcope_stop::observe::found(&writer, &markers, &rows, &mut w.resolver);
-    o.unattributed = unattributed;
-    o.markers = found.len() as u64;
-    item.markers = found;
-}
-
-/// The requests `usage` found, attributed through `log`, into `item`.
-fn found_usage(
-    mut usage: transcope_usage::UsageStage,
-    log: &ScopeLog,
-    o: &mut FileOutcome,
-    item: &mut Observed,
-) {
-    let spent = usage.take();
-    if !spent.is_empty() {
-        o.requests = spent.len() as u64;
-        item.usage = transcope_stop::observe::spending(&log.transitions(), spent);
-    }
+    let writer = Writer::archived(&opts.home, key, &opts.env);
+    let done = transcope_stop::observe::attribute_into(
+        item,
+        log,
+        &writer,
+        markers,
+        usage,
+        &mut w.resolver,
+    );
+    o.unclosed = u64::from(done.unclosed);
+    o.unattributed = done.unattributed;
+    o.markers = done.markers;
+    o.requests = done.requests;
 }
 
 /// [`Options::rebuild`]: the whole file for its session and markers, no cursor, no
@@ -879,12 +866,15 @@ fn rebuild_file(
     let Some(mut item) = observed(&w.pipeline, &observe, &mut report, opts.index) else {
         return (o, None);
     };
-    if let Some(stage) = stage {
-        found_markers(w, opts, key, log, stage, &mut o, &mut item);
-    }
-    if let Some(usage) = usage {
-        found_usage(usage, log, &mut o, &mut item);
-    }
+    found(
+        w,
+        opts,
+        key,
+        log,
+        (stage.as_mut(), usage.as_mut()),
+        &mut o,
+        &mut item,
+    );
     let waiting = Waiting {
         path: job.path.clone(),
         item,

@@ -213,26 +213,16 @@ pub fn observe_indexed<R: ProjectResolver + Send>(
     let Some(mut item) = observed(pipeline, o, &mut report, true) else {
         return Ok((report, done));
     };
-    let markers = stage.take(None);
-    let spent = usage.take();
-    let rows = if markers.is_empty() && spent.is_empty() {
-        Vec::new()
-    } else {
-        o.log.transitions()
-    };
-    item.usage = spending(&rows, spent);
-    if !markers.is_empty() {
-        let writer = transcope_brain::Writer {
-            home,
-            session: Some(o.log.session()),
-            scope_on: true,
-            env: o.env,
-            folder: "",
-            source: "agent",
-        };
-        item.markers = found(&writer, &markers, &rows, &mut resolver).0;
-        done.markers = item.markers.len() as u64;
-    }
+    let writer = transcope_brain::Writer::archived(home, o.log.session(), o.env);
+    done.markers = attribute_into(
+        &mut item,
+        o.log,
+        &writer,
+        Some(&mut stage),
+        Some(&mut usage),
+        &mut resolver,
+    )
+    .markers;
     let recorded = transcope_index::Index::open(home).and_then(|mut ix| {
         ix.record(
             std::slice::from_ref(&item),
@@ -255,39 +245,27 @@ pub fn observe_indexed<R: ProjectResolver + Send>(
 
 /// Each request of `spent` with the scope in force when it was spent: the last row in
 /// file order of `rows` whose time is at or before the request's (scope-log.md §4.1,
-/// as a marker is attributed); none when no row is, or the request has no time.
+/// [`transcope_scopelog::InForce`], as a marker is attributed); none when no row is,
+/// or the request has no time.
+///
+/// A streamed message's copies in this file become one (the index would merge them
+/// anyway; one row each is what it costs): the earliest copy's time and scope, the
+/// largest counts.
 pub fn spending(
     rows: &[transcope_scopelog::Row],
     spent: Vec<transcope_usage::Spent>,
 ) -> Vec<transcope_index::Spending> {
-    use serde_json::Value;
-    let timed: Vec<(Option<transcope_core::Instant>, [String; 5])> = rows
-        .iter()
-        .map(|r| {
-            let at = r
-                .get("at")
-                .and_then(Value::as_str)
-                .and_then(transcope_core::timestamp::parse);
-            let f = |k: &str| {
-                r.get(k)
-                    .map(transcope_core::scope::normalise)
-                    .unwrap_or_default()
-            };
-            (
-                at,
-                [
-                    f("project_id"),
-                    f("worktree"),
-                    f("branch"),
-                    f("task"),
-                    f("lane"),
-                ],
-            )
+    let in_force = transcope_scopelog::InForce::new(rows);
+    let scope_at = |t: Option<transcope_core::Instant>| -> [String; 5] {
+        let Some(r) = t.and_then(|t| in_force.at(t)).map(|i| &rows[i]) else {
+            return Default::default();
+        };
+        ["project_id", "worktree", "branch", "task", "lane"].map(|k| {
+            r.get(k)
+                .map(transcope_core::scope::normalise)
+                .unwrap_or_default()
         })
-        .collect();
-    // A streamed message's copies in this file become one (the index would merge them
-    // anyway; one row each is what it costs): the earliest copy's time and scope, the
-    // largest counts.
+    };
     let mut out: Vec<(Option<transcope_core::Instant>, transcope_index::Spending)> =
         Vec::with_capacity(spent.len());
     let mut by_key: std::collections::HashMap<String, usize> =
@@ -296,14 +274,7 @@ pub fn spending(
         let t = s.at.as_deref().and_then(transcope_core::timestamp::parse);
         if let Some(&i) = by_key.get(&s.key) {
             let (kept_t, kept) = &mut out[i];
-            let k = &mut kept.tokens;
-            let n = &s.tokens;
-            k.input = k.input.max(n.input);
-            k.output = k.output.max(n.output);
-            k.cache_creation = k.cache_creation.max(n.cache_creation);
-            k.cache_creation_1h = k.cache_creation_1h.max(n.cache_creation_1h);
-            k.cache_read = k.cache_read.max(n.cache_read);
-            k.reasoning_output = k.reasoning_output.max(n.reasoning_output);
+            kept.tokens.max_each(&s.tokens);
             if kept.model.is_none() {
                 kept.model = s.model;
             }
@@ -315,12 +286,12 @@ pub fn spending(
             if earlier {
                 *kept_t = t;
                 kept.at = s.at;
-                kept.scope = scope_at(&timed, t);
+                kept.scope = scope_at(t);
             }
             continue;
         }
         by_key.insert(s.key.clone(), out.len());
-        let scope = scope_at(&timed, t);
+        let scope = scope_at(t);
         out.push((
             t,
             transcope_index::Spending {
@@ -335,17 +306,50 @@ pub fn spending(
     out.into_iter().map(|(_, s)| s).collect()
 }
 
-/// A log row's time and its `project_id`, `worktree`, `branch`, `task`, `lane`.
-type Timed = (Option<transcope_core::Instant>, [String; 5]);
+/// What the marker and usage stages found in one read, attributed through the session's
+/// log (read once, and only when there is something to attribute).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Attributed {
+    /// Markers found.
+    pub markers: u64,
+    /// Of those, labelled unknown or refused.
+    pub unattributed: u64,
+    /// A marker block was still open at the end of the read.
+    pub unclosed: bool,
+    /// Requests whose usage was read (copies included).
+    pub requests: u64,
+}
 
-/// The scope fields of the last row in file order at or before `t`.
-fn scope_at(timed: &[Timed], t: Option<transcope_core::Instant>) -> [String; 5] {
-    t.and_then(|t| {
-        timed
-            .iter()
-            .rev()
-            .find(|(at, _)| at.is_some_and(|a| a <= t))
-    })
-    .map(|(_, f)| f.clone())
-    .unwrap_or_default()
+/// Put into `item` what `markers` and `usage` found, attributed by `writer` through
+/// `log` (an archived session's: [`transcope_brain::Writer::archived`]).
+pub fn attribute_into<R: ProjectResolver>(
+    item: &mut Observed,
+    log: &ScopeLog,
+    writer: &transcope_brain::Writer<'_>,
+    markers: Option<&mut transcope_markers::MarkerStage>,
+    usage: Option<&mut transcope_usage::UsageStage>,
+    resolver: &mut R,
+) -> Attributed {
+    let mut done = Attributed::default();
+    let found_markers = match markers {
+        Some(m) => {
+            done.unclosed = m.unclosed();
+            m.take(None)
+        }
+        None => Vec::new(),
+    };
+    let spent = usage.map(|u| u.take()).unwrap_or_default();
+    if found_markers.is_empty() && spent.is_empty() {
+        return done;
+    }
+    let rows = log.transitions();
+    if !found_markers.is_empty() {
+        let (f, unattributed) = found(writer, &found_markers, &rows, resolver);
+        done.markers = f.len() as u64;
+        done.unattributed = unattributed;
+        item.markers = f;
+    }
+    done.requests = spent.len() as u64;
+    item.usage = spending(&rows, spent);
+    done
 }

@@ -239,8 +239,10 @@ pub fn run_stop<R: ProjectResolver + Send>(
         .as_ref()
         .filter(|l| l.path().is_some())
         .map(ScopeLog::session);
-    let flagged = brain.enabled && key.is_some_and(|k| pending_flag(home, k).exists());
     let something = observed.is_some() || !found.is_empty();
+    // The flag matters only to a Stop that would not open the index anyway.
+    let flagged =
+        !something && brain.enabled && key.is_some_and(|k| pending_flag(home, k).exists());
     let mut index = None;
     if something || flagged {
         match Index::open(home) {
