@@ -17,11 +17,13 @@
 //!   a fifth of a nothing-new Stop's time, measured in `benches/README.md`). A hook
 //!   process also opens its connection without SQLite's lookaside and first page-cache
 //!   allocations (`configure`).
-//! * **A first pass asks nothing per file:** a batched store looks once whether the
-//!   database holds any cursor. If not, a load asks the database only for rows the store
-//!   wrote itself, and each batch's transaction checks (`PRAGMA data_version`, or the
-//!   row count when there was no database) that no other connection wrote meanwhile;
-//!   if one did, every later load asks. A cursor another process commits during a
+//! * **A pass asks nothing per file:** a batched store reads the database's cursors
+//!   once, in one transaction (up to [`CursorStore::SNAPSHOT`] of them; past that it
+//!   asks per file). A load then asks the database only for rows the store wrote
+//!   itself, and each batch's transaction checks (`PRAGMA data_version`, or the row
+//!   count when there was no database) that no other connection wrote meanwhile; if
+//!   one did, every later load asks. (A sync over an archive read before opens each
+//!   transcript's cursor from memory: one query, not a locked read per file.) A cursor another process commits during a
 //!   fresh batch is thus seen from the batch after it on, as that process sees the
 //!   batch's cursors only once a batch is written.
 //! * **Kill safe:** an intent is stored before the stages make anything durable (not
@@ -125,9 +127,11 @@ enum Fresh {
     Unknown,
     /// The database held cursors, or another process wrote one since: every load asks.
     No,
-    /// It held none, and no other connection has written since: a load asks the
-    /// database only for the keys this store wrote.
+    /// It held `rows` (none, on a first pass), and no other connection has written
+    /// since: a load asks the database only for the keys this store wrote.
     Yes {
+        /// The rows it held, by their hash (with their key, to be sure).
+        rows: HashMap<u64, (RowKey, String)>,
         /// Hashes of the rows it wrote.
         wrote: HashSet<u64>,
         /// The database's `PRAGMA data_version` when it looked (unchanged while only
@@ -181,6 +185,10 @@ impl From<StoreError> for io::Error {
 impl CursorStore {
     /// Cursors written by a batched store per transaction.
     pub const BATCH: usize = 512;
+
+    /// The most cursors a batched store reads into memory at its first load (about
+    /// 400 bytes each).
+    pub const SNAPSHOT: usize = 100_000;
 
     /// The store under `home`; `durable`: each saved cursor is committed and synced at
     /// once (a hook), else saved cursors are written in batches ([`CursorStore::flush`]).
@@ -246,11 +254,12 @@ impl CursorStore {
             // The one look of a fresh store, before it wrote anything: a database that
             // does not exist, or holds no row.
             drop(batch);
-            let fresh = self.empty_version().unwrap_or(None);
+            let fresh = self.snapshot().unwrap_or(None);
             batch = lock(&self.batch);
             if matches!(batch.fresh, Fresh::Unknown) {
                 batch.fresh = match fresh {
-                    Some(version) => Fresh::Yes {
+                    Some((rows, version)) => Fresh::Yes {
+                        rows,
                         wrote: HashSet::new(),
                         version,
                     },
@@ -270,27 +279,55 @@ impl CursorStore {
             }
         }
         Ok(match &batch.fresh {
-            Fresh::Yes { wrote, .. } if !wrote.contains(&self.hash(key, transcript)) => Held::None,
+            Fresh::Yes { wrote, rows, .. } => {
+                let h = self.hash(key, transcript);
+                if wrote.contains(&h) {
+                    Held::Ask
+                } else {
+                    match rows.get(&h) {
+                        Some(((k, p), text)) if k == key && p == path_bytes(transcript) => {
+                            Held::Text(text.clone())
+                        }
+                        Some(_) => Held::Ask,
+                        None => Held::None,
+                    }
+                }
+            }
             _ => Held::Ask,
         })
     }
 
-    /// `Some` when the database has no cursor: its `data_version` read in the same
-    /// transaction (`None` inside: there is no database).
-    fn empty_version(&self) -> Result<Option<Option<i64>>, StoreError> {
+    /// The database's cursors and its `data_version`, read in one transaction
+    /// (`None` inside: there is no database); `None` when it holds more than
+    /// [`CursorStore::SNAPSHOT`].
+    #[allow(clippy::type_complexity)]
+    fn snapshot(
+        &self,
+    ) -> Result<Option<(HashMap<u64, (RowKey, String)>, Option<i64>)>, StoreError> {
         let mut guard = self.connection(false)?;
         let Some(conn) = guard.as_mut() else {
-            return Ok(Some(None));
+            return Ok(Some((HashMap::new(), None)));
         };
-        let look = |db: &mut Connection| -> rusqlite::Result<Option<Option<i64>>> {
+        let look = |db: &mut Connection| {
             let tx = db.transaction()?;
-            let empty: bool =
-                tx.query_row("SELECT NOT EXISTS (SELECT 1 FROM cursors)", [], |r| {
-                    r.get(0)
-                })?;
+            let n: i64 = tx.query_row("SELECT count(*) FROM cursors", [], |r| r.get(0))?;
+            if usize::try_from(n).map_or(true, |n| n > Self::SNAPSHOT) {
+                return Ok(None);
+            }
+            let mut rows = HashMap::with_capacity(n as usize);
+            {
+                let mut st = tx.prepare("SELECT session, path, cursor FROM cursors")?;
+                let mut q = st.query([])?;
+                while let Some(r) = q.next()? {
+                    let (key, path, text): (String, Vec<u8>, String) =
+                        (r.get(0)?, r.get(1)?, r.get(2)?);
+                    let h = self.hash(&key, Path::new(OsStr::from_bytes(&path)));
+                    rows.insert(h, ((key, path), text));
+                }
+            }
             let version: i64 = tx.pragma_query_value(None, "data_version", |r| r.get(0))?;
             tx.commit()?;
-            Ok(empty.then_some(Some(version)))
+            rusqlite::Result::Ok(Some((rows, Some(version))))
         };
         look(&mut conn.db).map_err(|e| self.sqlite(e))
     }
@@ -436,7 +473,7 @@ impl CursorStore {
         rows.extend(std::mem::take(&mut batch.saved));
         let rows = Arc::new(rows);
         let fresh = match &mut batch.fresh {
-            Fresh::Yes { wrote, version } => {
+            Fresh::Yes { wrote, version, .. } => {
                 wrote.extend(
                     rows.keys()
                         .map(|(k, p)| self.hash(k, Path::new(OsStr::from_bytes(p)))),

@@ -35,6 +35,7 @@ pub mod query;
 pub mod schema;
 mod span;
 pub mod spend;
+mod usage;
 
 use std::fs;
 use std::io;
@@ -49,6 +50,7 @@ pub use deliver::{deliver, DeliverReport};
 pub use query::{LedgerFilter, LedgerRow, SessionFilter, SessionInfo, TimelineItem};
 pub use span::{span, Span};
 pub use spend::{UsageFilter, UsageGroup, UsageKey};
+pub use usage::UsageBatch;
 
 /// `<home>/transcope/index.sqlite`.
 pub fn index_path(home: &Path) -> PathBuf {
@@ -209,14 +211,15 @@ pub struct Observed {
 pub struct Spending {
     /// What every copy of the request shares (`transcope_usage::Spent::key`).
     pub key: String,
-    /// The record's time, as recorded.
-    pub at: Option<String>,
+    /// The record's time, in microseconds since the epoch (`None`: no time).
+    pub at_us: Option<i64>,
     /// The model.
     pub model: Option<String>,
     /// The counts.
     pub tokens: transcope_core::Tokens,
-    /// `project_id`, `worktree`, `branch`, `task`, `lane` of the row in force.
-    pub scope: [String; 5],
+    /// `project_id`, `worktree`, `branch`, `task`, `lane` of the row in force (shared
+    /// by the requests spent under one row).
+    pub scope: std::sync::Arc<[String; 5]>,
 }
 
 impl Observed {
@@ -247,6 +250,16 @@ impl Recorded {
 pub struct Index {
     conn: Connection,
     path: PathBuf,
+    /// The `usage_scopes` and `usage_models` ids this connection has committed.
+    ids: Ids,
+}
+
+/// Scope and model ids by their text (ids are never reused or removed).
+#[derive(Default)]
+pub(crate) struct Ids {
+    /// `[session, root_session, project_id, worktree, branch, task, lane]`.
+    pub(crate) scopes: std::collections::HashMap<[String; 7], i64>,
+    pub(crate) models: std::collections::HashMap<String, i64>,
 }
 
 impl Index {
@@ -276,9 +289,14 @@ impl Index {
         // SQLite from spilling and re-reading pages mid-transaction.
         conn.pragma_update(None, "cache_size", -65536)
             .map_err(|e| open(e.into()))?;
+        // A query that reads the whole usage table maps it rather than copying each
+        // page into the cache.
+        conn.pragma_update(None, "mmap_size", 1i64 << 30)
+            .map_err(|e| open(e.into()))?;
         Ok(Index {
             conn,
             path: path.to_path_buf(),
+            ids: Ids::default(),
         })
     }
 
@@ -303,7 +321,9 @@ impl Index {
         sync: bool,
     ) -> Result<Vec<Recorded>, IndexError> {
         let now = transcope_core::Instant::now().unix_micros();
-        let run = |conn: &mut Connection| -> rusqlite::Result<Vec<Recorded>> {
+        let ids = &self.ids;
+        let mut fresh_ids = Ids::default();
+        let run = |conn: &mut Connection, fresh_ids: &mut Ids| -> rusqlite::Result<Vec<Recorded>> {
             conn.pragma_update(None, "synchronous", if sync { "FULL" } else { "NORMAL" })?;
             let tx = conn.transaction()?;
             let mut out = Vec::with_capacity(items.len());
@@ -311,8 +331,6 @@ impl Index {
                 let mut session = tx.prepare_cached(UPSERT_SESSION)?;
                 let mut row = tx.prepare_cached(INSERT_TRANSITION)?;
                 let mut marker = tx.prepare_cached(INSERT_MARKER)?;
-                let mut fresh = tx.prepare_cached(&INSERT_USAGE_SQL)?;
-                let mut usage = tx.prepare_cached(&UPSERT_USAGE_SQL)?;
                 for item in items {
                     if !item.session.is_empty() {
                         let (first, last) = (item.span.first.as_ref(), item.span.last.as_ref());
@@ -341,52 +359,36 @@ impl Index {
                     }
                     out.push(rec);
                 }
-                // Every request of the batch, in key order: one pass over the key
-                // index's pages however many files the batch holds.
-                let mut requests: Vec<(&Observed, &Spending, [u8; 16])> = items
-                    .iter()
-                    .flat_map(|i| i.usage.iter().map(move |u| (i, u, usage_key(&u.key))))
-                    .collect();
-                requests.sort_unstable_by_key(|r| r.2);
-                for (item, u, key) in &requests {
-                    let root = item.parent.as_deref().unwrap_or(&item.session);
-                    let t = &u.tokens;
-                    let at_us =
-                        u.at.as_deref()
-                            .and_then(timestamp::parse)
-                            .map(|t| t.unix_micros());
-                    let n = |v: u64| v.min(i64::MAX as u64) as i64;
-                    let values = params![
-                        key,
-                        item.session,
-                        root,
-                        item.parent.is_none(),
-                        u.at,
-                        at_us,
-                        u.model,
-                        n(t.input),
-                        n(t.output),
-                        n(t.cache_creation),
-                        n(t.cache_creation_1h),
-                        n(t.cache_read),
-                        n(t.reasoning_output),
-                        u.scope[0],
-                        u.scope[1],
-                        u.scope[2],
-                        u.scope[3],
-                        u.scope[4],
-                    ];
-                    // Most requests are new: a plain insert; a copy of one kept
-                    // already merges into it.
-                    if fresh.execute(values)? == 0 {
-                        usage.execute(values)?;
-                    }
-                }
             }
+            let mut batch = UsageBatch::default();
+            for item in items {
+                batch.add(item, item.usage.iter().cloned());
+            }
+            usage::write(&tx, ids, fresh_ids, &mut batch)?;
             tx.commit()?;
             Ok(out)
         };
-        run(&mut self.conn).map_err(|e| self.sqlite(e))
+        let out = run(&mut self.conn, &mut fresh_ids).map_err(|e| self.sqlite(e))?;
+        // Committed: the new ids are known from now on (a rolled-back batch's are not).
+        self.ids.scopes.extend(fresh_ids.scopes);
+        self.ids.models.extend(fresh_ids.models);
+        Ok(out)
+    }
+
+    /// Write `batch`'s requests in one transaction (not synced) and empty it.
+    pub fn record_usage(&mut self, batch: &mut UsageBatch) -> Result<(), IndexError> {
+        let ids = &self.ids;
+        let mut fresh_ids = Ids::default();
+        let mut run = |conn: &mut Connection, fresh_ids: &mut Ids| -> rusqlite::Result<()> {
+            conn.pragma_update(None, "synchronous", "NORMAL")?;
+            let tx = conn.transaction()?;
+            usage::write(&tx, ids, fresh_ids, batch)?;
+            tx.commit()
+        };
+        run(&mut self.conn, &mut fresh_ids).map_err(|e| self.sqlite(e))?;
+        self.ids.scopes.extend(fresh_ids.scopes);
+        self.ids.models.extend(fresh_ids.models);
+        Ok(())
     }
 
     /// Mirror every scope log under `<home>/brain/session-scopes/` whose size differs
@@ -607,63 +609,6 @@ ON CONFLICT(session) DO UPDATE SET
     last_us = CASE WHEN excluded.last_us IS NOT NULL AND (last_us IS NULL OR excluded.last_us >= last_us)
                    THEN excluded.last_us ELSE last_us END,
     log_size = CASE WHEN ?9 THEN NULL ELSE log_size END";
-
-/// Every copy of a request is one row. Its time, session and scope are the earliest
-/// copy's (a root session's on a tie), whichever file is read first; its counts are
-/// the largest any copy reports, field by field: Claude Code writes a line per
-/// content block of a streamed message, each with the usage so far (the output count
-/// grows), and a resumed session replays the last of them, so the largest is the
-/// request's whole usage and a replay adds nothing.
-const UPSERT_USAGE: &str = "
-INSERT INTO usage (message_key, session, root_session, is_root, at, at_us, model, input_tokens,
-    output_tokens, cache_creation_input_tokens, cache_creation_1h_input_tokens, cache_read_input_tokens,
-    reasoning_output_tokens, project_id, worktree, branch, task, lane)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)
-ON CONFLICT(message_key) DO UPDATE SET
-    session = CASE WHEN e THEN excluded.session ELSE session END,
-    root_session = CASE WHEN e THEN excluded.root_session ELSE root_session END,
-    is_root = CASE WHEN e THEN excluded.is_root ELSE is_root END,
-    at = CASE WHEN e THEN excluded.at ELSE at END,
-    at_us = CASE WHEN e THEN excluded.at_us ELSE at_us END,
-    model = coalesce(CASE WHEN e THEN excluded.model ELSE model END, model, excluded.model),
-    project_id = CASE WHEN e THEN excluded.project_id ELSE project_id END,
-    worktree = CASE WHEN e THEN excluded.worktree ELSE worktree END,
-    branch = CASE WHEN e THEN excluded.branch ELSE branch END,
-    task = CASE WHEN e THEN excluded.task ELSE task END,
-    lane = CASE WHEN e THEN excluded.lane ELSE lane END,
-    input_tokens = max(input_tokens, excluded.input_tokens),
-    output_tokens = max(output_tokens, excluded.output_tokens),
-    cache_creation_input_tokens = max(cache_creation_input_tokens, excluded.cache_creation_input_tokens),
-    cache_creation_1h_input_tokens = max(cache_creation_1h_input_tokens, excluded.cache_creation_1h_input_tokens),
-    cache_read_input_tokens = max(cache_read_input_tokens, excluded.cache_read_input_tokens),
-    reasoning_output_tokens = max(reasoning_output_tokens, excluded.reasoning_output_tokens)";
-
-/// The copy being inserted is the earlier one (a root session's on a tie).
-const EARLIER: &str =
-    "((excluded.at_us IS NOT NULL AND (usage.at_us IS NULL OR excluded.at_us < usage.at_us))
-    OR (excluded.at_us IS usage.at_us AND excluded.is_root > usage.is_root))";
-
-/// A request's key as stored: the first 16 bytes of its SHA-256.
-fn usage_key(key: &str) -> [u8; 16] {
-    use sha2::Digest;
-    let d = sha2::Sha256::digest(key.as_bytes());
-    let mut k = [0u8; 16];
-    k.copy_from_slice(&d[..16]);
-    k
-}
-
-/// A request not seen before: [`UPSERT_USAGE`] without its conflict clause.
-static INSERT_USAGE_SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-    let head = &UPSERT_USAGE[..UPSERT_USAGE
-        .find("ON CONFLICT")
-        .unwrap_or(UPSERT_USAGE.len())];
-    head.replacen("INSERT INTO", "INSERT OR IGNORE INTO", 1)
-});
-
-/// [`UPSERT_USAGE`] with its condition spelled out.
-static UPSERT_USAGE_SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-    UPSERT_USAGE.replace("WHEN e THEN", &format!("WHEN {EARLIER} THEN"))
-});
 
 const INSERT_TRANSITION: &str = "
 INSERT OR IGNORE INTO transitions (session, transition_id, seq, at, at_us, project_id, project, repo,

@@ -13,10 +13,14 @@
 //!   SHA-256, in a compact unique index rather than as the table's key, so a batch's
 //!   inserts touch the index's pages and the table's last ones, not the whole table: every copy of a request shares
 //!   it, and the earliest copy is kept, a root session's on a tie), with its time,
-//!   model, tokens and the scope in force when it was spent.
+//!   model, tokens and the scope in force when it was spent. Since version 2 the
+//!   key is the table's key (`WITHOUT ROWID`: one B-tree, which a backfill fills in
+//!   key order, many files' requests at a time), and the scope and model are
+//!   numbers (rows of `usage_scopes` and `usage_models`), so a request's row is about
+//!   45 bytes and a query reads no text per request.
 
 /// The migrations, in order: migration `i` takes version `i` to `i + 1`.
-pub const MIGRATIONS: &[&str] = &[V1];
+pub const MIGRATIONS: &[&str] = &[V1, V2];
 
 const V1: &str = "
 CREATE TABLE sessions (
@@ -95,4 +99,53 @@ CREATE TABLE usage (
     task TEXT NOT NULL DEFAULT '',
     lane TEXT NOT NULL DEFAULT ''
 );
+";
+
+/// Version 2: a request's scope and model by number. The rows of version 1 move over
+/// as they are (their recorded time text, which nothing read, is dropped).
+const V2: &str = "
+CREATE TABLE usage_scopes (
+    id INTEGER PRIMARY KEY,
+    session TEXT NOT NULL,
+    root_session TEXT NOT NULL,
+    project_id TEXT NOT NULL DEFAULT '',
+    worktree TEXT NOT NULL DEFAULT '',
+    branch TEXT NOT NULL DEFAULT '',
+    task TEXT NOT NULL DEFAULT '',
+    lane TEXT NOT NULL DEFAULT '',
+    UNIQUE (session, root_session, project_id, worktree, branch, task, lane)
+);
+CREATE TABLE usage_models (
+    id INTEGER PRIMARY KEY,
+    model TEXT NOT NULL UNIQUE
+);
+CREATE TABLE usage_v2 (
+    message_key BLOB PRIMARY KEY,
+    scope INTEGER NOT NULL REFERENCES usage_scopes (id),
+    is_root INTEGER NOT NULL,
+    at_us INTEGER,
+    model INTEGER REFERENCES usage_models (id),
+    input_tokens INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    cache_creation_input_tokens INTEGER NOT NULL DEFAULT 0,
+    cache_creation_1h_input_tokens INTEGER NOT NULL DEFAULT 0,
+    cache_read_input_tokens INTEGER NOT NULL DEFAULT 0,
+    reasoning_output_tokens INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+INSERT INTO usage_scopes (session, root_session, project_id, worktree, branch, task, lane)
+    SELECT DISTINCT session, root_session, project_id, worktree, branch, task, lane FROM usage;
+INSERT INTO usage_models (model) SELECT DISTINCT model FROM usage WHERE model IS NOT NULL;
+INSERT INTO usage_v2 (message_key, scope, is_root, at_us, model, input_tokens, output_tokens,
+    cache_creation_input_tokens, cache_creation_1h_input_tokens, cache_read_input_tokens,
+    reasoning_output_tokens)
+SELECT u.message_key, s.id, u.is_root, u.at_us, m.id, u.input_tokens, u.output_tokens,
+    u.cache_creation_input_tokens, u.cache_creation_1h_input_tokens, u.cache_read_input_tokens,
+    u.reasoning_output_tokens
+FROM usage u
+JOIN usage_scopes s ON s.session = u.session AND s.root_session = u.root_session
+    AND s.project_id = u.project_id AND s.worktree = u.worktree AND s.branch = u.branch
+    AND s.task = u.task AND s.lane = u.lane
+LEFT JOIN usage_models m ON m.model = u.model;
+DROP TABLE usage;
+ALTER TABLE usage_v2 RENAME TO usage;
 ";

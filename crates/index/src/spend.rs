@@ -8,6 +8,8 @@
 
 use std::collections::HashMap;
 
+use rustc_hash::FxHashMap;
+
 use rusqlite::params;
 use serde_json::{Map, Value};
 use transcope_core::Tokens;
@@ -154,6 +156,9 @@ fn day(micros: i64) -> String {
     t[..10].to_owned()
 }
 
+/// A `usage_scopes` row: session, root session, project, worktree, branch, task.
+type ScopeRow = [Option<String>; 6];
+
 impl Index {
     /// The requests `filter` keeps, grouped by `by` (in key order), each priced by
     /// `price(model, tokens)`; with `by` empty, one group of everything.
@@ -164,66 +169,148 @@ impl Index {
         price: &dyn Fn(Option<&str>, &Tokens) -> Option<f64>,
     ) -> Result<Vec<UsageGroup>, IndexError> {
         let sql = |e| self.sqlite(e);
-        let mut st = self
-            .conn()
-            .prepare_cached(
-                "SELECT session, root_session, at_us, model, input_tokens, output_tokens,
-                        cache_creation_input_tokens, cache_creation_1h_input_tokens,
-                        cache_read_input_tokens, reasoning_output_tokens,
-                        project_id, worktree, branch, task
-                 FROM usage
-                 WHERE (?1 IS NULL OR at_us >= ?1) AND (?2 IS NULL OR at_us <= ?2)
-                   AND (?3 IS NULL OR session = ?3) AND (?4 IS NULL OR task = ?4)
-                   AND (?5 IS NULL OR project_id = ?5)",
-            )
-            .map_err(sql)?;
-        let mut groups: HashMap<Vec<Option<String>>, UsageGroup> = HashMap::new();
-        let mut q = st
-            .query(params![
-                filter.since,
-                filter.until,
-                filter.session,
-                filter.task,
-                filter.project
-            ])
-            .map_err(sql)?;
-        let n = |v: i64| v.max(0) as u64;
-        while let Some(r) = q.next().map_err(sql)? {
-            let get = |i: usize| r.get::<_, Option<String>>(i).map_err(sql);
-            let num = |i: usize| r.get::<_, i64>(i).map(n).map_err(sql);
-            let tokens = Tokens {
-                input: num(4)?,
-                output: num(5)?,
-                cache_creation: num(6)?,
-                cache_creation_1h: num(7)?,
-                cache_read: num(8)?,
-                reasoning_output: num(9)?,
-            };
-            let model = get(3)?;
-            let at_us: Option<i64> = r.get(2).map_err(sql)?;
-            let mut keys = Vec::with_capacity(by.len());
-            for k in by {
-                keys.push(match k {
-                    UsageKey::Project => get(10)?,
-                    UsageKey::Worktree => get(11)?,
-                    UsageKey::Branch => get(12)?,
-                    UsageKey::Task => get(13)?,
-                    UsageKey::Session => get(0)?,
-                    UsageKey::RootSession => get(1)?,
-                    UsageKey::Model => model.clone(),
-                    UsageKey::Day => at_us.map(day),
-                });
+        let conn = self.conn();
+        // The scopes and models, by number (a few thousand rows at most).
+        let mut scopes: FxHashMap<i64, ScopeRow> = FxHashMap::default();
+        {
+            let mut st = conn
+                .prepare_cached(
+                    "SELECT id, session, root_session, project_id, worktree, branch, task
+                     FROM usage_scopes",
+                )
+                .map_err(sql)?;
+            let mut q = st.query([]).map_err(sql)?;
+            while let Some(r) = q.next().map_err(sql)? {
+                let get = |i: usize| r.get::<_, Option<String>>(i).map_err(sql);
+                let row = [get(1)?, get(2)?, get(3)?, get(4)?, get(5)?, get(6)?];
+                scopes.insert(r.get(0).map_err(sql)?, row);
             }
-            let cost = price(model.as_deref(), &tokens);
+        }
+        let mut models: FxHashMap<i64, String> = FxHashMap::default();
+        {
+            let mut st = conn
+                .prepare_cached("SELECT id, model FROM usage_models")
+                .map_err(sql)?;
+            let mut q = st.query([]).map_err(sql)?;
+            while let Some(r) = q.next().map_err(sql)? {
+                models.insert(r.get(0).map_err(sql)?, r.get(1).map_err(sql)?);
+            }
+        }
+        let wanted = |row: &ScopeRow| {
+            let is = |f: &Option<String>, v: &Option<String>| v.is_none() || f == v;
+            is(&row[0], &filter.session)
+                && is(&row[5], &filter.task)
+                && is(&row[2], &filter.project)
+        };
+        let by_day = by.contains(&UsageKey::Day);
+        // Requests summed by (scope, model, day) first, each priced on its own; the
+        // groups `by` names are made of those. Scope and model ids are small and
+        // dense: without days, a request's part is a place in one array.
+        let max_scope = scopes.keys().copied().max().unwrap_or(0).max(0) as usize;
+        let max_model = models.keys().copied().max().unwrap_or(0).max(0) as usize;
+        let width = max_model + 2;
+        let keep: Vec<bool> = (0..=max_scope)
+            .map(|id| scopes.get(&(id as i64)).is_some_and(wanted))
+            .collect();
+        // A (scope, model) slot's place in `dated[None]`, plus one: 0 for none yet.
+        let mut place: Vec<u32> = vec![0; (max_scope + 1) * width];
+        let mut undated: Vec<(usize, UsageGroup)> = Vec::new();
+        let mut daily: FxHashMap<(usize, i64), UsageGroup> = FxHashMap::default();
+        {
+            const COLUMNS: &str = "SELECT scope, model, at_us, input_tokens, output_tokens,
+                cache_creation_input_tokens, cache_creation_1h_input_tokens,
+                cache_read_input_tokens, reasoning_output_tokens FROM usage";
+            let windowed = filter.since.is_some() || filter.until.is_some();
+            let mut st = if windowed {
+                conn.prepare_cached(&format!(
+                    "{COLUMNS} WHERE (?1 IS NULL OR at_us >= ?1) AND (?2 IS NULL OR at_us <= ?2)"
+                ))
+            } else {
+                conn.prepare_cached(COLUMNS)
+            }
+            .map_err(sql)?;
+            let mut q = if windowed {
+                st.query(params![filter.since, filter.until])
+            } else {
+                st.query([])
+            }
+            .map_err(sql)?;
+            while let Some(r) = q.next().map_err(sql)? {
+                let int = |i: usize| -> Result<Option<i64>, IndexError> {
+                    r.get_ref(i)
+                        .and_then(|v| v.as_i64_or_null().map_err(Into::into))
+                        .map_err(sql)
+                };
+                let scope = int(0)?.unwrap_or(-1);
+                if !(0..=max_scope as i64).contains(&scope) || !keep[scope as usize] {
+                    continue;
+                }
+                let n = |i: usize| int(i).map(|v| v.unwrap_or(0).max(0) as u64);
+                let tokens = Tokens {
+                    input: n(3)?,
+                    output: n(4)?,
+                    cache_creation: n(5)?,
+                    cache_creation_1h: n(6)?,
+                    cache_read: n(7)?,
+                    reasoning_output: n(8)?,
+                };
+                let model = int(1)?.filter(|m| models.contains_key(m));
+                let slot = scope as usize * width + model.map_or(0, |m| m as usize + 1);
+                let cost = price(
+                    model.and_then(|m| models.get(&m)).map(String::as_str),
+                    &tokens,
+                );
+                let dated = if by_day { int(2)? } else { None };
+                if let Some(t) = dated {
+                    daily
+                        .entry((slot, t.div_euclid(DAY_US)))
+                        .or_default()
+                        .add(&tokens, cost);
+                    continue;
+                }
+                let at = &mut place[slot];
+                if *at == 0 {
+                    undated.push((slot, UsageGroup::default()));
+                    *at = undated.len() as u32;
+                }
+                undated[*at as usize - 1].1.add(&tokens, cost);
+            }
+        }
+        let unslot = |slot: usize| {
+            let model = slot % width;
+            ((slot / width) as i64, (model > 0).then(|| model as i64 - 1))
+        };
+        let mut parts: Vec<(PartKey, UsageGroup)> = Vec::new();
+        for (slot, g) in undated {
+            let (scope, model) = unslot(slot);
+            parts.push(((scope, model, None), g));
+        }
+        for ((slot, day), g) in daily {
+            let (scope, model) = unslot(slot);
+            parts.push(((scope, model, Some(day)), g));
+        }
+        let mut groups: HashMap<Vec<Option<String>>, UsageGroup> = HashMap::new();
+        // In key order, so a group's cost is summed the same way every time.
+        parts.sort_unstable_by_key(|p| p.0);
+        for ((scope, model, day), part) in parts {
+            let row = &scopes[&scope];
+            let keys: Vec<Option<String>> = by
+                .iter()
+                .map(|k| match k {
+                    UsageKey::Session => row[0].clone(),
+                    UsageKey::RootSession => row[1].clone(),
+                    UsageKey::Project => row[2].clone(),
+                    UsageKey::Worktree => row[3].clone(),
+                    UsageKey::Branch => row[4].clone(),
+                    UsageKey::Task => row[5].clone(),
+                    UsageKey::Model => model.and_then(|m| models.get(&m)).cloned(),
+                    UsageKey::Day => day.map(|d| self::day(d * DAY_US)),
+                })
+                .collect();
             match groups.get_mut(&keys) {
-                Some(g) => g.add(&tokens, cost),
+                Some(g) => g.absorb(&part),
                 None => {
-                    let mut g = UsageGroup {
-                        keys: keys.clone(),
-                        ..UsageGroup::default()
-                    };
-                    g.add(&tokens, cost);
-                    groups.insert(keys, g);
+                    groups.insert(keys.clone(), UsageGroup { keys, ..part });
                 }
             }
         }
@@ -232,3 +319,9 @@ impl Index {
         Ok(out)
     }
 }
+
+/// A part's (scope, model, day): the ids of the scope and model, the day number.
+type PartKey = (i64, Option<i64>, Option<i64>);
+
+/// A day in microseconds.
+const DAY_US: i64 = 86_400_000_000;

@@ -264,23 +264,6 @@ fn usage_per_day_equals_an_independent_count() {
     assert_eq!(text(&again.stdout).lines().count(), got.len());
 }
 
-/// A Claude assistant line with usage, at `secs`, in `cwd` on `branch`.
-fn spend_line(secs: u64, cwd: &str, branch: &str, id: &str, input: u64, output: u64) -> String {
-    serde_json::json!({
-        "type": "assistant",
-        "timestamp": iso(secs, "Z"),
-        "cwd": cwd,
-        "gitBranch": branch,
-        "sessionId": "attrib",
-        "requestId": format!("req-{id}"),
-        "message": {"id": id, "role": "assistant", "model": "claude-sonnet-4-20250514",
-            "content": [{"type": "text", "text": "ok"}],
-            "usage": {"input_tokens": input, "output_tokens": output,
-                "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}},
-    })
-    .to_string()
-}
-
 #[test]
 fn usage_is_attributed_to_the_scope_in_force_when_it_was_spent() {
     let sb = Sandbox::new();
@@ -296,16 +279,16 @@ fn usage_is_attributed_to_the_scope_in_force_when_it_was_spent() {
     let t = dir.join("attrib.jsonl");
     let lines = [
         claude_line(0, &a, "main"),
-        spend_line(10, &a, "main", "m1", 100, 10),
-        spend_line(20, &a, "main", "m2", 200, 20),
+        spend_line(10, &a, "main", "m1", [100, 10, 0]),
+        spend_line(20, &a, "main", "m2", [200, 20, 0]),
         claude_line(30, &a, "feature"),
-        spend_line(40, &a, "feature", "m3", 300, 30),
+        spend_line(40, &a, "feature", "m3", [300, 30, 0]),
         claude_line(50, &b, "main"),
-        spend_line(60, &b, "main", "m4", 400, 40),
+        spend_line(60, &b, "main", "m4", [400, 40, 0]),
         // A streamed copy of m4 (same id and request): counted once.
-        spend_line(61, &b, "main", "m4", 400, 40),
+        spend_line(61, &b, "main", "m4", [400, 40, 0]),
         claude_line(70, &a, "main"),
-        spend_line(80, &a, "main", "m5", 500, 50),
+        spend_line(80, &a, "main", "m5", [500, 50, 0]),
     ];
     std::fs::write(&t, lines.join("\n") + "\n").unwrap();
     // The default archive path: `usage` syncs it.

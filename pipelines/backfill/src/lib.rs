@@ -543,6 +543,18 @@ type MarkersFile = (std::fs::File, HashSet<String>);
 /// How many files' records one index transaction writes.
 const INDEX_BATCH: usize = 256;
 
+/// How many requests (each once) a run gathers before it writes them: at most about
+/// 10 MB; a flush passes over the usage table in key order once.
+const USAGE_FLUSH: usize = 1 << 16;
+
+/// Requests gathered across batches, and the cursors of the files they came from,
+/// saved once the requests are written.
+#[derive(Default)]
+struct HeldUsage {
+    batch: transcope_index::UsageBatch,
+    cursors: Vec<(PathBuf, PendingCursor)>,
+}
+
 /// The index side of a run. Each file's record and cursor wait here; every
 /// [`INDEX_BATCH`] files, one transaction writes the records (not synced: the
 /// write-ahead log keeps a committed transaction across a killed process, and its
@@ -552,6 +564,7 @@ struct Recorder {
     index: Option<Mutex<Index>>,
     index_path: PathBuf,
     waiting: Mutex<Vec<Waiting>>,
+    usage: Mutex<HeldUsage>,
     /// The markers file and the keys already in it.
     out: Option<(PathBuf, Mutex<MarkersFile>)>,
 }
@@ -607,6 +620,7 @@ impl Recorder {
             index,
             index_path,
             waiting: Mutex::new(Vec::new()),
+            usage: Mutex::new(HeldUsage::default()),
             out,
         })
     }
@@ -624,11 +638,41 @@ impl Recorder {
     /// Write what is still waiting, and sync the markers file.
     fn finish(&self) -> Summary {
         let batch = std::mem::take(&mut *lock(&self.waiting));
-        let summary = self.write(batch);
+        let mut summary = self.write(batch);
+        summary.absorb(self.write_usage(&mut lock(&self.usage)));
         if let Some((_, out)) = &self.out {
             let _ = lock(out).0.sync_all();
         }
         summary
+    }
+
+    /// Write the requests held, then save the cursors that waited for them.
+    fn write_usage(&self, held: &mut HeldUsage) -> Summary {
+        let mut s = Summary::default();
+        let Some(ix) = &self.index else {
+            return s;
+        };
+        if held.batch.is_empty() {
+            return s;
+        }
+        if let Err(e) = lock(ix).record_usage(&mut held.batch) {
+            // Not saved: the next run reads those files again.
+            held.cursors.clear();
+            s.errors.push(Problem {
+                path: self.index_path.clone(),
+                reason: e.to_string(),
+            });
+            return s;
+        }
+        for (path, cursor) in held.cursors.drain(..) {
+            if let Err(e) = cursor.save() {
+                s.errors.push(Problem {
+                    path,
+                    reason: format!("saving the cursor: {e}"),
+                });
+            }
+        }
+        s
     }
 
     fn write(&self, batch: Vec<Waiting>) -> Summary {
@@ -636,10 +680,21 @@ impl Recorder {
         if batch.is_empty() {
             return s;
         }
-        let (items, rest): (Vec<Observed>, Vec<(PathBuf, Option<PendingCursor>)>) = batch
+        let (mut items, rest): (Vec<Observed>, Vec<(PathBuf, Option<PendingCursor>)>) = batch
             .into_iter()
             .map(|w| (w.item, (w.path, w.cursor)))
             .unzip();
+        // The requests wait to be written with many other files' (their cursors with
+        // them); the rest is written now.
+        let mut spent = Vec::with_capacity(items.len());
+        if self.index.is_some() {
+            let mut held = lock(&self.usage);
+            for item in &mut items {
+                let usage = std::mem::take(&mut item.usage);
+                spent.push(!usage.is_empty());
+                held.batch.add(item, usage);
+            }
+        }
         let found = |i: &Observed| i.markers.len() as u64;
         // The records first.
         let recorded = match &self.index {
@@ -685,11 +740,17 @@ impl Recorder {
                 }
             }
         }
-        // Then the cursors of what was recorded.
-        for (item, (path, cursor)) in items.iter().zip(rest) {
+        // Then the cursors of what was recorded (of a file whose requests wait, once
+        // they are written).
+        let mut held = Vec::new();
+        for (i, (item, (path, cursor))) in items.iter().zip(rest).enumerate() {
             let has_markers = !item.markers.is_empty();
             if !recorded || (has_markers && !written) {
                 s.markers_undelivered += found(item);
+                continue;
+            }
+            if spent.get(i).copied().unwrap_or(false) {
+                held.extend(cursor.map(|c| (path, c)));
                 continue;
             }
             if let Some(p) = cursor {
@@ -699,6 +760,13 @@ impl Recorder {
                         reason: format!("saving the cursor: {e}"),
                     });
                 }
+            }
+        }
+        if self.index.is_some() {
+            let mut usage = lock(&self.usage);
+            usage.cursors.append(&mut held);
+            if usage.batch.len() >= USAGE_FLUSH {
+                s.absorb(self.write_usage(&mut usage));
             }
         }
         s

@@ -256,15 +256,22 @@ pub fn spending(
     spent: Vec<transcope_usage::Spent>,
 ) -> Vec<transcope_index::Spending> {
     let in_force = transcope_scopelog::InForce::new(rows);
-    let scope_at = |t: Option<transcope_core::Instant>| -> [String; 5] {
-        let Some(r) = t.and_then(|t| in_force.at(t)).map(|i| &rows[i]) else {
-            return Default::default();
-        };
-        ["project_id", "worktree", "branch", "task", "lane"].map(|k| {
-            r.get(k)
-                .map(transcope_core::scope::normalise)
-                .unwrap_or_default()
+    // Each row's scope is made once and shared by the requests spent under it.
+    let mut scopes: Vec<Option<std::sync::Arc<[String; 5]>>> = vec![None; rows.len() + 1];
+    let mut scope_at = |t: Option<transcope_core::Instant>| -> std::sync::Arc<[String; 5]> {
+        let i = t.and_then(|t| in_force.at(t));
+        let slot = &mut scopes[i.map_or(rows.len(), |i| i)];
+        slot.get_or_insert_with(|| {
+            std::sync::Arc::new(match i.map(|i| &rows[i]) {
+                None => Default::default(),
+                Some(r) => ["project_id", "worktree", "branch", "task", "lane"].map(|k| {
+                    r.get(k)
+                        .map(transcope_core::scope::normalise)
+                        .unwrap_or_default()
+                }),
+            })
         })
+        .clone()
     };
     let mut out: Vec<(Option<transcope_core::Instant>, transcope_index::Spending)> =
         Vec::with_capacity(spent.len());
@@ -285,7 +292,7 @@ pub fn spending(
             };
             if earlier {
                 *kept_t = t;
-                kept.at = s.at;
+                kept.at_us = t.map(|t| t.unix_micros());
                 kept.scope = scope_at(t);
             }
             continue;
@@ -296,7 +303,7 @@ pub fn spending(
             t,
             transcope_index::Spending {
                 key: s.key,
-                at: s.at,
+                at_us: t.map(|t| t.unix_micros()),
                 model: s.model,
                 tokens: s.tokens,
                 scope,

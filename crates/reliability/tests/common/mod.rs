@@ -220,6 +220,26 @@ pub fn claude_line(secs: u64, cwd: &str, branch: &str) -> String {
     .to_string()
 }
 
+/// A Claude assistant line at `secs` in `cwd` on `branch`: message `id` (request
+/// `req-<id>`) with `input` and `output` tokens, `cache` cache writes and `3 × cache`
+/// cache reads.
+pub fn spend_line(secs: u64, cwd: &str, branch: &str, id: &str, tokens: [u64; 3]) -> String {
+    let [input, output, cache] = tokens;
+    serde_json::json!({
+        "type": "assistant",
+        "timestamp": iso(secs, "Z"),
+        "cwd": cwd,
+        "gitBranch": branch,
+        "sessionId": "ignored-by-the-key",
+        "requestId": format!("req-{id}"),
+        "message": {"id": id, "role": "assistant", "model": "claude-sonnet-4-20250514",
+            "content": [{"type": "text", "text": "working"}],
+            "usage": {"input_tokens": input, "output_tokens": output,
+                "cache_creation_input_tokens": cache, "cache_read_input_tokens": cache * 3}},
+    })
+    .to_string()
+}
+
 /// Claude `user` lines alternating between two folders, one a second: every line a
 /// transition (issue 13's input for a large batch).
 pub fn alternating(n: u64) -> String {

@@ -1,0 +1,312 @@
+//! Requests, merged by key before they are written.
+//!
+//! Every copy of a request (a streamed message's lines, a resumed session's replay)
+//! shares its key. A [`UsageBatch`] merges the copies it is given by the index's own
+//! rule, so a batch writes each request once, in key order: a backfill gathers many
+//! files' requests and writes them in one pass over the key index's pages, which on a
+//! fresh index is an append.
+
+use std::sync::Arc;
+
+use rusqlite::{params, OptionalExtension};
+use transcope_core::Tokens;
+
+use crate::{Ids, Observed, Spending};
+
+/// Requests of many reads, merged by key as the index merges them.
+#[derive(Default)]
+pub struct UsageBatch {
+    /// `(session, root session)` of each read added.
+    owners: Vec<(String, String)>,
+    /// Each read's scopes: `(owner, scope)`.
+    scopes: Vec<(u32, Arc<[String; 5]>)>,
+    /// The models named.
+    models: Vec<String>,
+    model_slots: rustc_hash::FxHashMap<String, u32>,
+    requests: KeyMap<Request>,
+}
+
+/// A map keyed by request keys.
+type KeyMap<V> = rustc_hash::FxHashMap<u128, V>;
+
+struct Request {
+    /// Index into [`UsageBatch::scopes`].
+    scope: u32,
+    is_root: bool,
+    at_us: Option<i64>,
+    /// Index into [`UsageBatch::models`].
+    model: Option<u32>,
+    tokens: Tokens,
+}
+
+impl UsageBatch {
+    /// Add `usage`, spent by `item`'s session.
+    pub fn add(&mut self, item: &Observed, usage: impl IntoIterator<Item = Spending>) {
+        let mut usage = usage.into_iter().peekable();
+        if usage.peek().is_none() {
+            return;
+        }
+        let root = item.parent.as_deref().unwrap_or(&item.session);
+        let owner = self.owners.len() as u32;
+        self.owners.push((item.session.clone(), root.to_owned()));
+        let is_root = item.parent.is_none();
+        let first_scope = self.scopes.len();
+        let mut last_model: Option<(String, u32)> = None;
+        for u in usage {
+            // A read's requests share a few scopes (the same `Arc` for one log row).
+            let scope = match self.scopes[first_scope..]
+                .iter()
+                .position(|(_, s)| Arc::ptr_eq(s, &u.scope) || *s == u.scope)
+            {
+                Some(i) => (first_scope + i) as u32,
+                None => {
+                    self.scopes.push((owner, u.scope));
+                    (self.scopes.len() - 1) as u32
+                }
+            };
+            let model = match u.model {
+                None => None,
+                Some(m) => Some(match &last_model {
+                    Some((name, slot)) if *name == m => *slot,
+                    _ => {
+                        let slot = match self.model_slots.get(&m) {
+                            Some(slot) => *slot,
+                            None => {
+                                let slot = self.models.len() as u32;
+                                self.models.push(m.clone());
+                                self.model_slots.insert(m.clone(), slot);
+                                slot
+                            }
+                        };
+                        last_model = Some((m, slot));
+                        slot
+                    }
+                }),
+            };
+            let new = Request {
+                scope,
+                is_root,
+                at_us: u.at_us,
+                model,
+                tokens: u.tokens,
+            };
+            match self.requests.entry(key(&u.key)) {
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    v.insert(new);
+                }
+                std::collections::hash_map::Entry::Occupied(mut o) => o.get_mut().merge(new),
+            }
+        }
+    }
+
+    /// How many requests (each once) the batch holds.
+    pub fn len(&self) -> usize {
+        self.requests.len()
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.requests.is_empty()
+    }
+}
+
+impl Request {
+    /// [`UPSERT_USAGE`] in memory: `self` is the copy kept so far.
+    fn merge(&mut self, new: Request) {
+        let earlier = match (new.at_us, self.at_us) {
+            (Some(a), Some(b)) => a < b || (a == b && new.is_root && !self.is_root),
+            (Some(_), None) => true,
+            (None, None) => new.is_root && !self.is_root,
+            (None, Some(_)) => false,
+        };
+        self.tokens.max_each(&new.tokens);
+        if earlier {
+            self.scope = new.scope;
+            self.is_root = new.is_root;
+            self.at_us = new.at_us;
+            self.model = new.model.or(self.model);
+        } else {
+            self.model = self.model.or(new.model);
+        }
+    }
+}
+
+/// Write `batch` in `tx` (and empty it): each request merged into its row, in key
+/// order.
+pub(crate) fn write(
+    tx: &rusqlite::Transaction<'_>,
+    known: &Ids,
+    fresh: &mut Ids,
+    batch: &mut UsageBatch,
+) -> rusqlite::Result<()> {
+    if batch.requests.is_empty() {
+        return Ok(());
+    }
+    let mut insert = tx.prepare_cached(&INSERT_USAGE_SQL)?;
+    let mut upsert = tx.prepare_cached(&UPSERT_USAGE_SQL)?;
+    let mut requests: Vec<(u128, Request)> = batch.requests.drain().collect();
+    requests.sort_unstable_by_key(|r| r.0);
+    // Each scope and model by number, looked up once (and once a connection).
+    let mut scope_ids: Vec<Option<i64>> = vec![None; batch.scopes.len()];
+    let mut model_ids: Vec<Option<i64>> = vec![None; batch.models.len()];
+    let n = |v: u64| v.min(i64::MAX as u64) as i64;
+    for (key, r) in &requests {
+        let scope = match scope_ids[r.scope as usize] {
+            Some(id) => id,
+            None => {
+                let (owner, scope) = &batch.scopes[r.scope as usize];
+                let (session, root) = &batch.owners[*owner as usize];
+                let id = scope_id(tx, known, fresh, session, root, scope)?;
+                scope_ids[r.scope as usize] = Some(id);
+                id
+            }
+        };
+        let model = match r.model {
+            None => None,
+            Some(m) => Some(match model_ids[m as usize] {
+                Some(id) => id,
+                None => {
+                    let id = model_id(tx, known, fresh, &batch.models[m as usize])?;
+                    model_ids[m as usize] = Some(id);
+                    id
+                }
+            }),
+        };
+        let t = &r.tokens;
+        let values = params![
+            key.to_be_bytes(),
+            scope,
+            r.is_root,
+            r.at_us,
+            model,
+            n(t.input),
+            n(t.output),
+            n(t.cache_creation),
+            n(t.cache_creation_1h),
+            n(t.cache_read),
+            n(t.reasoning_output),
+        ];
+        // Most requests are new: a plain insert; a copy of one kept already merges
+        // into it.
+        if insert.execute(values)? == 0 {
+            upsert.execute(values)?;
+        }
+    }
+    *batch = UsageBatch::default();
+    Ok(())
+}
+
+/// Every copy of a request is one row. Its time, session and scope are the earliest
+/// copy's (a root session's on a tie), whichever file is read first; its counts are
+/// the largest any copy reports, field by field: Claude Code writes a line per
+/// content block of a streamed message, each with the usage so far (the output count
+/// grows), and a resumed session replays the last of them, so the largest is the
+/// request's whole usage and a replay adds nothing.
+const UPSERT_USAGE: &str = "
+INSERT INTO usage (message_key, scope, is_root, at_us, model, input_tokens, output_tokens,
+    cache_creation_input_tokens, cache_creation_1h_input_tokens, cache_read_input_tokens,
+    reasoning_output_tokens)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+ON CONFLICT(message_key) DO UPDATE SET
+    scope = CASE WHEN e THEN excluded.scope ELSE scope END,
+    is_root = CASE WHEN e THEN excluded.is_root ELSE is_root END,
+    at_us = CASE WHEN e THEN excluded.at_us ELSE at_us END,
+    model = coalesce(CASE WHEN e THEN excluded.model ELSE model END, model, excluded.model),
+    input_tokens = max(input_tokens, excluded.input_tokens),
+    output_tokens = max(output_tokens, excluded.output_tokens),
+    cache_creation_input_tokens = max(cache_creation_input_tokens, excluded.cache_creation_input_tokens),
+    cache_creation_1h_input_tokens = max(cache_creation_1h_input_tokens, excluded.cache_creation_1h_input_tokens),
+    cache_read_input_tokens = max(cache_read_input_tokens, excluded.cache_read_input_tokens),
+    reasoning_output_tokens = max(reasoning_output_tokens, excluded.reasoning_output_tokens)";
+
+/// The id of a request's scope: known to the connection, found, or added.
+fn scope_id(
+    tx: &rusqlite::Transaction<'_>,
+    known: &Ids,
+    fresh: &mut Ids,
+    session: &str,
+    root: &str,
+    scope: &[String; 5],
+) -> rusqlite::Result<i64> {
+    let key = [
+        session.to_owned(),
+        root.to_owned(),
+        scope[0].clone(),
+        scope[1].clone(),
+        scope[2].clone(),
+        scope[3].clone(),
+        scope[4].clone(),
+    ];
+    if let Some(id) = known.scopes.get(&key).or_else(|| fresh.scopes.get(&key)) {
+        return Ok(*id);
+    }
+    let found = tx
+        .prepare_cached(
+            "SELECT id FROM usage_scopes WHERE session = ?1 AND root_session = ?2
+             AND project_id = ?3 AND worktree = ?4 AND branch = ?5 AND task = ?6 AND lane = ?7",
+        )?
+        .query_row(rusqlite::params_from_iter(&key), |r| r.get(0))
+        .optional()?;
+    let id = match found {
+        Some(id) => id,
+        None => {
+            tx.prepare_cached(
+                "INSERT INTO usage_scopes (session, root_session, project_id, worktree, branch,
+                 task, lane) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?
+            .execute(rusqlite::params_from_iter(&key))?;
+            tx.last_insert_rowid()
+        }
+    };
+    fresh.scopes.insert(key, id);
+    Ok(id)
+}
+
+/// The id of a model's name: known to the connection, found, or added.
+fn model_id(
+    tx: &rusqlite::Transaction<'_>,
+    known: &Ids,
+    fresh: &mut Ids,
+    model: &str,
+) -> rusqlite::Result<i64> {
+    if let Some(id) = known.models.get(model).or_else(|| fresh.models.get(model)) {
+        return Ok(*id);
+    }
+    tx.prepare_cached(
+        "INSERT INTO usage_models (model) VALUES (?1) ON CONFLICT (model) DO NOTHING",
+    )?
+    .execute([model])?;
+    let id = tx
+        .prepare_cached("SELECT id FROM usage_models WHERE model = ?1")?
+        .query_row([model], |r| r.get(0))?;
+    fresh.models.insert(model.to_owned(), id);
+    Ok(id)
+}
+
+/// The copy being inserted is the earlier one (a root session's on a tie).
+const EARLIER: &str =
+    "((excluded.at_us IS NOT NULL AND (usage.at_us IS NULL OR excluded.at_us < usage.at_us))
+    OR (excluded.at_us IS usage.at_us AND excluded.is_root > usage.is_root))";
+
+/// A request's key as stored: the first 16 bytes of its SHA-256 (as one number, in
+/// the bytes' order).
+fn key(key: &str) -> u128 {
+    use sha2::Digest;
+    let d = sha2::Sha256::digest(key.as_bytes());
+    let mut k = [0u8; 16];
+    k.copy_from_slice(&d[..16]);
+    u128::from_be_bytes(k)
+}
+
+/// A request not seen before: [`UPSERT_USAGE`] without its conflict clause.
+static INSERT_USAGE_SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    let head = &UPSERT_USAGE[..UPSERT_USAGE
+        .find("ON CONFLICT")
+        .unwrap_or(UPSERT_USAGE.len())];
+    head.replacen("INSERT INTO", "INSERT OR IGNORE INTO", 1)
+});
+
+/// [`UPSERT_USAGE`] with its condition spelled out.
+static UPSERT_USAGE_SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    UPSERT_USAGE.replace("WHEN e THEN", &format!("WHEN {EARLIER} THEN"))
+});

@@ -1,0 +1,268 @@
+//! The usage table: copies of a request merge into one row by the index's rule, in
+//! one batch or across batches, and a version-1 index moves to version 2 with the
+//! same totals.
+
+use std::sync::Arc;
+
+use rusqlite::Connection;
+use transcope_core::Tokens;
+use transcope_index::{
+    schema, Index, Observed, Origin, Spending, UsageBatch, UsageFilter, UsageKey,
+};
+
+fn tokens(input: u64, output: u64) -> Tokens {
+    Tokens {
+        input,
+        output,
+        cache_read: input * 10,
+        ..Tokens::default()
+    }
+}
+
+fn spent(key: &str, at_us: Option<i64>, model: Option<&str>, t: Tokens, task: &str) -> Spending {
+    Spending {
+        key: key.into(),
+        at_us,
+        model: model.map(str::to_owned),
+        tokens: t,
+        scope: Arc::new([
+            "p".into(),
+            "/w".into(),
+            "main".into(),
+            task.into(),
+            String::new(),
+        ]),
+    }
+}
+
+fn observed(session: &str, parent: Option<&str>, usage: Vec<Spending>) -> Observed {
+    Observed {
+        parent: parent.map(str::to_owned),
+        usage,
+        ..Observed::new(session)
+    }
+}
+
+fn no_price(_: Option<&str>, _: &Tokens) -> Option<f64> {
+    None
+}
+
+/// A group's keys, input, output, cache reads and messages.
+type Row = (Vec<Option<String>>, u64, u64, u64, u64);
+
+/// Each group's [`Row`].
+fn groups(ix: &Index, by: &[UsageKey]) -> Vec<Row> {
+    ix.usage(by, &UsageFilter::default(), &no_price)
+        .unwrap()
+        .into_iter()
+        .map(|g| {
+            (
+                g.keys,
+                g.tokens.input,
+                g.tokens.output,
+                g.tokens.cache_read,
+                g.messages,
+            )
+        })
+        .collect()
+}
+
+/// The copies of the archive below: a streamed request (two lines, output growing) in
+/// the root session, replayed later by a resumed session; the replay is in the
+/// sub-agent too, at the same time as the root's first copy.
+fn copies() -> Vec<Observed> {
+    vec![
+        observed(
+            "root",
+            None,
+            vec![
+                spent(
+                    "claude:m1:r1",
+                    Some(1_000),
+                    Some("claude-x"),
+                    tokens(5, 1),
+                    "T1",
+                ),
+                spent("claude:m2:r2", Some(2_000), None, tokens(7, 3), "T1"),
+            ],
+        ),
+        observed(
+            "resumed",
+            None,
+            vec![
+                // The replay: later, in another task, with the whole output.
+                spent(
+                    "claude:m1:r1",
+                    Some(5_000),
+                    Some("claude-x"),
+                    tokens(5, 9),
+                    "T2",
+                ),
+                spent(
+                    "claude:m3:r3",
+                    Some(6_000),
+                    Some("claude-y"),
+                    tokens(2, 2),
+                    "T2",
+                ),
+            ],
+        ),
+        observed(
+            "agent-1",
+            Some("root"),
+            // Same time as the root's copy: the root session's copy is kept; the model
+            // the root's copy lacks comes from this one.
+            vec![spent(
+                "claude:m2:r2",
+                Some(2_000),
+                Some("claude-y"),
+                tokens(7, 4),
+                "T9",
+            )],
+        ),
+    ]
+}
+
+fn expect(ix: &Index) {
+    let by = [UsageKey::Session, UsageKey::Task, UsageKey::Model];
+    assert_eq!(
+        groups(ix, &by),
+        vec![
+            (
+                vec![
+                    Some("resumed".into()),
+                    Some("T2".into()),
+                    Some("claude-y".into())
+                ],
+                2,
+                2,
+                20,
+                1
+            ),
+            (
+                vec![
+                    Some("root".into()),
+                    Some("T1".into()),
+                    Some("claude-x".into())
+                ],
+                5,
+                9,
+                50,
+                1
+            ),
+            (
+                vec![
+                    Some("root".into()),
+                    Some("T1".into()),
+                    Some("claude-y".into())
+                ],
+                7,
+                4,
+                70,
+                1
+            ),
+        ]
+    );
+}
+
+#[test]
+fn copies_merge_in_one_record_call() {
+    let home = tempfile::tempdir().unwrap();
+    let mut ix = Index::open(home.path()).unwrap();
+    ix.record(&copies(), Origin::Backfill, false).unwrap();
+    expect(&ix);
+}
+
+#[test]
+fn copies_merge_across_calls_in_any_order() {
+    for order in [[0, 1, 2], [2, 1, 0], [1, 2, 0]] {
+        let home = tempfile::tempdir().unwrap();
+        let mut ix = Index::open(home.path()).unwrap();
+        let items = copies();
+        for i in order {
+            ix.record(std::slice::from_ref(&items[i]), Origin::Hook, true)
+                .unwrap();
+        }
+        expect(&ix);
+        // A reopened index (no ids known to the connection) merges the same way.
+        drop(ix);
+        let mut ix = Index::open(home.path()).unwrap();
+        ix.record(&copies(), Origin::Backfill, false).unwrap();
+        expect(&ix);
+    }
+}
+
+#[test]
+fn a_batch_merges_like_the_table() {
+    for split in 0..=3 {
+        let home = tempfile::tempdir().unwrap();
+        let mut ix = Index::open(home.path()).unwrap();
+        let mut items = copies();
+        // Some copies through the table first, the rest through one batch.
+        let rest = items.split_off(split.min(items.len()));
+        ix.record(&items, Origin::Backfill, false).unwrap();
+        let mut batch = UsageBatch::default();
+        for mut item in rest {
+            let usage = std::mem::take(&mut item.usage);
+            batch.add(&item, usage);
+        }
+        ix.record_usage(&mut batch).unwrap();
+        assert!(batch.is_empty());
+        expect(&ix);
+    }
+}
+
+#[test]
+fn a_version_1_index_moves_to_version_2_with_its_totals() {
+    let home = tempfile::tempdir().unwrap();
+    let path = transcope_index::index_path(home.path());
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    {
+        let conn = Connection::open(&path).unwrap();
+        transcope_sqlite::migrate(&conn, &schema::MIGRATIONS[..1]).unwrap();
+        // Rows as version 1 wrote them (its own columns, text scope per row).
+        conn.execute_batch(
+            "INSERT INTO usage (message_key, session, root_session, is_root, at, at_us, model,
+                 input_tokens, output_tokens, cache_read_input_tokens, project_id, worktree,
+                 branch, task, lane) VALUES
+             (x'01', 'root', 'root', 1, 't', 1000, 'claude-x', 5, 9, 50, 'p', '/w', 'main', 'T1', ''),
+             (x'02', 'root', 'root', 1, 't', 2000, 'claude-y', 7, 4, 70, 'p', '/w', 'main', 'T1', ''),
+             (x'03', 'resumed', 'resumed', 1, 't', 6000, 'claude-y', 2, 2, 20, 'p', '/w', 'main', 'T2', ''),
+             (x'04', 'agent-1', 'root', 0, NULL, NULL, NULL, 1, 1, 0, '', '', '', '', '');",
+        )
+        .unwrap();
+    }
+    let ix = Index::open(home.path()).unwrap();
+    let version: i64 = Connection::open(&path)
+        .unwrap()
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, schema::MIGRATIONS.len() as i64);
+    assert_eq!(
+        groups(&ix, &[UsageKey::RootSession, UsageKey::Model]),
+        vec![
+            (
+                vec![Some("resumed".into()), Some("claude-y".into())],
+                2,
+                2,
+                20,
+                1
+            ),
+            (vec![Some("root".into()), None], 1, 1, 0, 1),
+            (
+                vec![Some("root".into()), Some("claude-x".into())],
+                5,
+                9,
+                50,
+                1
+            ),
+            (
+                vec![Some("root".into()), Some("claude-y".into())],
+                7,
+                4,
+                70,
+                1
+            ),
+        ]
+    );
+}
