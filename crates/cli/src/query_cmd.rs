@@ -302,9 +302,21 @@ impl Synced {
     }
 }
 
-/// Backfill the default archive paths into the index (`rebuild`: whole files, no
-/// cursors, logs untouched), then mirror the changed scope logs.
-fn sync(home: &Path, rebuild: bool) -> Result<(Index, Synced)> {
+/// How thoroughly a sync looks at the archive.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Sync {
+    /// A query's: a transcript with the size, modification time and inode it had when
+    /// a sync last left it read to its end is not opened (cursors decide the rest).
+    Quick,
+    /// `index sync`: every transcript's cursor is checked.
+    Full,
+    /// `index rebuild`: whole files, no cursors, logs untouched.
+    Rebuild,
+}
+
+/// Backfill the default archive paths into the index, then mirror the changed scope
+/// logs.
+fn sync(home: &Path, how: Sync) -> Result<(Index, Synced)> {
     let full = process_env();
     let env = bare_env(&full);
     let mut opts = Options::new(home, crate::compose::pipeline(home, false));
@@ -312,16 +324,52 @@ fn sync(home: &Path, rebuild: bool) -> Result<(Index, Synced)> {
     opts.env = env.clone();
     opts.resolver = Some(resolver_for(home, &env)?);
     opts.markers = MarkersOut::Ledger;
-    opts.rebuild = rebuild;
+    opts.rebuild = how == Sync::Rebuild;
+    let mut index = Index::open(home)?;
     let summary = if paths.is_empty() {
         transcope_backfill::Summary::default()
-    } else {
+    } else if how == Sync::Rebuild {
         backfill_iter(walk(&paths, opts.pipeline.registry()), &opts, &|_, _| {})
+    } else {
+        let seen = if how == Sync::Quick {
+            index.seen()?
+        } else {
+            Default::default()
+        };
+        let listed: Vec<_> = walk(&paths, opts.pipeline.registry()).collect();
+        let changed: Vec<_> = listed
+            .iter()
+            .filter(|j| match j {
+                Ok(job) => seen.get(&job.path) != Some(&job.stamp()),
+                Err(_) => true,
+            })
+            .cloned()
+            .collect();
+        let summary = backfill_iter(changed.into_iter(), &opts, &|_, _| {});
+        // Read to their end now, unless the read failed: stamped as listed (a file
+        // that grew meanwhile differs from its stamp, and is looked at next time).
+        let failed: std::collections::HashSet<&Path> =
+            summary.errors.iter().map(|p| p.path.as_path()).collect();
+        let stamps: Vec<_> = listed
+            .iter()
+            .flatten()
+            .filter(|j| !failed.contains(j.path.as_path()))
+            .filter(|j| seen.get(&j.path) != Some(&j.stamp()))
+            .map(|j| (j.path.clone(), j.stamp()))
+            .collect();
+        let here: std::collections::HashSet<&Path> =
+            listed.iter().flatten().map(|j| j.path.as_path()).collect();
+        let gone: Vec<_> = seen
+            .keys()
+            .filter(|p| !here.contains(p.as_path()))
+            .cloned()
+            .collect();
+        index.set_seen(&stamps, &gone)?;
+        summary
     };
     for p in &summary.errors {
         eprintln!("transcope: {}: {}", p.path.display(), p.reason);
     }
-    let mut index = Index::open(home)?;
     let logs = index.sync_logs(home)?;
     Ok((index, Synced { summary, logs }))
 }
@@ -331,7 +379,7 @@ fn index_for(home: &Path, common: Common) -> Result<Index> {
     if common.no_sync {
         return Ok(Index::open(home)?);
     }
-    Ok(sync(home, false)?.0)
+    Ok(sync(home, Sync::Quick)?.0)
 }
 
 pub fn run_index(home: &Path, cmd: IndexCommand) -> Result<u8> {
@@ -344,7 +392,7 @@ pub fn run_index(home: &Path, cmd: IndexCommand) -> Result<u8> {
             )?;
         }
         IndexCommand::Sync { json } => {
-            let (_, synced) = sync(home, false)?;
+            let (_, synced) = sync(home, Sync::Full)?;
             summary_line(&mut out, json, &synced)?;
         }
         IndexCommand::Rebuild { json } => {
@@ -364,7 +412,7 @@ pub fn run_index(home: &Path, cmd: IndexCommand) -> Result<u8> {
                     _ => {}
                 }
             }
-            let (mut index, synced) = sync(home, true)?;
+            let (mut index, synced) = sync(home, Sync::Rebuild)?;
             let carried: Vec<_> = states
                 .into_iter()
                 .filter(|(_, s)| *s != State::Pending)
@@ -591,7 +639,7 @@ pub fn deliver_all(
 
 pub fn run_deliver(home: &Path, a: DeliverArgs) -> Result<u8> {
     if !a.common.no_sync {
-        sync(home, false)?;
+        sync(home, Sync::Quick)?;
     }
     let env = process_env();
     let mut out = std::io::stdout().lock();

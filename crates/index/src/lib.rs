@@ -375,6 +375,71 @@ impl Index {
         Ok(out)
     }
 
+    /// The transcripts a sync last found read to their end: path → (size,
+    /// modification time in nanoseconds, inode).
+    pub fn seen(&self) -> Result<std::collections::HashMap<PathBuf, (u64, i128, u64)>, IndexError> {
+        use std::os::unix::ffi::OsStrExt;
+        let sql = |e| self.sqlite(e);
+        let mut st = self
+            .conn
+            .prepare("SELECT path, size, mtime_ns, ino FROM seen_files")
+            .map_err(sql)?;
+        let mut q = st.query([]).map_err(sql)?;
+        let mut out = std::collections::HashMap::new();
+        while let Some(r) = q.next().map_err(sql)? {
+            let path: Vec<u8> = r.get(0).map_err(sql)?;
+            let (size, mtime, ino): (i64, i64, i64) = (
+                r.get(1).map_err(sql)?,
+                r.get(2).map_err(sql)?,
+                r.get(3).map_err(sql)?,
+            );
+            out.insert(
+                PathBuf::from(std::ffi::OsStr::from_bytes(&path)),
+                (size as u64, i128::from(mtime), ino as u64),
+            );
+        }
+        Ok(out)
+    }
+
+    /// Record `files` as read to their end with these stamps, and forget `gone`.
+    pub fn set_seen(
+        &mut self,
+        files: &[(PathBuf, (u64, i128, u64))],
+        gone: &[PathBuf],
+    ) -> Result<(), IndexError> {
+        use std::os::unix::ffi::OsStrExt;
+        if files.is_empty() && gone.is_empty() {
+            return Ok(());
+        }
+        let run = |conn: &mut Connection| -> rusqlite::Result<()> {
+            conn.pragma_update(None, "synchronous", "NORMAL")?;
+            let tx = conn.transaction()?;
+            {
+                let mut put = tx.prepare_cached(
+                    "INSERT INTO seen_files (path, size, mtime_ns, ino) VALUES (?1, ?2, ?3, ?4)
+                     ON CONFLICT (path) DO UPDATE SET size = excluded.size,
+                         mtime_ns = excluded.mtime_ns, ino = excluded.ino",
+                )?;
+                for (path, (size, mtime, ino)) in files {
+                    let clamp =
+                        |v: i128| v.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
+                    put.execute(params![
+                        path.as_os_str().as_bytes(),
+                        *size as i64,
+                        clamp(*mtime),
+                        *ino as i64
+                    ])?;
+                }
+                let mut del = tx.prepare_cached("DELETE FROM seen_files WHERE path = ?1")?;
+                for path in gone {
+                    del.execute([path.as_os_str().as_bytes()])?;
+                }
+            }
+            tx.commit()
+        };
+        run(&mut self.conn).map_err(|e| self.sqlite(e))
+    }
+
     /// Write `batch`'s requests in one transaction (not synced) and empty it.
     pub fn record_usage(&mut self, batch: &mut UsageBatch) -> Result<(), IndexError> {
         let ids = &self.ids;

@@ -18,9 +18,12 @@
 //!   key order, many files' requests at a time), and the scope and model are
 //!   numbers (rows of `usage_scopes` and `usage_models`), so a request's row is about
 //!   45 bytes and a query reads no text per request.
+//! * `seen_files` (version 3): each transcript a query's sync left read to its end,
+//!   with its size, modification time and inode then; a sync skips a file that still
+//!   has all three (see `Index::seen`).
 
 /// The migrations, in order: migration `i` takes version `i` to `i + 1`.
-pub const MIGRATIONS: &[&str] = &[V1, V2];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3];
 
 const V1: &str = "
 CREATE TABLE sessions (
@@ -148,4 +151,16 @@ JOIN usage_scopes s ON s.session = u.session AND s.root_session = u.root_session
 LEFT JOIN usage_models m ON m.model = u.model;
 DROP TABLE usage;
 ALTER TABLE usage_v2 RENAME TO usage;
+";
+
+/// Version 3: the transcripts a query's sync found read to their end, with what
+/// told them unchanged (size, modification time, inode): the next sync passes over
+/// them without opening them.
+const V3: &str = "
+CREATE TABLE seen_files (
+    path BLOB PRIMARY KEY,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    ino INTEGER NOT NULL
+) WITHOUT ROWID;
 ";

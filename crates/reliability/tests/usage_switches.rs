@@ -264,3 +264,61 @@ fn usage_follows_worktree_branch_and_task_switches_mid_session() {
         "nine requests, the streamed copy once"
     );
 }
+
+/// Total output tokens `usage` reports (syncing first unless `no_sync`).
+fn output_tokens(sb: &Sandbox, extra: &[&str]) -> u64 {
+    let mut args = vec!["usage", "--by", "session", "--json"];
+    args.extend_from_slice(extra);
+    let out = run(sb.cmd(&args), b"");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    text(&out.stdout)
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["output_tokens"]
+                .as_u64()
+                .unwrap()
+        })
+        .sum()
+}
+
+#[test]
+fn a_query_sync_passes_over_unchanged_transcripts_and_reads_changed_ones() {
+    let sb = Sandbox::new();
+    let dir = sb.user.join(".claude/projects/-w");
+    std::fs::create_dir_all(&dir).unwrap();
+    let t = dir.join("q.jsonl");
+    let w = sb.user.display().to_string();
+    std::fs::write(&t, spend_line(10, &w, "main", "q1", [1, 10, 0]) + "\n").unwrap();
+    assert_eq!(output_tokens(&sb, &[]), 10);
+    // Appended: a different size, read at the next query.
+    let mut f = std::fs::OpenOptions::new().append(true).open(&t).unwrap();
+    use std::io::Write;
+    f.write_all((spend_line(20, &w, "main", "q2", [1, 20, 0]) + "\n").as_bytes())
+        .unwrap();
+    drop(f);
+    assert_eq!(output_tokens(&sb, &[]), 30);
+    // Rewritten in place to the same size with its old modification time and inode:
+    // the quick check of a query passes over it (the cursor would catch it: its head
+    // changed) ...
+    let before = std::fs::metadata(&t).unwrap();
+    let bytes = std::fs::read(&t).unwrap();
+    let edited = String::from_utf8(bytes.clone())
+        .unwrap()
+        .replace("\"output_tokens\":10", "\"output_tokens\":70");
+    assert_eq!(edited.len(), bytes.len());
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&t)
+        .unwrap()
+        .write_all(edited.as_bytes())
+        .unwrap();
+    let f = std::fs::File::options().write(true).open(&t).unwrap();
+    f.set_modified(before.modified().unwrap()).unwrap();
+    drop(f);
+    assert_eq!(output_tokens(&sb, &[]), 30);
+    // ... and `index sync` checks every cursor: the rewritten file is read again.
+    let out = run(sb.cmd(&["index", "sync", "--json"]), b"");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // The largest copy of q1 counts (70), q2 is the same request again.
+    assert_eq!(output_tokens(&sb, &["--no-sync"]), 90);
+}

@@ -18,6 +18,17 @@ pub struct Job {
     pub size: u64,
     /// Its modification time (seconds since the epoch), for the mmap policy.
     pub modified: u64,
+    /// Its modification time in nanoseconds and its inode, to tell it unchanged
+    /// since a listing ([`Job::stamp`]).
+    pub stamp: (i128, u64),
+}
+
+impl Job {
+    /// What tells the file unchanged since it was listed: size, modification time
+    /// (nanoseconds) and inode.
+    pub fn stamp(&self) -> (u64, i128, u64) {
+        (self.size, self.stamp.0, self.stamp.1)
+    }
 }
 
 /// A file or folder that could not be used.
@@ -149,15 +160,16 @@ impl Iterator for Walk<'_> {
 }
 
 fn job(path: PathBuf, m: &fs::Metadata) -> Job {
-    let modified = m
+    use std::os::unix::fs::MetadataExt;
+    let since = m
         .modified()
         .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_secs());
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
     Job {
         path,
         size: m.len(),
-        modified,
+        modified: since.map_or(0, |d| d.as_secs()),
+        stamp: (since.map_or(0, |d| d.as_nanos() as i128), m.ino()),
     }
 }
 
