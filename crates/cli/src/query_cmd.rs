@@ -166,6 +166,14 @@ pub fn run_usage(home: &Path, a: UsageArgs) -> Result<u8> {
             .with_context(|| format!("reading prices from {}", p.display()))?,
         None => transcope_pricing::Prices::builtin(),
     };
+    // The list the sums kept in the index were priced by: the built-in one, or a
+    // file by its contents.
+    let pricing = match &a.pricing {
+        Some(p) => std::fs::read(p)
+            .ok()
+            .map(|b| format!("file {}", transcope_core::digest::sha256_hex(&b))),
+        None => Some(format!("builtin {}", prices.source())),
+    };
     let index = index_for(home, a.common)?;
     let by = if a.by.is_empty() {
         vec![transcope_index::UsageKey::Project]
@@ -194,6 +202,7 @@ pub fn run_usage(home: &Path, a: UsageArgs) -> Result<u8> {
             ..Default::default()
         },
         &price,
+        pricing.as_deref(),
     )?;
     let mut out = std::io::stdout().lock();
     if a.common.json {
@@ -844,8 +853,12 @@ pub fn run_statusline(home: &Path) -> Result<u8> {
         let price = |model: Option<&str>, t: &transcope_core::Tokens| {
             model.and_then(|m| prices.cost(m, &priced(t)))
         };
+        let pricing = format!("builtin {}", prices.source());
         let spent = |filter: transcope_index::UsageFilter| -> Option<f64> {
-            ix.usage(&[], &filter, &price).ok()?.first()?.cost_usd
+            ix.usage(&[], &filter, &price, Some(&pricing))
+                .ok()?
+                .first()?
+                .cost_usd
         };
         let (what, filter) = match (&task, field(F::ProjectId)) {
             (Some(t), _) => (

@@ -136,6 +136,33 @@ pub struct Tokens {
 }
 
 impl Tokens {
+    /// The six counts in their stored order: input, output, cache writes, 1-hour
+    /// cache writes, cache reads, reasoning output.
+    pub fn counts(&self) -> [u64; 6] {
+        [
+            self.input,
+            self.output,
+            self.cache_creation,
+            self.cache_creation_1h,
+            self.cache_read,
+            self.reasoning_output,
+        ]
+    }
+
+    /// [`Tokens::counts`] back.
+    pub fn from_counts(
+        [input, output, cache_creation, cache_creation_1h, cache_read, reasoning_output]: [u64; 6],
+    ) -> Tokens {
+        Tokens {
+            input,
+            output,
+            cache_creation,
+            cache_creation_1h,
+            cache_read,
+            reasoning_output,
+        }
+    }
+
     /// Every token counted once: input, output, cache writes and reads.
     pub fn total(&self) -> u64 {
         self.input

@@ -21,9 +21,12 @@
 //! * `seen_files` (version 3): each transcript a query's sync left read to its end,
 //!   with its size, modification time and inode then; a sync skips a file that still
 //!   has all three (see `Index::seen`).
+//! * `usage_meta`, `usage_parts_of`, `usage_parts` (version 4): the sums a usage
+//!   query made by scope, model and day for a price list, kept until the next
+//!   request is written (`generation`).
 
 /// The migrations, in order: migration `i` takes version `i` to `i + 1`.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
 
 const V1: &str = "
 CREATE TABLE sessions (
@@ -163,4 +166,36 @@ CREATE TABLE seen_files (
     mtime_ns INTEGER NOT NULL,
     ino INTEGER NOT NULL
 ) WITHOUT ROWID;
+";
+
+/// Version 4: the usage sums a query made, kept until the next request is written.
+/// `usage_meta.generation` counts the transactions that wrote requests;
+/// `usage_parts` holds, for each price list (by its fingerprint), the requests summed
+/// by scope, model and UTC day with their cost, as of `usage_parts_of.generation`.
+const V4: &str = "
+CREATE TABLE usage_meta (
+    k TEXT PRIMARY KEY,
+    v INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT INTO usage_meta (k, v) VALUES ('generation', 0);
+CREATE TABLE usage_parts_of (
+    pricing TEXT PRIMARY KEY,
+    generation INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE usage_parts (
+    pricing TEXT NOT NULL,
+    scope INTEGER NOT NULL,
+    model INTEGER,
+    day INTEGER,
+    input_tokens INTEGER NOT NULL,
+    output_tokens INTEGER NOT NULL,
+    cache_creation_input_tokens INTEGER NOT NULL,
+    cache_creation_1h_input_tokens INTEGER NOT NULL,
+    cache_read_input_tokens INTEGER NOT NULL,
+    reasoning_output_tokens INTEGER NOT NULL,
+    messages INTEGER NOT NULL,
+    cost_usd REAL,
+    unpriced INTEGER NOT NULL
+);
+CREATE INDEX usage_parts_pricing ON usage_parts (pricing);
 ";

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 use rustc_hash::FxHashMap;
 
-use rusqlite::params;
+use rusqlite::{params, OptionalExtension};
 use serde_json::{Map, Value};
 use transcope_core::Tokens;
 
@@ -162,39 +162,48 @@ type ScopeRow = [Option<String>; 6];
 impl Index {
     /// The requests `filter` keeps, grouped by `by` (in key order), each priced by
     /// `price(model, tokens)`; with `by` empty, one group of everything.
+    ///
+    /// `pricing` names the price list `price` applies (a list's fingerprint): with
+    /// one, and no time window, the sums by scope, model and day are kept in the index
+    /// until the next request is written, and a query asked again reads those
+    /// (`usage_parts`), not every request.
     pub fn usage(
         &self,
         by: &[UsageKey],
         filter: &UsageFilter,
         price: &dyn Fn(Option<&str>, &Tokens) -> Option<f64>,
+        pricing: Option<&str>,
     ) -> Result<Vec<UsageGroup>, IndexError> {
         let sql = |e| self.sqlite(e);
         let conn = self.conn();
-        // The scopes and models, by number (a few thousand rows at most).
-        let mut scopes: FxHashMap<i64, ScopeRow> = FxHashMap::default();
-        {
-            let mut st = conn
-                .prepare_cached(
-                    "SELECT id, session, root_session, project_id, worktree, branch, task
-                     FROM usage_scopes",
-                )
+        let windowed = filter.since.is_some() || filter.until.is_some();
+        let cache = pricing.filter(|_| !windowed);
+        // One read transaction: the parts, or the requests they are made of, and the
+        // generation they belong to.
+        conn.execute_batch("BEGIN").map_err(sql)?;
+        let read = (|| {
+            let (scopes, models) = self.usage_names()?;
+            let generation: i64 = conn
+                .query_row("SELECT v FROM usage_meta WHERE k = 'generation'", [], |r| {
+                    r.get(0)
+                })
                 .map_err(sql)?;
-            let mut q = st.query([]).map_err(sql)?;
-            while let Some(r) = q.next().map_err(sql)? {
-                let get = |i: usize| r.get::<_, Option<String>>(i).map_err(sql);
-                let row = [get(1)?, get(2)?, get(3)?, get(4)?, get(5)?, get(6)?];
-                scopes.insert(r.get(0).map_err(sql)?, row);
-            }
-        }
-        let mut models: FxHashMap<i64, String> = FxHashMap::default();
-        {
-            let mut st = conn
-                .prepare_cached("SELECT id, model FROM usage_models")
-                .map_err(sql)?;
-            let mut q = st.query([]).map_err(sql)?;
-            while let Some(r) = q.next().map_err(sql)? {
-                models.insert(r.get(0).map_err(sql)?, r.get(1).map_err(sql)?);
-            }
+            let kept = match cache {
+                Some(p) => self.stored_parts(p, generation)?,
+                None => None,
+            };
+            let (parts, fresh) = match kept {
+                Some(parts) => (parts, false),
+                None => (self.scan_parts(filter, &scopes, &models, price)?, true),
+            };
+            Ok::<_, IndexError>((scopes, models, generation, parts, fresh))
+        })();
+        let _ = conn.execute_batch("COMMIT");
+        let (scopes, models, generation, parts, fresh) = read?;
+        if let (Some(p), true) = (cache, fresh) {
+            // Kept for the next query; one that cannot be stored (the database busy,
+            // read-only) is only not kept.
+            let _ = self.store_parts(p, generation, &parts);
         }
         let wanted = |row: &ScopeRow| {
             let is = |f: &Option<String>, v: &Option<String>| v.is_none() || f == v;
@@ -203,97 +212,12 @@ impl Index {
                 && is(&row[2], &filter.project)
         };
         let by_day = by.contains(&UsageKey::Day);
-        // Requests summed by (scope, model, day) first, each priced on its own; the
-        // groups `by` names are made of those. Scope and model ids are small and
-        // dense: without days, a request's part is a place in one array.
-        let max_scope = scopes.keys().copied().max().unwrap_or(0).max(0) as usize;
-        let max_model = models.keys().copied().max().unwrap_or(0).max(0) as usize;
-        let width = max_model + 2;
-        let keep: Vec<bool> = (0..=max_scope)
-            .map(|id| scopes.get(&(id as i64)).is_some_and(wanted))
-            .collect();
-        // A (scope, model) slot's place in `dated[None]`, plus one: 0 for none yet.
-        let mut place: Vec<u32> = vec![0; (max_scope + 1) * width];
-        let mut undated: Vec<(usize, UsageGroup)> = Vec::new();
-        let mut daily: FxHashMap<(usize, i64), UsageGroup> = FxHashMap::default();
-        {
-            const COLUMNS: &str = "SELECT scope, model, at_us, input_tokens, output_tokens,
-                cache_creation_input_tokens, cache_creation_1h_input_tokens,
-                cache_read_input_tokens, reasoning_output_tokens FROM usage";
-            let windowed = filter.since.is_some() || filter.until.is_some();
-            let mut st = if windowed {
-                conn.prepare_cached(&format!(
-                    "{COLUMNS} WHERE (?1 IS NULL OR at_us >= ?1) AND (?2 IS NULL OR at_us <= ?2)"
-                ))
-            } else {
-                conn.prepare_cached(COLUMNS)
-            }
-            .map_err(sql)?;
-            let mut q = if windowed {
-                st.query(params![filter.since, filter.until])
-            } else {
-                st.query([])
-            }
-            .map_err(sql)?;
-            while let Some(r) = q.next().map_err(sql)? {
-                let int = |i: usize| -> Result<Option<i64>, IndexError> {
-                    r.get_ref(i)
-                        .and_then(|v| v.as_i64_or_null().map_err(Into::into))
-                        .map_err(sql)
-                };
-                let scope = int(0)?.unwrap_or(-1);
-                if !(0..=max_scope as i64).contains(&scope) || !keep[scope as usize] {
-                    continue;
-                }
-                let n = |i: usize| int(i).map(|v| v.unwrap_or(0).max(0) as u64);
-                let tokens = Tokens {
-                    input: n(3)?,
-                    output: n(4)?,
-                    cache_creation: n(5)?,
-                    cache_creation_1h: n(6)?,
-                    cache_read: n(7)?,
-                    reasoning_output: n(8)?,
-                };
-                let model = int(1)?.filter(|m| models.contains_key(m));
-                let slot = scope as usize * width + model.map_or(0, |m| m as usize + 1);
-                let cost = price(
-                    model.and_then(|m| models.get(&m)).map(String::as_str),
-                    &tokens,
-                );
-                let dated = if by_day { int(2)? } else { None };
-                if let Some(t) = dated {
-                    daily
-                        .entry((slot, t.div_euclid(DAY_US)))
-                        .or_default()
-                        .add(&tokens, cost);
-                    continue;
-                }
-                let at = &mut place[slot];
-                if *at == 0 {
-                    undated.push((slot, UsageGroup::default()));
-                    *at = undated.len() as u32;
-                }
-                undated[*at as usize - 1].1.add(&tokens, cost);
-            }
-        }
-        let unslot = |slot: usize| {
-            let model = slot % width;
-            ((slot / width) as i64, (model > 0).then(|| model as i64 - 1))
-        };
-        let mut parts: Vec<(PartKey, UsageGroup)> = Vec::new();
-        for (slot, g) in undated {
-            let (scope, model) = unslot(slot);
-            parts.push(((scope, model, None), g));
-        }
-        for ((slot, day), g) in daily {
-            let (scope, model) = unslot(slot);
-            parts.push(((scope, model, Some(day)), g));
-        }
         let mut groups: HashMap<Vec<Option<String>>, UsageGroup> = HashMap::new();
         // In key order, so a group's cost is summed the same way every time.
-        parts.sort_unstable_by_key(|p| p.0);
         for ((scope, model, day), part) in parts {
-            let row = &scopes[&scope];
+            let Some(row) = scopes.get(&scope).filter(|r| wanted(r)) else {
+                continue;
+            };
             let keys: Vec<Option<String>> = by
                 .iter()
                 .map(|k| match k {
@@ -304,7 +228,7 @@ impl Index {
                     UsageKey::Branch => row[4].clone(),
                     UsageKey::Task => row[5].clone(),
                     UsageKey::Model => model.and_then(|m| models.get(&m)).cloned(),
-                    UsageKey::Day => day.map(|d| self::day(d * DAY_US)),
+                    UsageKey::Day => day.filter(|_| by_day).map(|d| self::day(d * DAY_US)),
                 })
                 .collect();
             match groups.get_mut(&keys) {
@@ -317,6 +241,217 @@ impl Index {
         let mut out: Vec<UsageGroup> = groups.into_values().collect();
         out.sort_by(|a, b| a.keys.cmp(&b.keys));
         Ok(out)
+    }
+
+    /// The scopes and models, by number (a few thousand rows at most).
+    #[allow(clippy::type_complexity)]
+    fn usage_names(
+        &self,
+    ) -> Result<(FxHashMap<i64, ScopeRow>, FxHashMap<i64, String>), IndexError> {
+        let sql = |e| self.sqlite(e);
+        let conn = self.conn();
+        let mut scopes: FxHashMap<i64, ScopeRow> = FxHashMap::default();
+        let mut st = conn
+            .prepare_cached(
+                "SELECT id, session, root_session, project_id, worktree, branch, task
+                 FROM usage_scopes",
+            )
+            .map_err(sql)?;
+        let mut q = st.query([]).map_err(sql)?;
+        while let Some(r) = q.next().map_err(sql)? {
+            let get = |i: usize| r.get::<_, Option<String>>(i).map_err(sql);
+            let row = [get(1)?, get(2)?, get(3)?, get(4)?, get(5)?, get(6)?];
+            scopes.insert(r.get(0).map_err(sql)?, row);
+        }
+        let mut models: FxHashMap<i64, String> = FxHashMap::default();
+        let mut st = conn
+            .prepare_cached("SELECT id, model FROM usage_models")
+            .map_err(sql)?;
+        let mut q = st.query([]).map_err(sql)?;
+        while let Some(r) = q.next().map_err(sql)? {
+            models.insert(r.get(0).map_err(sql)?, r.get(1).map_err(sql)?);
+        }
+        Ok((scopes, models))
+    }
+
+    /// Every request in `filter`'s time window (its other filters apply to the parts)
+    /// summed by (scope, model, day), each priced on its own, in key order. Scope and
+    /// model ids are small and dense: a request's (scope, model) is a place in one
+    /// array, and only its day is looked up.
+    fn scan_parts(
+        &self,
+        filter: &UsageFilter,
+        scopes: &FxHashMap<i64, ScopeRow>,
+        models: &FxHashMap<i64, String>,
+        price: &dyn Fn(Option<&str>, &Tokens) -> Option<f64>,
+    ) -> Result<Vec<(PartKey, UsageGroup)>, IndexError> {
+        let sql = |e| self.sqlite(e);
+        let conn = self.conn();
+        let max_scope = scopes.keys().copied().max().unwrap_or(0).max(0) as usize;
+        let max_model = models.keys().copied().max().unwrap_or(0).max(0) as usize;
+        let width = max_model + 2;
+        let mut daily: FxHashMap<(usize, Option<i64>), UsageGroup> = FxHashMap::default();
+        const COLUMNS: &str = "SELECT scope, model, at_us, input_tokens, output_tokens,
+            cache_creation_input_tokens, cache_creation_1h_input_tokens,
+            cache_read_input_tokens, reasoning_output_tokens FROM usage";
+        let windowed = filter.since.is_some() || filter.until.is_some();
+        let mut st = if windowed {
+            conn.prepare_cached(&format!(
+                "{COLUMNS} WHERE (?1 IS NULL OR at_us >= ?1) AND (?2 IS NULL OR at_us <= ?2)"
+            ))
+        } else {
+            conn.prepare_cached(COLUMNS)
+        }
+        .map_err(sql)?;
+        let mut q = if windowed {
+            st.query(params![filter.since, filter.until])
+        } else {
+            st.query([])
+        }
+        .map_err(sql)?;
+        while let Some(r) = q.next().map_err(sql)? {
+            let int = |i: usize| -> Result<Option<i64>, IndexError> {
+                r.get_ref(i)
+                    .and_then(|v| v.as_i64_or_null().map_err(Into::into))
+                    .map_err(sql)
+            };
+            let scope = int(0)?.unwrap_or(-1);
+            if !(0..=max_scope as i64).contains(&scope) || !scopes.contains_key(&scope) {
+                continue;
+            }
+            let tokens = crate::usage::tokens_at(r, 3).map_err(sql)?;
+            let model = int(1)?.filter(|m| models.contains_key(m));
+            let slot = scope as usize * width + model.map_or(0, |m| m as usize + 1);
+            let cost = price(
+                model.and_then(|m| models.get(&m)).map(String::as_str),
+                &tokens,
+            );
+            let day = int(2)?.map(|t| t.div_euclid(DAY_US));
+            daily.entry((slot, day)).or_default().add(&tokens, cost);
+        }
+        let mut parts: Vec<(PartKey, UsageGroup)> = daily
+            .into_iter()
+            .map(|((slot, day), g)| {
+                let m = slot % width;
+                (
+                    ((slot / width) as i64, (m > 0).then(|| m as i64 - 1), day),
+                    g,
+                )
+            })
+            .collect();
+        parts.sort_unstable_by_key(|p| p.0);
+        Ok(parts)
+    }
+
+    /// The parts kept for `pricing` at `generation`, in key order; `None` when there
+    /// are none (or they belong to another generation).
+    fn stored_parts(
+        &self,
+        pricing: &str,
+        generation: i64,
+    ) -> Result<Option<Vec<(PartKey, UsageGroup)>>, IndexError> {
+        let sql = |e| self.sqlite(e);
+        let conn = self.conn();
+        let kept: Option<i64> = conn
+            .query_row(
+                "SELECT generation FROM usage_parts_of WHERE pricing = ?1",
+                [pricing],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(sql)?;
+        if kept != Some(generation) {
+            return Ok(None);
+        }
+        let mut st = conn
+            .prepare_cached(
+                "SELECT scope, model, day, input_tokens, output_tokens,
+                        cache_creation_input_tokens, cache_creation_1h_input_tokens,
+                        cache_read_input_tokens, reasoning_output_tokens, messages, cost_usd,
+                        unpriced
+                 FROM usage_parts WHERE pricing = ?1 ORDER BY scope, model, day",
+            )
+            .map_err(sql)?;
+        let mut q = st.query([pricing]).map_err(sql)?;
+        let mut parts = Vec::new();
+        while let Some(r) = q.next().map_err(sql)? {
+            let n = |i: usize| r.get::<_, i64>(i).map(|v| v.max(0) as u64).map_err(sql);
+            let key: PartKey = (
+                r.get(0).map_err(sql)?,
+                r.get(1).map_err(sql)?,
+                r.get(2).map_err(sql)?,
+            );
+            let part = UsageGroup {
+                keys: Vec::new(),
+                tokens: crate::usage::tokens_at(r, 3).map_err(sql)?,
+                messages: n(9)?,
+                cost_usd: r.get(10).map_err(sql)?,
+                unpriced: n(11)?,
+            };
+            parts.push((key, part));
+        }
+        Ok(Some(parts))
+    }
+
+    /// Keep `parts` for `pricing` at `generation` (replacing what was kept).
+    fn store_parts(
+        &self,
+        pricing: &str,
+        generation: i64,
+        parts: &[(PartKey, UsageGroup)],
+    ) -> rusqlite::Result<()> {
+        let conn = self.conn();
+        conn.execute_batch("BEGIN IMMEDIATE")?;
+        let store = || -> rusqlite::Result<()> {
+            // Written only if no request came since the parts were read.
+            let now: i64 =
+                conn.query_row("SELECT v FROM usage_meta WHERE k = 'generation'", [], |r| {
+                    r.get(0)
+                })?;
+            if now != generation {
+                return Ok(());
+            }
+            conn.execute("DELETE FROM usage_parts WHERE pricing = ?1", [pricing])?;
+            let mut put = conn.prepare_cached(
+                "INSERT INTO usage_parts (pricing, scope, model, day, input_tokens, output_tokens,
+                     cache_creation_input_tokens, cache_creation_1h_input_tokens,
+                     cache_read_input_tokens, reasoning_output_tokens, messages, cost_usd,
+                     unpriced)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+            )?;
+            let n = |v: u64| v.min(i64::MAX as u64) as i64;
+            for ((scope, model, day), g) in parts {
+                let [a, b, c, d, e, f] = crate::usage::counts(&g.tokens);
+                put.execute(params![
+                    pricing,
+                    scope,
+                    model,
+                    day,
+                    a,
+                    b,
+                    c,
+                    d,
+                    e,
+                    f,
+                    n(g.messages),
+                    g.cost_usd,
+                    n(g.unpriced),
+                ])?;
+            }
+            conn.execute(
+                "INSERT INTO usage_parts_of (pricing, generation) VALUES (?1, ?2)
+                 ON CONFLICT (pricing) DO UPDATE SET generation = excluded.generation",
+                params![pricing, generation],
+            )?;
+            Ok(())
+        };
+        match store() {
+            Ok(()) => conn.execute_batch("COMMIT"),
+            Err(e) => {
+                let _ = conn.execute_batch("ROLLBACK");
+                Err(e)
+            }
+        }
     }
 }
 

@@ -131,6 +131,21 @@ impl Request {
     }
 }
 
+/// The six token counts as stored (in the columns' order: input, output, cache
+/// writes, 1-hour cache writes, cache reads, reasoning), each at most `i64::MAX`.
+pub(crate) fn counts(t: &Tokens) -> [i64; 6] {
+    t.counts().map(|v| v.min(i64::MAX as u64) as i64)
+}
+
+/// The [`counts`] read back from six columns from `first` on (a negative one as 0).
+pub(crate) fn tokens_at(r: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<Tokens> {
+    let mut c = [0u64; 6];
+    for (i, n) in c.iter_mut().enumerate() {
+        *n = r.get_ref(first + i)?.as_i64_or_null()?.unwrap_or(0).max(0) as u64;
+    }
+    Ok(Tokens::from_counts(c))
+}
+
 /// Write `batch` in `tx` (and empty it): each request merged into its row, in key
 /// order.
 pub(crate) fn write(
@@ -142,6 +157,8 @@ pub(crate) fn write(
     if batch.requests.is_empty() {
         return Ok(());
     }
+    // The sums kept by queries are of the requests before these.
+    tx.execute("UPDATE usage_meta SET v = v + 1 WHERE k = 'generation'", [])?;
     let mut insert = tx.prepare_cached(&INSERT_USAGE_SQL)?;
     let mut upsert = tx.prepare_cached(&UPSERT_USAGE_SQL)?;
     let mut requests: Vec<(u128, Request)> = batch.requests.drain().collect();
@@ -149,7 +166,6 @@ pub(crate) fn write(
     // Each scope and model by number, looked up once (and once a connection).
     let mut scope_ids: Vec<Option<i64>> = vec![None; batch.scopes.len()];
     let mut model_ids: Vec<Option<i64>> = vec![None; batch.models.len()];
-    let n = |v: u64| v.min(i64::MAX as u64) as i64;
     for (key, r) in &requests {
         let scope = match scope_ids[r.scope as usize] {
             Some(id) => id,
@@ -172,19 +188,19 @@ pub(crate) fn write(
                 }
             }),
         };
-        let t = &r.tokens;
+        let [a, b, c, d, e, f] = counts(&r.tokens);
         let values = params![
             key.to_be_bytes(),
             scope,
             r.is_root,
             r.at_us,
             model,
-            n(t.input),
-            n(t.output),
-            n(t.cache_creation),
-            n(t.cache_creation_1h),
-            n(t.cache_read),
-            n(t.reasoning_output),
+            a,
+            b,
+            c,
+            d,
+            e,
+            f
         ];
         // Most requests are new: a plain insert; a copy of one kept already merges
         // into it.

@@ -52,7 +52,7 @@ type Row = (Vec<Option<String>>, u64, u64, u64, u64);
 
 /// Each group's [`Row`].
 fn groups(ix: &Index, by: &[UsageKey]) -> Vec<Row> {
-    ix.usage(by, &UsageFilter::default(), &no_price)
+    ix.usage(by, &UsageFilter::default(), &no_price, None)
         .unwrap()
         .into_iter()
         .map(|g| {
@@ -265,4 +265,86 @@ fn a_version_1_index_moves_to_version_2_with_its_totals() {
             ),
         ]
     );
+}
+
+#[test]
+fn kept_sums_answer_until_a_request_is_written() {
+    let home = tempfile::tempdir().unwrap();
+    let mut ix = Index::open(home.path()).unwrap();
+    ix.record(&copies(), Origin::Backfill, false).unwrap();
+    let price = |_: Option<&str>, t: &Tokens| Some(t.output as f64);
+    let by = [UsageKey::Task];
+    let ask = |ix: &Index, pricing: Option<&str>| {
+        ix.usage(&by, &UsageFilter::default(), &price, pricing)
+            .unwrap()
+            .into_iter()
+            .map(|g| (g.keys, g.tokens.output, g.messages, g.cost_usd))
+            .collect::<Vec<_>>()
+    };
+    let direct = ask(&ix, None);
+    // The first query with a price list keeps its sums; the second reads them.
+    assert_eq!(ask(&ix, Some("list-a")), direct);
+    assert_eq!(ask(&ix, Some("list-a")), direct);
+    let kept: i64 = rusqlite::Connection::open(transcope_index::index_path(home.path()))
+        .unwrap()
+        .query_row(
+            "SELECT count(*) FROM usage_parts WHERE pricing = 'list-a'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(kept > 0);
+    // A new request (and a copy that raises a kept one) changes the answer at once.
+    ix.record(
+        &[observed(
+            "root",
+            None,
+            vec![
+                spent(
+                    "claude:m9:r9",
+                    Some(9_000),
+                    Some("claude-x"),
+                    tokens(1, 100),
+                    "T1",
+                ),
+                spent(
+                    "claude:m3:r3",
+                    Some(9_500),
+                    Some("claude-y"),
+                    tokens(2, 50),
+                    "T7",
+                ),
+            ],
+        )],
+        Origin::Hook,
+        true,
+    )
+    .unwrap();
+    let after = ask(&ix, Some("list-a"));
+    assert_eq!(after, ask(&ix, None));
+    assert_ne!(after, direct);
+    let t1 = after
+        .iter()
+        .find(|g| g.0 == [Some("T1".to_owned())])
+        .unwrap();
+    assert_eq!((t1.1, t1.2), (9 + 4 + 100, 3));
+    // m3 stays in T2 (its earlier copy), now with the larger output.
+    let t2 = after
+        .iter()
+        .find(|g| g.0 == [Some("T2".to_owned())])
+        .unwrap();
+    assert_eq!((t2.1, t2.2, t2.3), (50, 1, Some(50.0)));
+    // A time window reads the requests, whatever is kept.
+    let windowed = ix
+        .usage(
+            &by,
+            &UsageFilter {
+                since: Some(5_500),
+                ..UsageFilter::default()
+            },
+            &price,
+            Some("list-a"),
+        )
+        .unwrap();
+    assert_eq!(windowed.iter().map(|g| g.messages).sum::<u64>(), 2);
 }

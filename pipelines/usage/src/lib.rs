@@ -154,27 +154,16 @@ impl EntrySink for UsageStage {
 }
 
 fn tokens_json(t: &Tokens) -> Value {
-    json!([
-        t.input,
-        t.output,
-        t.cache_creation,
-        t.cache_creation_1h,
-        t.cache_read,
-        t.reasoning_output
-    ])
+    json!(t.counts())
 }
 
 fn tokens_of(v: &Value) -> Option<Tokens> {
     let a = v.as_array()?;
-    let n = |i: usize| a.get(i).and_then(Value::as_u64);
-    Some(Tokens {
-        input: n(0)?,
-        output: n(1)?,
-        cache_creation: n(2)?,
-        cache_creation_1h: n(3)?,
-        cache_read: n(4)?,
-        reasoning_output: n(5)?,
-    })
+    let mut c = [0u64; 6];
+    for (i, n) in c.iter_mut().enumerate() {
+        *n = a.get(i).and_then(Value::as_u64)?;
+    }
+    Some(Tokens::from_counts(c))
 }
 
 impl Stage for UsageStage {
