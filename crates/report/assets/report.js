@@ -179,7 +179,13 @@
     });
   var tracks = laneSel.append("svg").attr("class", "track").attr("width", W).attr("height", TRACK_H)
     .attr("role", "group")
-    .attr("aria-label", function (d) { return "session " + d.key; });
+    .attr("aria-label", function (d, i) {
+      var names = [];
+      d.segs.forEach(function (s) { var n = segLabel(scopes[s[2]]); if (names.indexOf(n) < 0) names.push(n); });
+      return (d.depth ? "sub-agent " : "session ") + d.key + ": " + d.segs.length + " transitions" +
+        (names.length ? " (" + names.slice(0, 6).join("; ") + (names.length > 6 ? "; …" : "") + ")" : "") +
+        ", " + markersByLane[i].length + " markers";
+    });
   tracks.append("rect").attr("class", "life").attr("y", 2).attr("height", TRACK_H - 4);
   var segG = tracks.append("g").attr("class", "segs");
   var segSel = segG.selectAll("rect.seg").data(function (d) { return d.segs; }).join("rect")
