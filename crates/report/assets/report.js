@@ -428,7 +428,7 @@
   requestAnimationFrame(function () {
     setTimeout(function () {
       var ms = performance.now();
-      window.__transcopeReport = { drawnMs: ms, scriptMs: ms - t0 };
+      window.__transcopeReport = { drawnMs: ms, scriptMs: ms - t0, fills: PALETTE.concat([OTHER, NONE]) };
       document.documentElement.setAttribute("data-ready", "true");
     }, 0);
   });

@@ -13,7 +13,8 @@
 // * no request left the page: every request is intercepted; only the file itself
 //   (and data: URLs, which never reach the network) may load; no CSP violation, no
 //   console error, no page error;
-// * a marker's text shows on keyboard focus, the keyboard zooms the timeline;
+// * a marker's text shows on keyboard focus, a segment's scope on hover, the
+//   keyboard zooms the timeline; every fill takes text at 4.5:1 contrast or more;
 // * the screenshot (kept as OUT/NAME.png) is not blank: many colours, spread-out
 //   luminance.
 import { spawnSync } from "node:child_process";
@@ -140,6 +141,45 @@ try {
     check(!tip.hidden && tip.text.includes(first.slice(0, 40)), "focusing a marker shows its text");
     await page.keyboard.press("Escape");
   }
+  // Hovering a segment names its scope; every fill has a text colour of 4.5:1 or more.
+  // (In the "fill the width" view, at a point where the segment itself is on top.)
+  await page.focus("#chart");
+  await page.keyboard.press("f");
+  await page.waitForTimeout(100);
+  await page.evaluate(() => document.getElementById("chart").scrollIntoView());
+  const spot = await page.evaluate(() => {
+    for (const r of document.querySelectorAll("#lanes rect.seg")) {
+      const b = r.getBoundingClientRect();
+      if (b.top < 0 || b.bottom > innerHeight) continue;
+      for (let x = b.left + 1; x < b.right; x += 3) {
+        if (document.elementFromPoint(x, b.top + b.height / 2) === r) return { x, y: b.top + b.height / 2 };
+      }
+    }
+    return null;
+  });
+  if (spot) {
+    await page.mouse.move(spot.x, spot.y);
+    const tip = await page.evaluate(() => ({ hidden: document.getElementById("tooltip").hidden, text: document.getElementById("tooltip").textContent }));
+    check(!tip.hidden && tip.text.includes("session"), "hovering a segment shows its scope");
+    await page.mouse.move(0, 0);
+  } else {
+    check(dom.segs === 0, "a segment to hover");
+  }
+  await page.focus("#chart");
+  await page.keyboard.press("f");
+  await page.waitForTimeout(100);
+  const contrast = await page.evaluate(() => {
+    const lum = (hex) => {
+      const c = d3.rgb(hex);
+      const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
+      return 0.2126 * f(c.r) + 0.7152 * f(c.g) + 0.0722 * f(c.b);
+    };
+    return window.__transcopeReport.fills.map((h) => {
+      const l = lum(h);
+      return Math.max((l + 0.05) / 0.05, 1.05 / (l + 0.05));
+    });
+  });
+  check(contrast.every((c) => c >= 4.5), `every fill takes black or white text at 4.5:1 or more (lowest ${Math.min(...contrast).toFixed(2)})`);
   const before = await page.textContent("#win-shown");
   await page.focus("#chart");
   await page.keyboard.press("+");
@@ -150,7 +190,7 @@ try {
   await page.keyboard.press("0");
   await page.waitForTimeout(100);
   check((await page.textContent("#win-shown")) === before, "0 shows the whole window again");
-  await page.evaluate(() => document.activeElement && document.activeElement.blur());
+  await page.evaluate(() => { document.activeElement && document.activeElement.blur(); window.scrollTo(0, 0); document.getElementById("chart").scrollTo(0, 0); });
 
   mkdirSync(opt.out, { recursive: true });
   const shot = resolve(opt.out, `${opt.name}.png`);
