@@ -190,6 +190,24 @@ try {
   await page.keyboard.press("0");
   await page.waitForTimeout(100);
   check((await page.textContent("#win-shown")) === before, "0 shows the whole window again");
+  // The window inputs: a typed range, applied with Enter, is what the timeline shows.
+  const range = await page.evaluate(() => {
+    const pad = (n) => String(n).padStart(2, "0");
+    const local = (d) => `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
+    const from = document.getElementById("win-from").value, to = document.getElementById("win-to").value;
+    const a = new Date(from).getTime(), z = new Date(to).getTime();
+    return { from: local(new Date(a + (z - a) / 4)), to: local(new Date(a + (z - a) / 2)) };
+  });
+  await page.fill("#win-from", range.from);
+  await page.fill("#win-to", range.to);
+  await page.focus("#win-to");
+  await page.keyboard.press("Enter");
+  await page.waitForTimeout(150);
+  const shown = await page.textContent("#win-shown");
+  check(shown.includes(range.from.slice(0, 10).replace("T", " ")) && shown !== before, `typed window applied with Enter (${shown})`);
+  await page.focus("#chart");
+  await page.keyboard.press("0");
+  await page.waitForTimeout(100);
   await page.evaluate(() => { document.activeElement && document.activeElement.blur(); window.scrollTo(0, 0); document.getElementById("chart").scrollTo(0, 0); });
 
   mkdirSync(opt.out, { recursive: true });
