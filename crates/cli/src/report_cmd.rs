@@ -88,12 +88,13 @@ pub fn run_report(home: &Path, a: ReportArgs) -> Result<u8> {
         println_out(
             &mut out,
             &format!(
-                "{}: {} sessions, {} transitions, {} markers, usage of {} projects ({} KiB)",
+                "{}: {} sessions, {} transitions, {} markers, usage in {} project{} ({} KiB)",
                 a.html.display(),
                 c.lanes,
                 c.segments,
                 c.markers,
                 c.usage_projects,
+                if c.usage_projects == 1 { "" } else { "s" },
                 page.len().div_ceil(1024)
             ),
         )?;
