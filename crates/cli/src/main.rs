@@ -12,6 +12,7 @@ mod compose;
 mod hook;
 mod payload;
 mod query_cmd;
+mod report_cmd;
 mod scope_cmd;
 mod table;
 mod transcript_cmd;
@@ -65,6 +66,9 @@ enum Command {
     Explain(query_cmd::ExplainArgs),
     /// Token usage (and its cost) attributed to the scope in force when it was spent.
     Usage(query_cmd::UsageArgs),
+    /// One self-contained HTML page: sessions over time, coloured by the scope in
+    /// force, with their markers and usage.
+    Report(report_cmd::ReportArgs),
     /// One line for Claude Code's status line: the session's scope and what its task
     /// and the session have cost (hook payload on stdin).
     Statusline,
@@ -152,6 +156,7 @@ fn main() -> ExitCode {
         Command::Deliver(args) => query_cmd::run_deliver(&home, args),
         Command::Explain(args) => query_cmd::run_explain(&home, args),
         Command::Usage(args) => query_cmd::run_usage(&home, args),
+        Command::Report(args) => report_cmd::run_report(&home, args),
         Command::Statusline => query_cmd::run_statusline(&home),
         Command::Index(cmd) => query_cmd::run_index(&home, cmd),
     };

@@ -25,14 +25,14 @@ use crate::{exit, println_out};
 pub struct Common {
     /// Print one JSON object per line instead of a table.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
     /// Do not bring the index up to date with the default archive paths first.
     #[arg(long)]
-    no_sync: bool,
+    pub(crate) no_sync: bool,
 }
 
 /// A time filter: what `scope at --at` accepts (no offset: UTC).
-fn time_arg(s: &str) -> Result<i64, String> {
+pub(crate) fn time_arg(s: &str) -> Result<i64, String> {
     transcope_core::timestamp::parse(s)
         .map(|t| t.unix_micros())
         .ok_or_else(|| format!("not a time: {s:?} (e.g. 2026-10-08 or 2026-10-08T10:00:00+02:00)"))
@@ -149,7 +149,7 @@ fn usage_key(s: &str) -> Result<transcope_index::UsageKey, String> {
 
 /// Token counts as the price list takes them (the cache writes split by lifetime;
 /// reasoning is inside the output already).
-fn priced(t: &transcope_core::Tokens) -> transcope_pricing::Tokens {
+pub(crate) fn priced(t: &transcope_core::Tokens) -> transcope_pricing::Tokens {
     transcope_pricing::Tokens {
         input: t.input,
         output: t.output,
@@ -160,32 +160,39 @@ fn priced(t: &transcope_core::Tokens) -> transcope_pricing::Tokens {
     }
 }
 
-pub fn run_usage(home: &Path, a: UsageArgs) -> Result<u8> {
-    let prices = match &a.pricing {
+/// The shipped price table, or `file`'s.
+pub(crate) fn load_prices(file: Option<&Path>) -> Result<transcope_pricing::Prices> {
+    Ok(match file {
         Some(p) => transcope_pricing::Prices::load(p)
             .with_context(|| format!("reading prices from {}", p.display()))?,
         None => transcope_pricing::Prices::builtin(),
-    };
-    // The list the sums kept in the index were priced by: the built-in one, or a
-    // file by its contents.
-    let pricing = match &a.pricing {
+    })
+}
+
+/// The name of the price list the usage sums kept in the index were priced by: the
+/// built-in table's version, or a file by its contents (`None`: unreadable, so
+/// nothing is kept).
+pub(crate) fn pricing_id(
+    file: Option<&Path>,
+    prices: &transcope_pricing::Prices,
+) -> Option<String> {
+    match file {
         Some(p) => std::fs::read(p)
             .ok()
             .map(|b| format!("file {}", transcope_core::digest::sha256_hex(&b))),
         None => Some(format!("builtin {}", prices.source())),
-    };
-    let index = index_for(home, a.common)?;
-    let by = if a.by.is_empty() {
-        vec![transcope_index::UsageKey::Project]
-    } else {
-        a.by.clone()
-    };
-    // Each model's price looked up once (the name matching runs per distinct model,
-    // not per request).
+    }
+}
+
+/// A request's cost by `prices`, each model's price looked up once (the name matching
+/// runs per distinct model, not per request).
+pub(crate) fn pricer(
+    prices: &transcope_pricing::Prices,
+) -> impl Fn(Option<&str>, &transcope_core::Tokens) -> Option<f64> + '_ {
     let resolved: std::cell::RefCell<
         std::collections::HashMap<String, Option<&transcope_pricing::ModelPrice>>,
     > = Default::default();
-    let price = |model: Option<&str>, t: &transcope_core::Tokens| {
+    move |model, t| {
         let m = model?;
         let mut cache = resolved.borrow_mut();
         let p = match cache.get(m) {
@@ -193,7 +200,19 @@ pub fn run_usage(home: &Path, a: UsageArgs) -> Result<u8> {
             None => *cache.entry(m.to_owned()).or_insert_with(|| prices.price(m)),
         };
         p.map(|p| p.cost(&priced(t)))
+    }
+}
+
+pub fn run_usage(home: &Path, a: UsageArgs) -> Result<u8> {
+    let prices = load_prices(a.pricing.as_deref())?;
+    let pricing = pricing_id(a.pricing.as_deref(), &prices);
+    let index = index_for(home, a.common)?;
+    let by = if a.by.is_empty() {
+        vec![transcope_index::UsageKey::Project]
+    } else {
+        a.by.clone()
     };
+    let price = pricer(&prices);
     let groups = index.usage(
         &by,
         &transcope_index::UsageFilter {
@@ -384,7 +403,7 @@ fn sync(home: &Path, how: Sync) -> Result<(Index, Synced)> {
 }
 
 /// The index, synced first unless `no_sync`.
-fn index_for(home: &Path, common: Common) -> Result<Index> {
+pub(crate) fn index_for(home: &Path, common: Common) -> Result<Index> {
     if common.no_sync {
         return Ok(Index::open(home)?);
     }

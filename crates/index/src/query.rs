@@ -379,10 +379,7 @@ impl Index {
                 let at: String = r.get(1).map_err(sql)?;
                 let at_us: Option<i64> = r.get(2).map_err(sql)?;
                 let line: String = r.get(3).map_err(sql)?;
-                let row = match serde_json::from_str::<Value>(&line) {
-                    Ok(Value::Object(m)) => m,
-                    _ => Map::new(),
-                };
+                let row = log_row(&line);
                 let scope = transcope_core::Scope::from_json_map(&row).to_json_map();
                 items.push((
                     (at_us.is_none(), at_us.unwrap_or(0), 0, seq),
@@ -409,6 +406,26 @@ impl Index {
         }
         items.sort_by_key(|(k, _)| *k);
         Ok(items.into_iter().map(|(_, i)| i).collect())
+    }
+
+    /// Every session's mirrored scope-log rows, in file order, as the logs wrote them
+    /// (one query for all sessions; a row that is not a JSON object is an empty map, so
+    /// a row's place in its log is kept).
+    pub fn log_rows(&self) -> Result<HashMap<String, Vec<Map<String, Value>>>, IndexError> {
+        let sql = |e| self.sqlite(e);
+        let mut st = self
+            .conn()
+            .prepare("SELECT session, line FROM transitions ORDER BY session, seq")
+            .map_err(sql)?;
+        let mut q = st.query([]).map_err(sql)?;
+        let mut out: HashMap<String, Vec<Map<String, Value>>> = HashMap::new();
+        while let Some(r) = q.next().map_err(sql)? {
+            let line: String = r.get(1).map_err(sql)?;
+            out.entry(r.get(0).map_err(sql)?)
+                .or_default()
+                .push(log_row(&line));
+        }
+        Ok(out)
     }
 
     /// The ledger rows `filter` matches, in the order found.
@@ -445,6 +462,14 @@ impl Index {
             )
             .and_then(|rows| rows.collect());
         rows.map_err(sql)
+    }
+}
+
+/// A mirrored scope-log line as the object it is (anything else: an empty map).
+fn log_row(line: &str) -> Map<String, Value> {
+    match serde_json::from_str::<Value>(line) {
+        Ok(Value::Object(m)) => m,
+        _ => Map::new(),
     }
 }
 

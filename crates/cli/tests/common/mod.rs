@@ -16,6 +16,7 @@ pub fn run(home: &Path, args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Out
     cmd.arg("--home").arg(home).args(args);
     for k in [
         "AGENTIHOOKS_HOME",
+        "AGENTIHOOKS_PROJECT_ID",
         "AGENTIHOOKS_SWARM",
         "AGENTIHOOKS_SWARM_TASK",
         "AGENTIHOOKS_SWARM_LANE",

@@ -1,0 +1,103 @@
+//! `transcope report --html FILE`: the index drawn as one self-contained page
+//! (`transcope_report`), synced first like every query unless `--no-sync`.
+//!
+//! The file is written whole (temporary file, then rename), so a reader never sees
+//! half a report; the folder it goes in must exist (checked before the sync, so a
+//! mistyped path fails at once, not after a backfill).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use serde_json::json;
+
+use crate::query_cmd::{index_for, load_prices, pricer, time_arg, Common};
+use crate::{exit, println_out};
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// Write the report to FILE: one HTML page that works offline.
+    #[arg(long, value_name = "FILE")]
+    html: PathBuf,
+    /// Sessions, transitions, markers and usage from this time.
+    #[arg(long, value_name = "TIME", value_parser = time_arg)]
+    since: Option<i64>,
+    /// Until this time.
+    #[arg(long, value_name = "TIME", value_parser = time_arg)]
+    until: Option<i64>,
+    /// Only sessions in force in this project at some moment of the window, and only
+    /// this project's usage (repeatable).
+    #[arg(long = "project", value_name = "ID")]
+    projects: Vec<String>,
+    /// Prices from FILE (the shipped table's format) instead of the shipped table.
+    #[arg(long, value_name = "FILE")]
+    pricing: Option<PathBuf>,
+    #[command(flatten)]
+    common: Common,
+}
+
+pub fn run_report(home: &Path, a: ReportArgs) -> Result<u8> {
+    let dir = match a.html.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if !dir.is_dir() {
+        bail!(
+            "cannot write the report to {}: {} is not a folder",
+            a.html.display(),
+            dir.display()
+        );
+    }
+    if a.html.is_dir() {
+        bail!(
+            "cannot write the report to {}: it is a folder",
+            a.html.display()
+        );
+    }
+    if let (Some(s), Some(u)) = (a.since, a.until) {
+        if s > u {
+            eprintln!("transcope: --since is after --until");
+            return Ok(exit::USAGE);
+        }
+    }
+    let prices = load_prices(a.pricing.as_deref())?;
+    let index = index_for(home, a.common)?;
+    let window = transcope_report::Window {
+        since: a.since,
+        until: a.until,
+        projects: a.projects,
+    };
+    let report = transcope_report::collect(&index, &window, &pricer(&prices))?;
+    let page = transcope_report::render(&report);
+    transcope_jsonl::write_atomic(&a.html, page.as_bytes(), true)
+        .with_context(|| format!("writing the report to {}", a.html.display()))?;
+    let c = report.counts();
+    let mut out = std::io::stdout().lock();
+    if a.common.json {
+        let v = json!({
+            "file": a.html,
+            "bytes": page.len(),
+            "sessions": c.lanes,
+            "transitions": c.segments,
+            "markers": c.markers,
+            "usage_projects": c.usage_projects,
+            "not_drawn": c.hidden,
+        });
+        println_out(&mut out, &v.to_string())?;
+    } else {
+        println_out(
+            &mut out,
+            &format!(
+                "{}: {} sessions, {} transitions, {} markers, usage in {} project{} ({} KiB)",
+                a.html.display(),
+                c.lanes,
+                c.segments,
+                c.markers,
+                c.usage_projects,
+                if c.usage_projects == 1 { "" } else { "s" },
+                page.len().div_ceil(1024)
+            ),
+        )?;
+    }
+    Ok(exit::OK)
+}
