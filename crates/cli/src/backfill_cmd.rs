@@ -1,4 +1,5 @@
-//! `transcope backfill`: archived transcripts through the Stop stages.
+//! `transcope backfill`: archived transcripts through the stages a Stop runs (scope
+//! transitions, markers, usage), in parallel.
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -21,11 +22,11 @@ pub struct BackfillArgs {
     /// Worker threads, at most 256 [default: one per core].
     #[arg(
         long,
-        default_value_t = 0,
+        value_name = "N",
         value_parser = clap::builder::RangedU64ValueParser::<usize>::new()
-            .range(0..=transcope_backfill::MAX_JOBS as u64)
+            .range(1..=transcope_backfill::MAX_JOBS as u64)
     )]
-    jobs: usize,
+    jobs: Option<usize>,
     /// Print a JSON summary on stdout.
     #[arg(long)]
     json: bool,
@@ -58,12 +59,19 @@ pub fn default_paths(
     env: &transcope_change_detect::Env,
     registry: &AdapterRegistry,
 ) -> Vec<PathBuf> {
+    default_roots(env, registry)
+        .into_iter()
+        .filter(|p| p.is_dir())
+        .collect()
+}
+
+/// Every registered agent's default folders, whether they exist or not.
+fn default_roots(env: &transcope_change_detect::Env, registry: &AdapterRegistry) -> Vec<PathBuf> {
     let lookup = |k: &str| env.get(k).filter(|v| !v.is_empty()).cloned();
     let home = user_home();
     registry
         .layouts()
         .flat_map(|(_, l)| l.default_roots(&lookup, &home))
-        .filter(|p| p.is_dir())
         .collect()
 }
 
@@ -72,11 +80,22 @@ pub fn run_backfill(home: &Path, args: BackfillArgs) -> Result<u8> {
     let env = bare_env(&full);
     let mut opts = Options::new(home, crate::compose::pipeline(home, false));
     let paths = if args.paths.is_empty() {
-        default_paths(&full, opts.pipeline.registry())
+        let found = default_paths(&full, opts.pipeline.registry());
+        if found.is_empty() {
+            eprintln!(
+                "transcope: no archive here: none of {} exists; name a folder or transcript to read",
+                default_roots(&full, opts.pipeline.registry())
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        found
     } else {
         args.paths.clone()
     };
-    opts.jobs = args.jobs;
+    opts.jobs = args.jobs.unwrap_or(0);
     opts.env = env.clone();
     opts.resolver = Some(resolver_for(home, &env)?);
     if args.mmap {
@@ -106,10 +125,22 @@ pub fn run_backfill(home: &Path, args: BackfillArgs) -> Result<u8> {
         );
         (b, total_files)
     });
+    // Workers finish files concurrently and report in any order: show only counts
+    // larger than those shown, so the bar never goes back.
+    let shown = std::sync::Mutex::new((0u64, 0u64));
     let progress = |files: u64, bytes: u64| {
         if let Some((b, total_files)) = &bar {
-            b.set_position(bytes);
-            b.set_message(format!("{files}/{total_files} files"));
+            let mut s = shown
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if bytes > s.1 {
+                s.1 = bytes;
+                b.set_position(bytes);
+            }
+            if files > s.0 {
+                s.0 = files;
+                b.set_message(format!("{files}/{total_files} files"));
+            }
         }
     };
     let summary = backfill_iter(walk(&paths, opts.pipeline.registry()), &opts, &progress);
@@ -118,6 +149,9 @@ pub fn run_backfill(home: &Path, args: BackfillArgs) -> Result<u8> {
     }
     for p in &summary.errors {
         eprintln!("transcope: {}: {}", p.path.display(), p.reason);
+    }
+    if summary.files == 0 && summary.errors.is_empty() && !paths.is_empty() {
+        eprintln!("transcope: no transcript found in the paths given; nothing read");
     }
     let mut failed = !summary.errors.is_empty();
     let delivered = if args.deliver {

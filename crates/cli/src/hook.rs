@@ -1,6 +1,8 @@
-//! `transcope hook session-start|stop`: Claude Code hooks. They never block or fail
-//! the agent: every problem is one line on stderr and the exit status is 0 (unless
-//! `--strict`).
+//! `transcope hook session-start|stop`: the hooks an agent runs (Claude Code, Codex and
+//! Gemini CLI send the same payload fields). They never block or fail the agent: every
+//! problem is one line on stderr and the exit status is 0 (unless `--strict`).
+//! `transcope hook install|uninstall` wires them into the agents' settings
+//! ([`crate::install`]).
 
 use std::path::Path;
 use std::time::Duration;
@@ -26,10 +28,15 @@ pub const HOOK_LOCK_WAIT: Duration = Duration::from_secs(2);
 
 #[derive(Subcommand, Debug)]
 pub enum HookCommand {
-    /// SessionStart: record the launch scope and the session index row.
+    /// At a session's start: record where it was launched (payload on stdin).
     SessionStart(HookArgs),
-    /// Stop and SubagentStop: record the transcript's scope transitions.
+    /// At the end of each turn (and of a sub-agent's): record what the transcript
+    /// says the session moved to, and its markers (payload on stdin).
     Stop(HookArgs),
+    /// Wire these hooks into Claude Code's, Codex's and Gemini CLI's settings.
+    Install(crate::install::InstallArgs),
+    /// Remove exactly the hooks `hook install` added.
+    Uninstall(crate::install::InstallArgs),
 }
 
 #[derive(Args, Debug)]
@@ -160,8 +167,13 @@ fn hook_deadline() -> Duration {
 
 pub fn run_hook(home: &Path, cmd: HookCommand) -> anyhow::Result<u8> {
     let started = std::time::Instant::now();
-    match &cmd {
-        HookCommand::SessionStart(a) | HookCommand::Stop(a) => arm_deadline(a.strict),
+    let cmd = match cmd {
+        HookCommand::Install(args) => return crate::install::run(args, true),
+        HookCommand::Uninstall(args) => return crate::install::run(args, false),
+        hook => hook,
+    };
+    if let HookCommand::SessionStart(a) | HookCommand::Stop(a) = &cmd {
+        arm_deadline(a.strict);
     }
     let read = read_payload();
     let (args, summary) = match cmd {
@@ -170,6 +182,7 @@ pub fn run_hook(home: &Path, cmd: HookCommand) -> anyhow::Result<u8> {
         }
         HookCommand::SessionStart(args) => (args, session_start(home, &read.input)),
         HookCommand::Stop(args) => (args, stop(home, &read.input, started)),
+        HookCommand::Install(_) | HookCommand::Uninstall(_) => unreachable!("run above"),
     };
     let summary = with_oversize(summary, read.oversize.as_ref());
     let failed = summary.get("error").is_some_and(|e| !e.is_null());

@@ -27,7 +27,7 @@ pub struct ObserveArgs {
     /// Print a JSON summary (transitions, markers found and new to the ledger).
     #[arg(long)]
     json: bool,
-    /// The transcript (Claude Code JSONL or a Codex rollout).
+    /// The transcript (Claude Code JSONL, a Codex rollout or a Gemini CLI session).
     transcript: PathBuf,
 }
 
@@ -116,8 +116,12 @@ pub fn run_observe(home: &Path, args: ObserveArgs) -> Result<u8> {
 
 #[derive(Args, Debug)]
 pub struct MarkersArgs {
-    /// The transcript (Claude Code JSONL or a Codex rollout).
+    /// The transcript (Claude Code JSONL, a Codex rollout or a Gemini CLI session).
     transcript: PathBuf,
+    /// Accepted for symmetry with the other commands and unused: `markers` only reads
+    /// the transcript (declared here so the global `--home` is not listed).
+    #[arg(long = "home", id = "home", hide = true, value_name = "DIR")]
+    _home: Option<PathBuf>,
 }
 
 /// `transcope markers`: every brain marker, in order, one JSON object per line.
