@@ -40,7 +40,7 @@ pub struct BackfillArgs {
     /// the outbox). By default markers are only recorded in the ledger.
     #[arg(long)]
     deliver: bool,
-    /// Do not read token usage (the usage stage).
+    /// Do not read token usage.
     #[arg(long)]
     no_usage: bool,
     /// Do not keep the index (for measuring what it costs; markers are then only

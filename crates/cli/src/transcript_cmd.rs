@@ -20,8 +20,8 @@ pub struct ObserveArgs {
     /// Do not take swarm/task/lane (nor AGENTIHOOKS_PROJECT_ID) from the environment.
     #[arg(long)]
     no_env: bool,
-    /// Ignore the cursor store and re-run the reference's whole-file algorithm (which,
-    /// like the reference, may add rows when the transcript's times go backwards).
+    /// Read the whole transcript again, ignoring what earlier runs read (rows may be
+    /// added when the transcript's times go backwards, as agentihooks adds them).
     #[arg(long)]
     full: bool,
     /// Print a JSON summary (transitions, markers found and new to the ledger).
