@@ -16,7 +16,9 @@
 //! `transcope` (or the `--program` given); install adds a group of its own for each
 //! event that has none (so it is idempotent) and never touches another hook; uninstall
 //! removes those groups and whatever install created to hold them. A changed file is
-//! first copied to `<file>.transcope-<unix time>.bak`.
+//! first copied to `<file>.transcope-<unix time>.bak`. `--codex-notify` also sets
+//! Codex's older single `notify` program (to `transcope hook codex-notify`), when the
+//! file names none.
 
 use std::fs;
 use std::io;
@@ -51,6 +53,11 @@ pub struct InstallArgs {
     /// The program the hooks run: a name looked up on the PATH, or a full path.
     #[arg(long, value_name = "PROGRAM", default_value = "transcope")]
     program: String,
+    /// Also set Codex's older `notify` program to `transcope hook codex-notify`, for a
+    /// Codex without lifecycle hooks (install only; left alone when the file already
+    /// names a notify program).
+    #[arg(long)]
+    codex_notify: bool,
 }
 
 /// The agents `--agent` names.
@@ -186,7 +193,7 @@ fn edit_file(agent: Agent, path: &Path, args: &InstallArgs, install: bool) -> Re
     }
     let text = original.as_deref().unwrap_or("");
     let edited = match agent {
-        Agent::Codex => edit_codex(text, &path, &args.program, install),
+        Agent::Codex => edit_codex(text, &path, args, install),
         Agent::Claude | Agent::Gemini => edit_json(agent, text, &args.program, install),
     }
     .with_context(|| format!("{} left as it was", path.display()))?;
@@ -543,14 +550,44 @@ fn child_table<'a>(parent: &'a mut Table, key: &str) -> Result<&'a mut Table> {
         .with_context(|| format!("`{key}` is not a TOML table"))
 }
 
-fn edit_codex(text: &str, path: &Path, program: &str, install: bool) -> Result<Option<String>> {
+fn edit_codex(
+    text: &str,
+    path: &Path,
+    args: &InstallArgs,
+    install: bool,
+) -> Result<Option<String>> {
     let mut doc: DocumentMut = text.parse().context("the file is not valid TOML")?;
     let changed = if install {
-        codex_install(&mut doc, path, program)?
+        let hooks = codex_install(&mut doc, path, &args.program)?;
+        hooks | (args.codex_notify && codex_install_notify(&mut doc, &args.program))
     } else {
-        codex_uninstall(&mut doc, path, program)
+        codex_uninstall(&mut doc, path, &args.program)
     };
     Ok(changed.then(|| doc.to_string()))
+}
+
+/// `notify = ["<program>", "hook", "codex-notify"]`, marked, unless a notify program
+/// is already set (Codex runs only one).
+fn codex_install_notify(doc: &mut DocumentMut, program: &str) -> bool {
+    if doc.contains_key("notify") {
+        return false;
+    }
+    let mut argv = toml_edit::Array::new();
+    for word in [program, "hook", "codex-notify"] {
+        argv.push(word);
+    }
+    let mut v = toml_edit::Value::Array(argv);
+    v.decor_mut().set_suffix(format!(" {MARK}"));
+    doc.insert("notify", Item::Value(v));
+    true
+}
+
+/// Whether `item` carries install's mark after its value.
+fn marked(item: Option<&Item>) -> bool {
+    item.and_then(Item::as_value)
+        .and_then(|v| v.decor().suffix())
+        .and_then(|s| s.as_str())
+        .is_some_and(|s| s.contains(MARK))
 }
 
 fn codex_install(doc: &mut DocumentMut, path: &Path, program: &str) -> Result<bool> {
@@ -714,14 +751,12 @@ fn codex_uninstall(doc: &mut DocumentMut, path: &Path, program: &str) -> bool {
             doc.remove("hooks");
         }
     }
+    if marked(doc.get("notify")) {
+        doc.remove("notify");
+        changed = true;
+    }
     if let Some(features) = doc.get_mut("features").and_then(Item::as_table_mut) {
-        let marked = features
-            .get("hooks")
-            .and_then(Item::as_value)
-            .and_then(|v| v.decor().suffix())
-            .and_then(|s| s.as_str())
-            .is_some_and(|s| s.contains(MARK));
-        if marked {
+        if marked(features.get("hooks")) {
             features.remove("hooks");
             changed = true;
             let ours = features

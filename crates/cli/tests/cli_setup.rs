@@ -602,3 +602,145 @@ fn the_manual_page_is_roff_for_every_command() {
         assert!(dir.join(page).exists(), "{page}");
     }
 }
+
+// --- what the wired hooks receive ------------------------------------------------
+
+/// Codex's Stop hook sends `session_id` (the thread id, the UUID in the rollout's name)
+/// and `transcript_path` (the rollout), as its StopCommandInput has them: that is a
+/// Stop over the rollout, recorded under the same key and rows as `backfill` gives it.
+#[test]
+fn a_codex_stop_payload_is_a_stop_over_its_rollout_under_the_rollout_uuid() {
+    let h = Home::new();
+    let uuid = "019b04ae-b1c6-7c72-a134-a4c2de66058c";
+    let rollout = common::testdata().join(format!(
+        "sample-archive/codex/sessions/2025/12/10/rollout-2025-12-10T04-55-16-{uuid}.jsonl"
+    ));
+    let payload = json!({
+        "session_id": uuid,
+        "turn_id": "1",
+        "transcript_path": rollout,
+        "cwd": h.path(),
+        "hook_event_name": "Stop",
+        "model": "gpt-5-codex",
+        "permission_mode": "default",
+        "stop_hook_active": false,
+        "last_assistant_message": null,
+    });
+    let hooked = h.path().join("hooked");
+    let out = common::run(
+        &hooked,
+        &["hook", "stop", "--json"],
+        &payload.to_string(),
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert!(out.stdout.is_empty() || text(&out.stdout).starts_with('{'));
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["scope_key"], uuid, "{summary}");
+    assert_eq!(summary["error"], Value::Null, "{summary}");
+
+    let backfilled = h.path().join("backfilled");
+    let out = common::run(
+        &backfilled,
+        &["backfill", "--no-markers", rollout.to_str().unwrap()],
+        "",
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let log = |home: &Path| read(&home.join(format!("brain/session-scopes/{uuid}.jsonl")));
+    assert!(!log(&hooked).is_empty());
+    assert_eq!(log(&hooked), log(&backfilled));
+}
+
+/// Codex's older `notify` program gets `{"type": "agent-turn-complete", "thread-id":
+/// …}` as its last argument and no transcript path: `hook codex-notify` finds the
+/// rollout by the thread id under `$CODEX_HOME/sessions` and runs a Stop over it.
+#[test]
+fn a_codex_notify_notification_is_a_stop_over_the_rollout_of_its_thread() {
+    let h = Home::new();
+    let uuid = "019b04ae-b1c6-7c72-a134-a4c2de66058c";
+    let name = format!("rollout-2025-12-10T04-55-16-{uuid}.jsonl");
+    let day = h.path().join(".codex/sessions/2025/12/10");
+    std::fs::create_dir_all(&day).unwrap();
+    std::fs::copy(
+        common::testdata()
+            .join("sample-archive/codex/sessions/2025/12/10")
+            .join(&name),
+        day.join(&name),
+    )
+    .unwrap();
+    let notification = json!({
+        "type": "agent-turn-complete",
+        "thread-id": uuid,
+        "turn-id": "7",
+        "cwd": h.path(),
+        "client": "codex-tui",
+        "input-messages": ["go"],
+        "last-assistant-message": "done",
+    });
+    let out = h.ok(&["hook", "codex-notify", "--json", &notification.to_string()]);
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["scope_key"], uuid, "{summary}");
+    assert_eq!(summary["error"], Value::Null, "{summary}");
+    let log = h
+        .path()
+        .join(format!(".agentihooks/brain/session-scopes/{uuid}.jsonl"));
+    let rows = read(&log);
+    assert!(!rows.is_empty());
+
+    // The same rows a backfill of that rollout writes.
+    let backfilled = h.path().join("backfilled");
+    let out = common::run(
+        &backfilled,
+        &[
+            "backfill",
+            "--no-markers",
+            day.join(&name).to_str().unwrap(),
+        ],
+        "",
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        rows,
+        read(&backfilled.join(format!("brain/session-scopes/{uuid}.jsonl")))
+    );
+
+    // Another notification type, or a thread with no rollout: nothing written, exit 0.
+    let other = json!({"type": "approval-requested", "thread-id": uuid}).to_string();
+    h.ok(&["hook", "codex-notify", &other]);
+    let missing = json!({"type": "agent-turn-complete", "thread-id": "0000"}).to_string();
+    let out = h.ok(&["hook", "codex-notify", &missing]);
+    assert!(
+        text(&out.stderr).contains("no rollout"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(read(&log), rows);
+}
+
+#[test]
+fn codex_notify_is_wired_on_request_and_uninstalled_with_the_rest() {
+    let h = Home::new();
+    write(&h.codex(), CODEX_CONFIG);
+    h.ok(&["hook", "install", "--agent", "codex", "--codex-notify"]);
+    let doc: toml_edit::DocumentMut = read(&h.codex()).parse().unwrap();
+    let argv: Vec<&str> = doc["notify"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(argv, ["transcope", "hook", "codex-notify"]);
+    h.ok(&["hook", "uninstall", "--agent", "codex"]);
+    assert_eq!(read(&h.codex()), CODEX_CONFIG);
+
+    // A notify program of the user's own is left alone.
+    let own = format!("notify = [\"notify-send\"]\n{CODEX_CONFIG}");
+    write(&h.codex(), &own);
+    h.ok(&["hook", "install", "--agent", "codex", "--codex-notify"]);
+    let doc: toml_edit::DocumentMut = read(&h.codex()).parse().unwrap();
+    assert_eq!(doc["notify"].as_array().unwrap().len(), 1);
+    h.ok(&["hook", "uninstall", "--agent", "codex"]);
+    assert_eq!(read(&h.codex()), own);
+}

@@ -135,8 +135,11 @@ fn the_readme_set_up_runs_as_written_and_prints_what_it_says() {
     let (ok, stdout, stderr) = run_script(&setup, &copy, &home);
     assert!(ok, "the set-up block failed:\n{stdout}\n{stderr}");
 
-    // Installed where the README says, and wired into Claude Code's settings.
-    assert!(home.join(".cargo/bin/transcope").is_file());
+    // Installed where the README says, a release build under 15 MB (issue 16), and
+    // wired into Claude Code's settings.
+    let installed = home.join(".cargo/bin/transcope");
+    let size = std::fs::metadata(&installed).expect("installed").len();
+    assert!(size < 15 << 20, "the release binary is {size} bytes");
     let settings: Value =
         serde_json::from_str(&std::fs::read_to_string(home.join(".claude/settings.json")).unwrap())
             .unwrap();
