@@ -75,6 +75,32 @@ fn default_roots(env: &transcope_change_detect::Env, registry: &AdapterRegistry)
         .collect()
 }
 
+/// The counts a progress bar shows. Workers finish files concurrently and report in
+/// any order (a worker that finished the 3rd file may report after the one that
+/// finished the 4th): only counts larger than those shown are shown, so the bar never
+/// goes back.
+#[derive(Default)]
+struct Shown(std::sync::Mutex<(u64, u64)>);
+
+impl Shown {
+    /// A report of `files` done and `bytes` read: the counts to show now, if larger.
+    fn advance(&self, files: u64, bytes: u64) -> (Option<u64>, Option<u64>) {
+        let mut s = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let files = (files > s.0).then(|| {
+            s.0 = files;
+            files
+        });
+        let bytes = (bytes > s.1).then(|| {
+            s.1 = bytes;
+            bytes
+        });
+        (files, bytes)
+    }
+}
+
 pub fn run_backfill(home: &Path, args: BackfillArgs) -> Result<u8> {
     let full = process_env();
     let env = bare_env(&full);
@@ -125,20 +151,14 @@ pub fn run_backfill(home: &Path, args: BackfillArgs) -> Result<u8> {
         );
         (b, total_files)
     });
-    // Workers finish files concurrently and report in any order: show only counts
-    // larger than those shown, so the bar never goes back.
-    let shown = std::sync::Mutex::new((0u64, 0u64));
+    let shown = Shown::default();
     let progress = |files: u64, bytes: u64| {
         if let Some((b, total_files)) = &bar {
-            let mut s = shown
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            if bytes > s.1 {
-                s.1 = bytes;
+            let (files, bytes) = shown.advance(files, bytes);
+            if let Some(bytes) = bytes {
                 b.set_position(bytes);
             }
-            if files > s.0 {
-                s.0 = files;
+            if let Some(files) = files {
                 b.set_message(format!("{files}/{total_files} files"));
             }
         }
@@ -200,4 +220,20 @@ pub fn run_backfill(home: &Path, args: BackfillArgs) -> Result<u8> {
         let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
     }
     Ok(if failed { exit::RUNTIME } else { exit::OK })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Shown;
+
+    /// The count went `3/570` then `1/570` (issue 16): reports out of order show only
+    /// what is larger than shown.
+    #[test]
+    fn the_progress_count_never_goes_back() {
+        let shown = Shown::default();
+        assert_eq!(shown.advance(3, 300), (Some(3), Some(300)));
+        assert_eq!(shown.advance(1, 100), (None, None));
+        assert_eq!(shown.advance(4, 250), (Some(4), None));
+        assert_eq!(shown.advance(4, 400), (None, Some(400)));
+    }
 }
