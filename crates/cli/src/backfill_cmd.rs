@@ -1,4 +1,5 @@
-//! `transcope backfill`: archived transcripts through the Stop stages.
+//! `transcope backfill`: archived transcripts through the stages a Stop runs (scope
+//! transitions, markers, usage), in parallel.
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -21,11 +22,11 @@ pub struct BackfillArgs {
     /// Worker threads, at most 256 [default: one per core].
     #[arg(
         long,
-        default_value_t = 0,
+        value_name = "N",
         value_parser = clap::builder::RangedU64ValueParser::<usize>::new()
-            .range(0..=transcope_backfill::MAX_JOBS as u64)
+            .range(1..=transcope_backfill::MAX_JOBS as u64)
     )]
-    jobs: usize,
+    jobs: Option<usize>,
     /// Print a JSON summary on stdout.
     #[arg(long)]
     json: bool,
@@ -39,7 +40,7 @@ pub struct BackfillArgs {
     /// the outbox). By default markers are only recorded in the ledger.
     #[arg(long)]
     deliver: bool,
-    /// Do not read token usage (the usage stage).
+    /// Do not read token usage.
     #[arg(long)]
     no_usage: bool,
     /// Do not keep the index (for measuring what it costs; markers are then only
@@ -58,13 +59,46 @@ pub fn default_paths(
     env: &transcope_change_detect::Env,
     registry: &AdapterRegistry,
 ) -> Vec<PathBuf> {
+    default_roots(env, registry)
+        .into_iter()
+        .filter(|p| p.is_dir())
+        .collect()
+}
+
+/// Every registered agent's default folders, whether they exist or not.
+fn default_roots(env: &transcope_change_detect::Env, registry: &AdapterRegistry) -> Vec<PathBuf> {
     let lookup = |k: &str| env.get(k).filter(|v| !v.is_empty()).cloned();
     let home = user_home();
     registry
         .layouts()
         .flat_map(|(_, l)| l.default_roots(&lookup, &home))
-        .filter(|p| p.is_dir())
         .collect()
+}
+
+/// The counts a progress bar shows. Workers finish files concurrently and report in
+/// any order (a worker that finished the 3rd file may report after the one that
+/// finished the 4th): only counts larger than those shown are shown, so the bar never
+/// goes back.
+#[derive(Default)]
+struct Shown(std::sync::Mutex<(u64, u64)>);
+
+impl Shown {
+    /// A report of `files` done and `bytes` read: the counts to show now, if larger.
+    fn advance(&self, files: u64, bytes: u64) -> (Option<u64>, Option<u64>) {
+        let mut s = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let files = (files > s.0).then(|| {
+            s.0 = files;
+            files
+        });
+        let bytes = (bytes > s.1).then(|| {
+            s.1 = bytes;
+            bytes
+        });
+        (files, bytes)
+    }
 }
 
 pub fn run_backfill(home: &Path, args: BackfillArgs) -> Result<u8> {
@@ -72,11 +106,22 @@ pub fn run_backfill(home: &Path, args: BackfillArgs) -> Result<u8> {
     let env = bare_env(&full);
     let mut opts = Options::new(home, crate::compose::pipeline(home, false));
     let paths = if args.paths.is_empty() {
-        default_paths(&full, opts.pipeline.registry())
+        let found = default_paths(&full, opts.pipeline.registry());
+        if found.is_empty() {
+            eprintln!(
+                "transcope: no archive here: none of {} exists; name a folder or transcript to read",
+                default_roots(&full, opts.pipeline.registry())
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        found
     } else {
         args.paths.clone()
     };
-    opts.jobs = args.jobs;
+    opts.jobs = args.jobs.unwrap_or(0);
     opts.env = env.clone();
     opts.resolver = Some(resolver_for(home, &env)?);
     if args.mmap {
@@ -106,10 +151,16 @@ pub fn run_backfill(home: &Path, args: BackfillArgs) -> Result<u8> {
         );
         (b, total_files)
     });
+    let shown = Shown::default();
     let progress = |files: u64, bytes: u64| {
         if let Some((b, total_files)) = &bar {
-            b.set_position(bytes);
-            b.set_message(format!("{files}/{total_files} files"));
+            let (files, bytes) = shown.advance(files, bytes);
+            if let Some(bytes) = bytes {
+                b.set_position(bytes);
+            }
+            if let Some(files) = files {
+                b.set_message(format!("{files}/{total_files} files"));
+            }
         }
     };
     let summary = backfill_iter(walk(&paths, opts.pipeline.registry()), &opts, &progress);
@@ -118,6 +169,9 @@ pub fn run_backfill(home: &Path, args: BackfillArgs) -> Result<u8> {
     }
     for p in &summary.errors {
         eprintln!("transcope: {}: {}", p.path.display(), p.reason);
+    }
+    if summary.files == 0 && summary.errors.is_empty() && !paths.is_empty() {
+        eprintln!("transcope: no transcript found in the paths given; nothing read");
     }
     let mut failed = !summary.errors.is_empty();
     let delivered = if args.deliver {
@@ -166,4 +220,20 @@ pub fn run_backfill(home: &Path, args: BackfillArgs) -> Result<u8> {
         let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
     }
     Ok(if failed { exit::RUNTIME } else { exit::OK })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Shown;
+
+    /// The count went `3/570` then `1/570` (issue 16): reports out of order show only
+    /// what is larger than shown.
+    #[test]
+    fn the_progress_count_never_goes_back() {
+        let shown = Shown::default();
+        assert_eq!(shown.advance(3, 300), (Some(3), Some(300)));
+        assert_eq!(shown.advance(1, 100), (None, None));
+        assert_eq!(shown.advance(4, 250), (Some(4), None));
+        assert_eq!(shown.advance(4, 400), (None, Some(400)));
+    }
 }

@@ -1,6 +1,8 @@
-//! `transcope hook session-start|stop`: Claude Code hooks. They never block or fail
-//! the agent: every problem is one line on stderr and the exit status is 0 (unless
-//! `--strict`).
+//! `transcope hook session-start|stop`: the hooks an agent runs (Claude Code, Codex and
+//! Gemini CLI send the same payload fields). They never block or fail the agent: every
+//! problem is one line on stderr and the exit status is 0 (unless `--strict`).
+//! `transcope hook install|uninstall` wires them into the agents' settings
+//! ([`crate::install`]).
 
 use std::path::Path;
 use std::time::Duration;
@@ -26,10 +28,19 @@ pub const HOOK_LOCK_WAIT: Duration = Duration::from_secs(2);
 
 #[derive(Subcommand, Debug)]
 pub enum HookCommand {
-    /// SessionStart: record the launch scope and the session index row.
+    /// At a session's start: record where it was launched (payload on stdin).
     SessionStart(HookArgs),
-    /// Stop and SubagentStop: record the transcript's scope transitions.
+    /// At the end of each turn (and of a sub-agent's): record what the transcript
+    /// says the session moved to, and its markers (payload on stdin).
     Stop(HookArgs),
+    /// Codex's older `notify` program (`notify = ["transcope", "hook",
+    /// "codex-notify"]` in config.toml): a Stop over the turn's rollout, found by the
+    /// thread id in the JSON Codex appends as the last argument.
+    CodexNotify(CodexNotifyArgs),
+    /// Wire these hooks into Claude Code's, Codex's and Gemini CLI's settings.
+    Install(crate::install::InstallArgs),
+    /// Remove exactly the hooks `hook install` added.
+    Uninstall(crate::install::InstallArgs),
 }
 
 #[derive(Args, Debug)]
@@ -40,6 +51,15 @@ pub struct HookArgs {
     /// Print the summary on stdout instead of stderr.
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct CodexNotifyArgs {
+    #[command(flatten)]
+    hook: HookArgs,
+    /// The notification Codex appends (`{"type": "agent-turn-complete", "thread-id":
+    /// …, "cwd": …, …}`).
+    notification: String,
 }
 
 impl HookCommand {
@@ -160,8 +180,18 @@ fn hook_deadline() -> Duration {
 
 pub fn run_hook(home: &Path, cmd: HookCommand) -> anyhow::Result<u8> {
     let started = std::time::Instant::now();
-    match &cmd {
-        HookCommand::SessionStart(a) | HookCommand::Stop(a) => arm_deadline(a.strict),
+    let cmd = match cmd {
+        HookCommand::Install(args) => return crate::install::run(args, true),
+        HookCommand::Uninstall(args) => return crate::install::run(args, false),
+        hook => hook,
+    };
+    if let HookCommand::SessionStart(a) | HookCommand::Stop(a) = &cmd {
+        arm_deadline(a.strict);
+    }
+    if let HookCommand::CodexNotify(n) = cmd {
+        arm_deadline(n.hook.strict);
+        let summary = codex_notify(home, &n.notification, started);
+        return report(&n.hook, &summary);
     }
     let read = read_payload();
     let (args, summary) = match cmd {
@@ -170,10 +200,17 @@ pub fn run_hook(home: &Path, cmd: HookCommand) -> anyhow::Result<u8> {
         }
         HookCommand::SessionStart(args) => (args, session_start(home, &read.input)),
         HookCommand::Stop(args) => (args, stop(home, &read.input, started)),
+        HookCommand::CodexNotify(_) | HookCommand::Install(_) | HookCommand::Uninstall(_) => {
+            unreachable!("run above")
+        }
     };
-    let summary = with_oversize(summary, read.oversize.as_ref());
+    report(&args, &with_oversize(summary, read.oversize.as_ref()))
+}
+
+/// Print a hook's summary (stdout with `--json`, else stderr); its exit status.
+fn report(args: &HookArgs, summary: &Value) -> anyhow::Result<u8> {
     let failed = summary.get("error").is_some_and(|e| !e.is_null());
-    let line = serde_json::to_string(&summary)?;
+    let line = serde_json::to_string(summary)?;
     if args.json {
         println_out(&mut std::io::stdout().lock(), &line)?;
     } else {
@@ -184,6 +221,76 @@ pub fn run_hook(home: &Path, cmd: HookCommand) -> anyhow::Result<u8> {
     } else {
         exit::OK
     })
+}
+
+/// Codex's `notify` notification as a Stop: the thread id is the rollout's UUID (and
+/// the session's scope-log key), the rollout found under `$CODEX_HOME/sessions` (else
+/// `~/.codex/sessions`), newest day first.
+fn codex_notify(home: &Path, notification: &str, started: std::time::Instant) -> Value {
+    let n: Value = match serde_json::from_str(notification) {
+        Ok(v) => v,
+        Err(e) => return error_summary(format!("the notification is not JSON: {e}")),
+    };
+    let kind = n.get("type").and_then(Value::as_str).unwrap_or_default();
+    if kind != "agent-turn-complete" {
+        return json!({"event": "codex-notify", "skipped": kind, "error": null});
+    }
+    let thread = n
+        .get("thread-id")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if !transcope_core::session::is_valid_session_id(thread) {
+        return error_summary(format!("not a thread id: {thread:?}; nothing written"));
+    }
+    let Some(rollout) = codex_rollout(thread) else {
+        return error_summary(format!(
+            "no rollout of thread {thread} under the Codex sessions folder; nothing written"
+        ));
+    };
+    let payload = json!({
+        "session_id": thread,
+        "transcript_path": rollout,
+        "cwd": n.get("cwd").and_then(Value::as_str).unwrap_or_default(),
+        "last_assistant_message": n.get("last-assistant-message").and_then(Value::as_str).unwrap_or_default(),
+    });
+    let input = HookInput::parse(payload.to_string().as_bytes());
+    let mut summary = stop(home, &input, started);
+    summary["event"] = json!("codex-notify");
+    summary
+}
+
+/// The rollout `rollout-…-<thread>.jsonl` under Codex's `sessions/YYYY/MM/DD/`.
+fn codex_rollout(thread: &str) -> Option<std::path::PathBuf> {
+    let codex_home = std::env::var_os("CODEX_HOME")
+        .filter(|v| !v.is_empty())
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| crate::user_home().join(".codex"));
+    let suffix = format!("-{thread}.jsonl");
+    // Newest first: the folders are dates, so their names sort as time does.
+    fn entries_desc(dir: &Path) -> Vec<std::path::PathBuf> {
+        let mut v: Vec<_> = std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        v.sort_unstable_by(|a, b| b.cmp(a));
+        v
+    }
+    for year in entries_desc(&codex_home.join("sessions")) {
+        for month in entries_desc(&year) {
+            for day in entries_desc(&month) {
+                if let Some(f) = entries_desc(&day).into_iter().find(|f| {
+                    f.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with("rollout-") && n.ends_with(&suffix))
+                }) {
+                    return Some(f);
+                }
+            }
+        }
+    }
+    None
 }
 
 fn error_summary(msg: String) -> Value {

@@ -9,7 +9,9 @@
 
 mod backfill_cmd;
 mod compose;
+mod doctor;
 mod hook;
+mod install;
 mod payload;
 mod query_cmd;
 mod report_cmd;
@@ -25,7 +27,7 @@ use clap::{Parser, Subcommand};
 
 /// What was this agent session working on when each thing happened?
 #[derive(Parser, Debug)]
-#[command(name = "transcope", version, about, long_about = None)]
+#[command(name = "transcope", version, long_about = None)]
 pub struct Cli {
     /// The agentihooks home [default: $AGENTIHOOKS_HOME, else ~/.agentihooks].
     #[arg(long, global = true, value_name = "DIR")]
@@ -46,12 +48,14 @@ enum Command {
     Observe(transcript_cmd::ObserveArgs),
     /// Every brain marker in a transcript, in order, one JSON object per line.
     Markers(transcript_cmd::MarkersArgs),
-    /// Run the Stop stages over archived transcripts, in parallel.
+    /// Read every archived transcript (all agents' default folders, or those given):
+    /// scope transitions, markers and token usage, in parallel.
     Backfill(backfill_cmd::BackfillArgs),
     /// Whose transcript a hook payload (on stdin) is about: the caller's record,
     /// stable identity and scope-log key, as JSON.
     Identity,
-    /// Claude Code hooks (payload JSON on stdin). They always exit 0 unless --strict.
+    /// The agents' hooks (payload JSON on stdin; they always exit 0 unless --strict),
+    /// and `hook install` / `hook uninstall` to wire them.
     #[command(subcommand)]
     Hook(hook::HookCommand),
     /// Sessions in force in a scope at some moment of a window, from the index.
@@ -75,6 +79,22 @@ enum Command {
     /// The local index (`<home>/transcope/index.sqlite`).
     #[command(subcommand)]
     Index(query_cmd::IndexCommand),
+    /// Check the set-up (binary, hooks, home, switches, brain, index) and say how to fix
+    /// what is broken; exits 1 when something is.
+    Doctor(doctor::DoctorArgs),
+    /// Print a shell completion script (e.g. `transcope completions bash >
+    /// ~/.local/share/bash-completion/completions/transcope`).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff), or write one page per command into DIR.
+    #[command(hide = true)]
+    Man {
+        /// Write `transcope.1` and a `transcope-<command>.1` for each command here.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
 }
 
 /// The resolved agentihooks home.
@@ -159,6 +179,9 @@ fn main() -> ExitCode {
         Command::Report(args) => report_cmd::run_report(&home, args),
         Command::Statusline => query_cmd::run_statusline(&home),
         Command::Index(cmd) => query_cmd::run_index(&home, cmd),
+        Command::Doctor(args) => doctor::run_doctor(&home, args),
+        Command::Completions { shell } => run_completions(shell),
+        Command::Man { dir } => run_man(dir),
     };
     match result {
         Ok(code) => ExitCode::from(code),
@@ -174,22 +197,74 @@ fn main() -> ExitCode {
     }
 }
 
+/// `transcope completions SHELL`: the script on stdout.
+fn run_completions(shell: clap_complete::Shell) -> anyhow::Result<u8> {
+    use clap::CommandFactory;
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "transcope", &mut out);
+    write_out(&out)?;
+    Ok(exit::OK)
+}
+
+/// `transcope man [--dir DIR]`: the page on stdout, or every page into DIR.
+fn run_man(dir: Option<PathBuf>) -> anyhow::Result<u8> {
+    use anyhow::Context;
+    use clap::CommandFactory;
+    let cmd = Cli::command();
+    match dir {
+        Some(d) => {
+            std::fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
+            clap_mangen::generate_to(cmd, &d)
+                .with_context(|| format!("writing into {}", d.display()))?;
+            eprintln!("transcope: manual pages written into {}", d.display());
+        }
+        None => {
+            let mut out = Vec::new();
+            clap_mangen::Man::new(cmd).render(&mut out)?;
+            write_out(&out)?;
+        }
+    }
+    Ok(exit::OK)
+}
+
+/// Write `bytes` to stdout; a closed pipe is not an error.
+fn write_out(bytes: &[u8]) -> io::Result<()> {
+    let mut out = io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+        r => r,
+    }
+}
+
 /// `e` and its causes, joined by `: `, each said once: a library error whose message
 /// already ends with its source's (`while appending to the scope log: <io error>`)
 /// is not followed by that source again.
+///
+/// A context naming what its cause names again (`reading X` over `while reading X: …`)
+/// is left out too: the cause says it.
 pub fn error_text(e: &anyhow::Error) -> String {
+    let parts: Vec<String> = e.chain().map(ToString::to_string).collect();
     let mut text = String::new();
-    for cause in e.chain() {
-        let part = cause.to_string();
-        if text.ends_with(&part) {
+    for (i, part) in parts.iter().enumerate() {
+        if text.ends_with(part.as_str()) {
+            continue;
+        }
+        let named_below = part
+            .split_once(' ')
+            .map(|(_, object)| object)
+            .filter(|o| o.len() > 3)
+            .is_some_and(|o| parts.get(i + 1).is_some_and(|next| next.contains(o)));
+        if named_below {
             continue;
         }
         if !text.is_empty() {
             text.push_str(": ");
         }
-        text.push_str(&part);
+        text.push_str(part);
     }
-    text
+    text.strip_prefix("while ")
+        .map(str::to_owned)
+        .unwrap_or(text)
 }
 
 #[cfg(test)]
@@ -272,5 +347,36 @@ mod tests {
         );
         let plain = anyhow::Error::new(io::Error::other("disk")).context("writing");
         assert_eq!(error_text(&plain), "writing: disk");
+    }
+
+    /// An error that names its path and includes its source, as the engine's does.
+    #[derive(Debug)]
+    struct WhileReading {
+        source: io::Error,
+    }
+
+    impl std::fmt::Display for WhileReading {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "while reading /x/t.jsonl: {}", self.source)
+        }
+    }
+
+    impl std::error::Error for WhileReading {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.source)
+        }
+    }
+
+    /// `markers` on a missing file said the path and the cause twice (issue 16).
+    #[test]
+    fn a_context_its_cause_repeats_is_left_out() {
+        let e = anyhow::Error::new(WhileReading {
+            source: io::Error::other("No such file or directory (os error 2)"),
+        })
+        .context("reading /x/t.jsonl");
+        assert_eq!(
+            error_text(&e),
+            "reading /x/t.jsonl: No such file or directory (os error 2)"
+        );
     }
 }

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use serde_json::Value;
+use transcope_core::session::is_valid_session_id;
 use transcope_core::{py, scope::normalise, Grant, Scope, ScopeField};
 use transcope_jsonl::{FinalLine, Framer, Line, LineSink};
 use transcope_scopelog::{Event, RecordError, ScopeLog};
@@ -14,11 +15,13 @@ use crate::{exit, println_out};
 
 #[derive(Subcommand, Debug)]
 pub enum ScopeCommand {
-    /// Record a transition (record_scope); prints the written row, or nothing.
+    /// Record that a session moved to a scope at an instant; prints the row written, or
+    /// nothing (and says why on stderr) when nothing was.
     Record(RecordArgs),
-    /// Print every readable row of a session's log, one per line, in file order.
+    /// Print every readable row of a session's scope log, one per line, in file order.
     Log(SessionArg),
-    /// Print the 11-field scope in force at an instant, or null.
+    /// Print the scope (project, worktree, branch, task, …) in force at an instant, or
+    /// null.
     At(AtArgs),
 }
 
@@ -34,7 +37,7 @@ pub struct AtArgs {
     /// The session id (the scope-log key).
     #[arg(long, allow_hyphen_values = true)]
     session: String,
-    /// The instant (ISO 8601 as Python's fromisoformat reads it).
+    /// The instant, ISO 8601 (e.g. 2026-10-08T10:20:00Z; no offset means UTC).
     #[arg(long, allow_hyphen_values = true)]
     at: String,
 }
@@ -44,47 +47,49 @@ pub struct RecordArgs {
     /// The session id (the scope-log key).
     #[arg(long, allow_hyphen_values = true)]
     session: String,
-    /// When the transition took effect; stored verbatim.
+    /// When the session moved (ISO 8601); stored as given.
     #[arg(long, allow_hyphen_values = true)]
     at: String,
     /// Comma-separated project ids the session may claim ('' is an empty grant; no
     /// --grant is no grant).
     #[arg(long, allow_hyphen_values = true)]
     grant: Option<String>,
-    /// A JSON object with any of the 11 scope fields; flags override its keys.
+    /// A JSON object with any of the scope fields (project_id, project, repo, worktree,
+    /// cwd, remote, branch, swarm, task, task_revision, lane); the flags below override
+    /// its keys.
     #[arg(long, allow_hyphen_values = true, value_name = "JSON")]
     scope: Option<String>,
     #[arg(long = "project-id", allow_hyphen_values = true, value_name = "V")]
-    /// project_id
+    /// The project id (e.g. github.com/acme/alpha).
     project_id: Option<String>,
-    /// project
+    /// The project's name.
     #[arg(long, allow_hyphen_values = true, value_name = "V")]
     project: Option<String>,
-    /// repo
+    /// The repository (e.g. acme/alpha).
     #[arg(long, allow_hyphen_values = true, value_name = "V")]
     repo: Option<String>,
-    /// worktree
+    /// The worktree's name.
     #[arg(long, allow_hyphen_values = true, value_name = "V")]
     worktree: Option<String>,
-    /// cwd
+    /// The working folder.
     #[arg(long, allow_hyphen_values = true, value_name = "V")]
     cwd: Option<String>,
-    /// remote
+    /// The git remote's URL.
     #[arg(long, allow_hyphen_values = true, value_name = "V")]
     remote: Option<String>,
-    /// branch
+    /// The git branch.
     #[arg(long, allow_hyphen_values = true, value_name = "V")]
     branch: Option<String>,
-    /// swarm
+    /// The swarm (AGENTIHOOKS_SWARM).
     #[arg(long, allow_hyphen_values = true, value_name = "V")]
     swarm: Option<String>,
-    /// task
+    /// The task (AGENTIHOOKS_SWARM_TASK).
     #[arg(long, allow_hyphen_values = true, value_name = "V")]
     task: Option<String>,
-    /// task_revision
+    /// The task's revision.
     #[arg(long = "task-revision", allow_hyphen_values = true, value_name = "V")]
     task_revision: Option<String>,
-    /// lane
+    /// The lane (AGENTIHOOKS_SWARM_LANE).
     #[arg(long, allow_hyphen_values = true, value_name = "V")]
     lane: Option<String>,
 }
@@ -145,6 +150,13 @@ pub fn run_scope(home: &Path, cmd: ScopeCommand) -> Result<u8> {
                     return Ok(exit::USAGE);
                 }
             };
+            if !is_valid_session_id(&args.session) {
+                eprintln!(
+                    "transcope: {}; nothing written",
+                    not_a_session(&args.session)
+                );
+                return Ok(exit::OK);
+            }
             let grant = args.grant.as_deref().map(Grant::parse_list);
             let log = ScopeLog::open(home, args.session.clone());
             match log.record(&scope, &args.at, grant.as_ref()) {
@@ -152,7 +164,13 @@ pub fn run_scope(home: &Path, cmd: ScopeCommand) -> Result<u8> {
                     println_out(&mut out, &row.line)?;
                     Ok(exit::OK)
                 }
-                Ok(None) => Ok(exit::OK),
+                Ok(None) => {
+                    eprintln!(
+                        "transcope: nothing written: that scope is already the one in force at {} (or a later row is already recorded)",
+                        args.at
+                    );
+                    Ok(exit::OK)
+                }
                 Err(RecordError::Refused(r)) => {
                     eprintln!("refused: {r}");
                     Ok(exit::REFUSED)
@@ -167,13 +185,32 @@ pub fn run_scope(home: &Path, cmd: ScopeCommand) -> Result<u8> {
             }
         }
         ScopeCommand::Log(args) => {
-            let log = ScopeLog::open(home, args.session);
+            let Some(log) = existing_log(home, &args.session) else {
+                return Ok(exit::OK);
+            };
+            let mut rows = 0usize;
             for row in log.transitions() {
+                rows += 1;
                 println_out(&mut out, &py::dumps(&Value::Object(row)))?;
+            }
+            if rows == 0 {
+                eprintln!(
+                    "transcope: the scope log of {} has no readable row",
+                    args.session
+                );
             }
             Ok(exit::OK)
         }
         ScopeCommand::At(args) => {
+            if transcope_core::timestamp::parse(&args.at).is_none() {
+                eprintln!(
+                    "transcope: not a time: {:?} (e.g. 2026-10-08T10:20:00Z); nothing is in force at it",
+                    args.at
+                );
+            } else if existing_log(home, &args.session).is_none() {
+                println_out(&mut out, "null")?;
+                return Ok(exit::OK);
+            }
             let log = ScopeLog::open(home, args.session);
             let text = match log.scope_at(&args.at) {
                 Some(s) => py::dumps(&Value::Object(s.to_json_map())),
@@ -182,6 +219,30 @@ pub fn run_scope(home: &Path, cmd: ScopeCommand) -> Result<u8> {
             println_out(&mut out, &text)?;
             Ok(exit::OK)
         }
+    }
+}
+
+fn not_a_session(id: &str) -> String {
+    format!("not a session id: {id:?} (letters, digits, '.', '_' and '-' only)")
+}
+
+/// The session's log when there is one; else says why not on stderr.
+fn existing_log(home: &Path, session: &str) -> Option<ScopeLog> {
+    if !is_valid_session_id(session) {
+        eprintln!("transcope: {}", not_a_session(session));
+        return None;
+    }
+    let log = ScopeLog::open(home, session.to_owned());
+    match log.path() {
+        Some(p) if p.exists() => Some(log),
+        Some(p) => {
+            eprintln!(
+                "transcope: no scope log for session {session} (no {})",
+                p.display()
+            );
+            None
+        }
+        None => Some(log),
     }
 }
 

@@ -20,14 +20,14 @@ pub struct ObserveArgs {
     /// Do not take swarm/task/lane (nor AGENTIHOOKS_PROJECT_ID) from the environment.
     #[arg(long)]
     no_env: bool,
-    /// Ignore the cursor store and re-run the reference's whole-file algorithm (which,
-    /// like the reference, may add rows when the transcript's times go backwards).
+    /// Read the whole transcript again, ignoring what earlier runs read (rows may be
+    /// added when the transcript's times go backwards, as agentihooks adds them).
     #[arg(long)]
     full: bool,
     /// Print a JSON summary (transitions, markers found and new to the ledger).
     #[arg(long)]
     json: bool,
-    /// The transcript (Claude Code JSONL or a Codex rollout).
+    /// The transcript (Claude Code JSONL, a Codex rollout or a Gemini CLI session).
     transcript: PathBuf,
 }
 
@@ -116,8 +116,12 @@ pub fn run_observe(home: &Path, args: ObserveArgs) -> Result<u8> {
 
 #[derive(Args, Debug)]
 pub struct MarkersArgs {
-    /// The transcript (Claude Code JSONL or a Codex rollout).
+    /// The transcript (Claude Code JSONL, a Codex rollout or a Gemini CLI session).
     transcript: PathBuf,
+    /// Accepted for symmetry with the other commands and unused: `markers` only reads
+    /// the transcript (declared here so the global `--home` is not listed).
+    #[arg(long = "home", id = "home", hide = true, value_name = "DIR")]
+    _home: Option<PathBuf>,
 }
 
 /// `transcope markers`: every brain marker, in order, one JSON object per line.

@@ -14,20 +14,7 @@ pub fn testdata() -> PathBuf {
 pub fn run(home: &Path, args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_transcope"));
     cmd.arg("--home").arg(home).args(args);
-    for k in [
-        "AGENTIHOOKS_HOME",
-        "AGENTIHOOKS_PROJECT_ID",
-        "AGENTIHOOKS_SWARM",
-        "AGENTIHOOKS_SWARM_TASK",
-        "AGENTIHOOKS_SWARM_LANE",
-        "AGENTIHOOKS_SESSION_SCOPE",
-        "BRAIN_WRITER_ENABLED",
-        "BRAIN_URL",
-        "BRAIN_WRITER_OUTBOX",
-        "CLAUDE_PROJECT_DIR",
-    ] {
-        cmd.env_remove(k);
-    }
+    clean_env(&mut cmd);
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -44,6 +31,29 @@ pub fn run(home: &Path, args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Out
         .write_all(stdin.as_bytes())
         .unwrap();
     child.wait_with_output().unwrap()
+}
+
+/// Remove from `cmd`'s environment every variable of agentihooks, the brain writer and
+/// the agents' folders that the test process may have: a test sets what it means.
+pub fn clean_env(cmd: &mut Command) {
+    for k in [
+        "AGENTIHOOKS_HOME",
+        "AGENTIHOOKS_PROJECT_ID",
+        "AGENTIHOOKS_SWARM",
+        "AGENTIHOOKS_SWARM_TASK",
+        "AGENTIHOOKS_SWARM_LANE",
+        "AGENTIHOOKS_SESSION_SCOPE",
+        "BRAIN_WRITER_ENABLED",
+        "BRAIN_URL",
+        "BRAIN_WRITER_OUTBOX",
+        "CLAUDE_PROJECT_DIR",
+        "CLAUDE_CONFIG_DIR",
+        "CODEX_HOME",
+        "GEMINI_CLI_HOME",
+        "TRANSCOPE",
+    ] {
+        cmd.env_remove(k);
+    }
 }
 
 pub fn text(b: &[u8]) -> String {

@@ -1,0 +1,404 @@
+//! `transcope doctor`: check what a working set-up needs and say how to fix what is not
+//! there. Each check is `ok`, `warn` (works, but maybe not as meant) or `fail` (broken:
+//! the exit status is then 1).
+//!
+//! The checks: a `transcope` on the PATH (and whether it is this one); the hooks wired
+//! in each agent's settings, and the programs they run found; the home writable; the
+//! scope switch; where markers go (the brain URL reachable, or the outbox); the index
+//! readable.
+
+use std::net::ToSocketAddrs;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Result;
+use clap::Args;
+use serde_json::json;
+
+use crate::install::{wiring, Agent};
+use crate::transcript_cmd::process_env;
+use crate::{exit, println_out};
+
+#[derive(Args, Debug)]
+pub struct DoctorArgs {
+    /// Print one JSON object per check (`check`, `status`, `detail`, `fix`).
+    #[arg(long)]
+    json: bool,
+}
+
+/// How a check came out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Status {
+    Ok,
+    Warn,
+    Fail,
+}
+
+impl Status {
+    fn word(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Warn => "warn",
+            Status::Fail => "fail",
+        }
+    }
+}
+
+/// One check's outcome: what was found, and how to fix it when it is not ok.
+struct Check {
+    name: String,
+    status: Status,
+    detail: String,
+    fix: Option<String>,
+}
+
+fn check(name: &str, status: Status, detail: String, fix: Option<String>) -> Check {
+    Check {
+        name: name.to_owned(),
+        status,
+        detail,
+        fix,
+    }
+}
+
+/// Where `program` is found: itself when it names a path, else the first executable of
+/// that name in a PATH folder.
+pub fn find_program(program: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.contains('/') {
+        let p = PathBuf::from(program);
+        return executable(&p).then_some(p);
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .filter(|d| !d.as_os_str().is_empty())
+        .map(|d| d.join(program))
+        .find(|p| executable(p))
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
+fn binary_check() -> Check {
+    let name = "transcope on the PATH";
+    let this = std::env::current_exe().ok();
+    match find_program("transcope") {
+        None => check(
+            name,
+            Status::Fail,
+            "no `transcope` in any PATH folder: the hooks cannot run it".into(),
+            Some(
+                "install it (`cargo install --locked --path crates/cli`) and put ~/.cargo/bin on your PATH"
+                    .into(),
+            ),
+        ),
+        Some(found) => match &this {
+            Some(this) if !same_file(&found, this) => check(
+                name,
+                Status::Warn,
+                format!(
+                    "{} (not this one, {}: the hooks run that one)",
+                    found.display(),
+                    this.display()
+                ),
+                Some("reinstall, or run this doctor from the PATH".into()),
+            ),
+            _ => check(name, Status::Ok, found.display().to_string(), None),
+        },
+    }
+}
+
+/// The hooks of one agent: wired, and the programs they run found.
+fn agent_checks(agent: Agent, out: &mut Vec<Check>) {
+    let path = agent.settings_path();
+    let w = wiring(agent, &path);
+    let name = format!("{} hooks", agent.title());
+    let flag = match agent {
+        Agent::Claude => "claude",
+        Agent::Codex => "codex",
+        Agent::Gemini => "gemini",
+    };
+    let install = format!("transcope hook install --agent {flag}");
+    // Claude Code is the agent transcope is for; the others only when they are here.
+    let present = agent == Agent::Claude || path.parent().is_some_and(Path::is_dir);
+    if !present {
+        out.push(check(
+            &name,
+            Status::Ok,
+            format!(
+                "not installed here ({} absent); nothing to wire",
+                path.display()
+            ),
+            None,
+        ));
+        return;
+    }
+    if w.wired.is_empty() {
+        let status = if agent == Agent::Claude {
+            Status::Fail
+        } else {
+            Status::Warn
+        };
+        out.push(check(
+            &name,
+            status,
+            format!("not wired in {}", path.display()),
+            Some(install.clone()),
+        ));
+    } else if !w.missing.is_empty() {
+        out.push(check(
+            &name,
+            Status::Fail,
+            format!(
+                "{} wired, {} missing in {}",
+                w.wired.join(", "),
+                w.missing.join(", "),
+                path.display()
+            ),
+            Some(install.clone()),
+        ));
+    } else {
+        out.push(check(
+            &name,
+            Status::Ok,
+            format!("{} wired in {}", w.wired.join(", "), path.display()),
+            None,
+        ));
+    }
+    for p in &w.problems {
+        out.push(check(&name, Status::Fail, p.clone(), Some(install.clone())));
+    }
+    let mut programs = w.programs.clone();
+    programs.dedup();
+    for program in programs {
+        match find_program(&program) {
+            Some(found) => out.push(check(
+                &format!("{} hook program", agent.title()),
+                Status::Ok,
+                format!("`{program}` is {}", found.display()),
+                None,
+            )),
+            None => out.push(check(
+                &format!("{} hook program", agent.title()),
+                Status::Fail,
+                format!("the hooks run `{program}`, which is not found"),
+                Some(format!(
+                    "put it on the PATH, or `transcope hook uninstall --agent {flag}` then `transcope hook install --agent {flag} --program /full/path/to/transcope`"
+                )),
+            )),
+        }
+    }
+}
+
+/// Whether `dir` (or, when it does not exist yet, the folder it would be made in) takes
+/// a new file.
+fn writable(dir: &Path) -> Result<(), String> {
+    let mut at = dir;
+    while !at.exists() {
+        at = match at.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => return Err(format!("no folder of {} exists", dir.display())),
+        };
+    }
+    if !at.is_dir() {
+        return Err(format!("{} is not a folder", at.display()));
+    }
+    let probe = at.join(format!(".transcope-doctor-{}", std::process::id()));
+    let made = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe);
+    match made {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) => Err(format!("cannot create a file in {}: {e}", at.display())),
+    }
+}
+
+fn home_check(home: &Path) -> Check {
+    let name = "home writable";
+    match writable(home) {
+        Ok(()) if home.is_dir() => check(name, Status::Ok, home.display().to_string(), None),
+        Ok(()) => check(
+            name,
+            Status::Ok,
+            format!("{} (made at the first hook)", home.display()),
+            None,
+        ),
+        Err(e) => check(
+            name,
+            Status::Fail,
+            format!("{}: {e}", home.display()),
+            Some("make it writable, or point AGENTIHOOKS_HOME (or --home) elsewhere".into()),
+        ),
+    }
+}
+
+fn switch_check(env: &transcope_change_detect::Env) -> Check {
+    let name = "scope switch";
+    if env.get("AGENTIHOOKS_SESSION_SCOPE").map(String::as_str) == Some("0") {
+        check(
+            name,
+            Status::Warn,
+            "off (AGENTIHOOKS_SESSION_SCOPE=0): a Stop records no transitions".into(),
+            Some("unset AGENTIHOOKS_SESSION_SCOPE to record them".into()),
+        )
+    } else {
+        check(
+            name,
+            Status::Ok,
+            "on: every Stop records the session's scope transitions".into(),
+            None,
+        )
+    }
+}
+
+/// `host:port` of an `http(s)://host[:port]/…` URL.
+fn host_port(url: &str) -> Option<(String, u16)> {
+    let (scheme, rest) = url.split_once("://")?;
+    let default = match scheme {
+        "http" => 80,
+        "https" => 443,
+        _ => return None,
+    };
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let authority = authority.rsplit('@').next()?;
+    match authority.rsplit_once(':') {
+        Some((h, p)) if !h.ends_with(']') || h.starts_with('[') => {
+            Some((h.trim_matches(['[', ']']).to_owned(), p.parse().ok()?))
+        }
+        _ => Some((authority.trim_matches(['[', ']']).to_owned(), default)),
+    }
+}
+
+fn brain_check(home: &Path, env: &transcope_change_detect::Env) -> Check {
+    let name = "markers";
+    let brain = transcope_brain::BrainConfig::from_env(home, env);
+    if !brain.enabled {
+        return check(
+            name,
+            Status::Ok,
+            "brain writer off: markers are kept in the ledger (`transcope ledger`), none sent"
+                .into(),
+            None,
+        );
+    }
+    let Some(url) = brain.url.as_deref() else {
+        return check(
+            name,
+            Status::Ok,
+            format!(
+                "brain writer on, no BRAIN_URL: markers go to the outbox {}",
+                brain.outbox.display()
+            ),
+            None,
+        );
+    };
+    let reachable = host_port(url).and_then(|(h, p)| {
+        let addr = (h.as_str(), p).to_socket_addrs().ok()?.next()?;
+        std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()
+    });
+    if reachable.is_some() {
+        check(name, Status::Ok, format!("brain at {url} reachable"), None)
+    } else {
+        check(
+            name,
+            Status::Warn,
+            format!(
+                "brain at {url} not reachable: markers wait in the outbox {} until it is",
+                brain.outbox.display()
+            ),
+            Some("check BRAIN_URL, or start the brain".into()),
+        )
+    }
+}
+
+fn index_check(home: &Path) -> Check {
+    let name = "index";
+    let path = transcope_index::index_path(home);
+    if !path.exists() {
+        return check(
+            name,
+            Status::Ok,
+            format!(
+                "{} not made yet (the first hook, backfill or query makes it)",
+                path.display()
+            ),
+            None,
+        );
+    }
+    match transcope_index::Index::open(home).and_then(|ix| ix.pending_count(None, None)) {
+        Ok(_) => check(
+            name,
+            Status::Ok,
+            format!("{} readable", path.display()),
+            None,
+        ),
+        Err(e) => check(
+            name,
+            Status::Fail,
+            format!("{}: {e}", path.display()),
+            Some("`transcope index rebuild` recreates it from the logs and transcripts".into()),
+        ),
+    }
+}
+
+pub fn run_doctor(home: &Path, args: DoctorArgs) -> Result<u8> {
+    let env = process_env();
+    let mut checks = vec![binary_check()];
+    for agent in Agent::ALL {
+        agent_checks(agent, &mut checks);
+    }
+    checks.push(home_check(home));
+    checks.push(switch_check(&env));
+    checks.push(brain_check(home, &env));
+    checks.push(index_check(home));
+    let mut out = std::io::stdout().lock();
+    for c in &checks {
+        let line = if args.json {
+            json!({"check": c.name, "status": c.status.word(), "detail": c.detail, "fix": c.fix})
+                .to_string()
+        } else {
+            let mut l = format!("{:<5} {}: {}", c.status.word(), c.name, c.detail);
+            if let Some(f) = &c.fix {
+                l.push_str(&format!("\n      fix: {f}"));
+            }
+            l
+        };
+        println_out(&mut out, &line)?;
+    }
+    let broken = checks.iter().filter(|c| c.status == Status::Fail).count();
+    if broken > 0 {
+        eprintln!("transcope: {broken} check(s) failed");
+        return Ok(exit::RUNTIME);
+    }
+    Ok(exit::OK)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_brain_url_gives_its_host_and_port() {
+        assert_eq!(
+            host_port("http://localhost:8080/x"),
+            Some(("localhost".into(), 8080))
+        );
+        assert_eq!(
+            host_port("https://brain.example/"),
+            Some(("brain.example".into(), 443))
+        );
+        assert_eq!(host_port("http://[::1]:9/"), Some(("::1".into(), 9)));
+        assert_eq!(host_port("ftp://x"), None);
+    }
+}

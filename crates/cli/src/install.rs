@@ -1,0 +1,940 @@
+//! `transcope hook install | uninstall`: wire transcope's hooks into each agent's own
+//! settings, and take them out again.
+//!
+//! Each agent keeps its hooks in its own file and format:
+//!
+//! | agent | file | events wired |
+//! | --- | --- | --- |
+//! | Claude Code | `$CLAUDE_CONFIG_DIR/settings.json`, else `~/.claude/settings.json` | `SessionStart`, `Stop`, `SubagentStop` |
+//! | Codex | `$CODEX_HOME/config.toml`, else `~/.codex/config.toml` (`[hooks]`, trusted by hash in `[hooks.state]`) | `SessionStart`, `Stop` |
+//! | Gemini CLI | `$GEMINI_CLI_HOME/.gemini/settings.json`, else `~/.gemini/settings.json` | `SessionStart`, `AfterAgent` (timeouts in milliseconds) |
+//!
+//! The JSON files go through one round trip of a [`serde_json::Value`] that keeps key
+//! order, written back with the file's own indentation; the TOML file is edited with
+//! `toml_edit`, so the user's comments and layout survive. A hook is transcope's when
+//! its command is `<program> hook session-start|stop` with `<program>` named
+//! `transcope` (or the `--program` given); install adds a group of its own for each
+//! event that has none (so it is idempotent) and never touches another hook; uninstall
+//! removes those groups and whatever install created to hold them. A changed file is
+//! first copied to `<file>.transcope-<unix time>.bak`. `--codex-notify` also sets
+//! Codex's older single `notify` program (to `transcope hook codex-notify`), when the
+//! file names none.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, ValueEnum};
+use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256};
+use toml_edit::{ArrayOfTables, DocumentMut, Item, Table};
+
+use crate::{exit, user_home};
+
+/// The mark install leaves on what it adds to a TOML file.
+const MARK: &str = "# added by transcope hook install";
+
+/// How long an agent may let a hook run: above the hook's own deadline (30 s).
+const HOOK_TIMEOUT_SECS: u64 = 60;
+
+#[derive(Args, Debug, Clone)]
+pub struct InstallArgs {
+    /// Which agent to wire: `all` wires Claude Code, and Codex and Gemini CLI when
+    /// their settings folder exists.
+    #[arg(long, value_enum, default_value_t = AgentChoice::All)]
+    agent: AgentChoice,
+    /// Edit FILE instead of the agent's own settings file (needs one --agent).
+    #[arg(long, value_name = "FILE")]
+    settings: Option<PathBuf>,
+    /// Print each file as it would be written, and write nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// The program the hooks run: a name looked up on the PATH, or a full path.
+    #[arg(long, value_name = "PROGRAM", default_value = "transcope")]
+    program: String,
+    /// Also set Codex's older `notify` program to `transcope hook codex-notify`, for a
+    /// Codex without lifecycle hooks (install only; left alone when the file already
+    /// names a notify program).
+    #[arg(long)]
+    codex_notify: bool,
+}
+
+/// The agents `--agent` names.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AgentChoice {
+    /// Claude Code.
+    Claude,
+    /// OpenAI Codex CLI.
+    Codex,
+    /// Gemini CLI.
+    Gemini,
+    /// Claude Code, and every other agent whose settings folder exists.
+    All,
+}
+
+/// One agent whose hooks transcope can wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Agent {
+    /// Claude Code.
+    Claude,
+    /// OpenAI Codex CLI.
+    Codex,
+    /// Gemini CLI.
+    Gemini,
+}
+
+impl Agent {
+    /// Every agent, in the order they are reported.
+    pub const ALL: [Agent; 3] = [Agent::Claude, Agent::Codex, Agent::Gemini];
+
+    /// The agent's name as a person knows it.
+    pub fn title(self) -> &'static str {
+        match self {
+            Agent::Claude => "Claude Code",
+            Agent::Codex => "Codex",
+            Agent::Gemini => "Gemini CLI",
+        }
+    }
+
+    /// The agent's settings file (from its environment variables, else under `$HOME`).
+    pub fn settings_path(self) -> PathBuf {
+        let var = |k: &str| {
+            std::env::var_os(k)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
+        match self {
+            Agent::Claude => var("CLAUDE_CONFIG_DIR")
+                .unwrap_or_else(|| user_home().join(".claude"))
+                .join("settings.json"),
+            // Codex reads `$CODEX_HOME` canonicalised; its hook keys name that path.
+            Agent::Codex => var("CODEX_HOME")
+                .map(|h| fs::canonicalize(&h).unwrap_or(h))
+                .unwrap_or_else(|| user_home().join(".codex"))
+                .join("config.toml"),
+            Agent::Gemini => var("GEMINI_CLI_HOME")
+                .unwrap_or_else(user_home)
+                .join(".gemini")
+                .join("settings.json"),
+        }
+    }
+
+    /// The hooks transcope wires for this agent: (event, hook subcommand).
+    pub fn events(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Agent::Claude => &[
+                ("SessionStart", "session-start"),
+                ("Stop", "stop"),
+                ("SubagentStop", "stop"),
+            ],
+            Agent::Codex => &[("SessionStart", "session-start"), ("Stop", "stop")],
+            Agent::Gemini => &[("SessionStart", "session-start"), ("AfterAgent", "stop")],
+        }
+    }
+}
+
+/// The agents a run covers, each with the file it edits.
+fn targets(args: &InstallArgs) -> Result<Vec<(Agent, PathBuf)>, String> {
+    let one = match args.agent {
+        AgentChoice::Claude => Some(Agent::Claude),
+        AgentChoice::Codex => Some(Agent::Codex),
+        AgentChoice::Gemini => Some(Agent::Gemini),
+        AgentChoice::All => None,
+    };
+    match (one, &args.settings) {
+        (Some(a), Some(f)) => Ok(vec![(a, f.clone())]),
+        (Some(a), None) => Ok(vec![(a, a.settings_path())]),
+        (None, Some(_)) => Err("--settings names one file: say which --agent it is for".into()),
+        (None, None) => Ok(Agent::ALL
+            .into_iter()
+            .filter(|a| *a == Agent::Claude || a.settings_path().parent().is_some_and(Path::is_dir))
+            .map(|a| (a, a.settings_path()))
+            .collect()),
+    }
+}
+
+/// `transcope hook install` and `transcope hook uninstall`.
+pub fn run(args: InstallArgs, install: bool) -> Result<u8> {
+    let targets = match targets(&args) {
+        Ok(t) => t,
+        Err(msg) => {
+            eprintln!("transcope: {msg}");
+            return Ok(exit::USAGE);
+        }
+    };
+    let mut failed = false;
+    for (agent, path) in targets {
+        match edit_file(agent, &path, &args, install) {
+            Ok(msg) => eprintln!("transcope: {}: {msg}", agent.title()),
+            Err(e) => {
+                failed = true;
+                eprintln!("transcope: {}: {}", agent.title(), crate::error_text(&e));
+            }
+        }
+    }
+    Ok(if failed { exit::RUNTIME } else { exit::OK })
+}
+
+/// Install into (or uninstall from) one file; what was done, for a person.
+fn edit_file(agent: Agent, path: &Path, args: &InstallArgs, install: bool) -> Result<String> {
+    // Write through a symbolic link (a dotfiles manager's), not over it.
+    let path = fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let original = match fs::read_to_string(&path) {
+        Ok(t) => Some(t),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    if original.is_none() && !install {
+        return Ok(format!(
+            "{} does not exist; nothing to remove",
+            path.display()
+        ));
+    }
+    let text = original.as_deref().unwrap_or("");
+    let edited = match agent {
+        Agent::Codex => edit_codex(text, &path, args, install),
+        Agent::Claude | Agent::Gemini => edit_json(agent, text, &args.program, install),
+    }
+    .with_context(|| format!("{} left as it was", path.display()))?;
+    let Some(new_text) = edited else {
+        return Ok(if install {
+            format!("already wired in {}; nothing to do", path.display())
+        } else {
+            format!(
+                "no transcope hooks in {}; nothing to remove",
+                path.display()
+            )
+        });
+    };
+    let done = if install { "wired" } else { "removed" };
+    let events = agent
+        .events()
+        .iter()
+        .map(|(e, _)| *e)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if args.dry_run {
+        print!("{new_text}");
+        return Ok(format!(
+            "{done} {events} in {} (dry run: the file as it would be written is on stdout; nothing written)",
+            path.display()
+        ));
+    }
+    let backup = match &original {
+        Some(t) => Some(write_backup(&path, t)?),
+        None => None,
+    };
+    write_keeping_mode(&path, new_text.as_bytes())
+        .with_context(|| format!("writing {}", path.display()))?;
+    let mut msg = format!("{done} {events} in {}", path.display());
+    if let Some(b) = backup {
+        msg.push_str(&format!(" (backup: {})", b.display()));
+    }
+    if install && agent == Agent::Codex {
+        if let Some(note) = codex_feature_note(&new_text) {
+            msg.push_str(&format!("; {note}"));
+        }
+    }
+    Ok(msg)
+}
+
+/// Copy `text` (the file as it was) beside `path`, under a name no earlier backup has.
+fn write_backup(path: &Path, text: &str) -> Result<PathBuf> {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("settings");
+    for n in 0u32.. {
+        let suffix = if n == 0 {
+            String::new()
+        } else {
+            format!("-{n}")
+        };
+        let b = path.with_file_name(format!("{name}.transcope-{secs}{suffix}.bak"));
+        match fs::OpenOptions::new().write(true).create_new(true).open(&b) {
+            Ok(mut f) => {
+                io::Write::write_all(&mut f, text.as_bytes())
+                    .with_context(|| format!("writing the backup {}", b.display()))?;
+                return Ok(b);
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e).with_context(|| format!("writing the backup {}", b.display())),
+        }
+    }
+    unreachable!("some backup name is free")
+}
+
+/// Replace `path` atomically, keeping its permissions (a new file gets `0644`).
+fn write_keeping_mode(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = fs::metadata(path).map_or(0o644, |m| m.permissions().mode() & 0o7777);
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        fs::create_dir_all(dir)?;
+    }
+    transcope_jsonl::open::write_atomic(path, bytes, true)?;
+    fs::set_permissions(path, fs::Permissions::from_mode(mode))
+}
+
+/// The command a hook runs: `<program> hook <sub>`.
+fn command_for(program: &str, sub: &str) -> String {
+    format!("{program} hook {sub}")
+}
+
+/// Whether `command` is a transcope hook command running `hook <sub>`: its program is
+/// named `transcope` (anywhere) or is `program`, and only flags follow `hook <sub>`.
+pub fn is_transcope_hook(command: &str, sub: &str, program: &str) -> bool {
+    let mut words = command.split_whitespace();
+    let Some(prog) = words.next() else {
+        return false;
+    };
+    let named = prog == program
+        || Path::new(prog.trim_matches(['"', '\'']))
+            .file_name()
+            .is_some_and(|n| n == "transcope");
+    named
+        && words.next() == Some("hook")
+        && words.next() == Some(sub)
+        && words.all(|w| w.starts_with("--"))
+}
+
+// ---------------------------------------------------------------------------------
+// Claude Code and Gemini CLI: JSON settings.
+
+/// The hook entry transcope adds for `sub` in `agent`'s format.
+fn json_hook(agent: Agent, program: &str, sub: &str) -> Value {
+    let command = command_for(program, sub);
+    match agent {
+        // Claude Code's default timeout (60 s) is already above the hook's deadline.
+        Agent::Claude => json!({"type": "command", "command": command}),
+        // Gemini CLI's timeouts are in milliseconds; a name shows in `/hooks panel`.
+        _ => json!({
+            "name": format!("transcope-{sub}"),
+            "type": "command",
+            "command": command,
+            "timeout": HOOK_TIMEOUT_SECS * 1000,
+        }),
+    }
+}
+
+/// Whether a matcher group holds a transcope hook for `sub`.
+fn group_has(group: &Value, sub: &str, program: &str) -> bool {
+    group
+        .get("hooks")
+        .and_then(Value::as_array)
+        .is_some_and(|hs| hs.iter().any(|h| hook_is(h, sub, program)))
+}
+
+fn hook_is(hook: &Value, sub: &str, program: &str) -> bool {
+    hook.get("command")
+        .and_then(Value::as_str)
+        .is_some_and(|c| is_transcope_hook(c, sub, program))
+}
+
+/// The settings text with transcope's hooks added (or removed), or `None` when it
+/// would not change.
+fn edit_json(agent: Agent, text: &str, program: &str, install: bool) -> Result<Option<String>> {
+    let mut root: Value = if text.trim().is_empty() {
+        Value::Object(Map::new())
+    } else {
+        serde_json::from_str(text).context("the file is not plain JSON (comments are not kept)")?
+    };
+    let Value::Object(top) = &mut root else {
+        bail!("the file is not a JSON object");
+    };
+    let changed = if install {
+        json_install(agent, top, program)?
+    } else {
+        json_uninstall(agent, top, program)
+    };
+    if !changed {
+        return Ok(None);
+    }
+    Ok(Some(render_json(&root, text)?))
+}
+
+fn json_install(agent: Agent, top: &mut Map<String, Value>, program: &str) -> Result<bool> {
+    let hooks = top
+        .entry("hooks")
+        .or_insert_with(|| Value::Object(Map::new()));
+    let Value::Object(hooks) = hooks else {
+        bail!("\"hooks\" is not a JSON object");
+    };
+    let mut changed = false;
+    for (event, sub) in agent.events() {
+        let groups = hooks
+            .entry(*event)
+            .or_insert_with(|| Value::Array(Vec::new()));
+        let Value::Array(groups) = groups else {
+            bail!("\"hooks.{event}\" is not a JSON array");
+        };
+        if groups.iter().any(|g| group_has(g, sub, program)) {
+            continue;
+        }
+        groups.push(json!({"hooks": [json_hook(agent, program, sub)]}));
+        changed = true;
+    }
+    Ok(changed)
+}
+
+fn json_uninstall(agent: Agent, top: &mut Map<String, Value>, program: &str) -> bool {
+    let Some(Value::Object(hooks)) = top.get_mut("hooks") else {
+        return false;
+    };
+    let mut changed = false;
+    for (event, sub) in agent.events() {
+        let Some(Value::Array(groups)) = hooks.get_mut(*event) else {
+            continue;
+        };
+        let before = groups.len();
+        for g in groups.iter_mut() {
+            if let Some(Value::Array(hs)) = g.get_mut("hooks") {
+                let n = hs.len();
+                hs.retain(|h| !hook_is(h, sub, program));
+                if hs.len() != n {
+                    changed = true;
+                    if hs.is_empty() {
+                        *g = Value::Null;
+                    }
+                }
+            }
+        }
+        groups.retain(|g| !g.is_null());
+        if before > 0 && groups.is_empty() {
+            hooks.remove(*event);
+        }
+    }
+    if changed && hooks.is_empty() {
+        top.remove("hooks");
+    }
+    changed
+}
+
+/// `value` as JSON text in the style of `original`: its indentation (two spaces when
+/// it has none to copy) and its final newline.
+fn render_json(value: &Value, original: &str) -> Result<String> {
+    let indent = original
+        .lines()
+        .skip(1)
+        .map(|l| &l[..l.len() - l.trim_start().len()])
+        .find(|w| !w.is_empty())
+        .unwrap_or("  ");
+    let mut out = Vec::new();
+    let fmt = serde_json::ser::PrettyFormatter::with_indent(indent.as_bytes());
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, fmt);
+    serde::Serialize::serialize(value, &mut ser)?;
+    let mut text = String::from_utf8(out)?;
+    if original.is_empty() || original.ends_with('\n') {
+        text.push('\n');
+    }
+    Ok(text)
+}
+
+// ---------------------------------------------------------------------------------
+// Codex: `[hooks]` in config.toml, each hook trusted by its hash in `[hooks.state]`.
+
+/// Codex's label of an event in hook-state keys.
+fn codex_label(event: &str) -> &'static str {
+    match event {
+        "SessionStart" => "session_start",
+        _ => "stop",
+    }
+}
+
+/// The hash Codex trusts a command hook by: SHA-256 of the canonical JSON (keys sorted,
+/// no spaces) of `{event_name, matcher?, hooks: [handler]}`, the handler with its
+/// timeout filled in, written `sha256:<hex>`.
+pub fn codex_trusted_hash(label: &str, command: &str, timeout_secs: u64) -> String {
+    let identity = json!({
+        "event_name": label,
+        "hooks": [{
+            "async": false,
+            "command": command,
+            "timeout": timeout_secs,
+            "type": "command",
+        }],
+    });
+    let canonical = serde_json::to_string(&sorted(&identity)).unwrap_or_default();
+    let digest = Sha256::digest(canonical.as_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
+}
+
+/// `v` with every object's keys in sorted order (serde_json here keeps insertion order).
+fn sorted(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            Value::Object(
+                keys.into_iter()
+                    .map(|k| (k.clone(), sorted(&m[k])))
+                    .collect(),
+            )
+        }
+        Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
+        other => other.clone(),
+    }
+}
+
+/// The key Codex keeps a hook's state under: `<file>:<event label>:<group>:<handler>`.
+fn codex_state_key(path: &Path, label: &str, group: usize) -> String {
+    format!("{}:{label}:{group}:0", path.display())
+}
+
+/// The groups of one event in the `[hooks]` table, whichever way they are written
+/// (`[[hooks.Stop]]` tables or an inline array): each group's first command.
+fn codex_groups(hooks: &Table, event: &str) -> Vec<Option<String>> {
+    fn first_command(handlers: Option<&Item>) -> Option<String> {
+        let pick = |t: &dyn toml_edit::TableLike| {
+            let ty = t.get("type").and_then(Item::as_str);
+            ty.is_none_or(|ty| ty == "command")
+                .then(|| t.get("command").and_then(Item::as_str).map(str::to_owned))
+                .flatten()
+        };
+        match handlers? {
+            Item::ArrayOfTables(a) => a.get(0).and_then(|t| pick(t)),
+            Item::Value(toml_edit::Value::Array(a)) => a
+                .get(0)
+                .and_then(toml_edit::Value::as_inline_table)
+                .and_then(|t| pick(t)),
+            _ => None,
+        }
+    }
+    match hooks.get(event) {
+        Some(Item::ArrayOfTables(groups)) => groups
+            .iter()
+            .map(|g| first_command(g.get("hooks")))
+            .collect(),
+        Some(Item::Value(toml_edit::Value::Array(groups))) => groups
+            .iter()
+            .map(|g| {
+                let handlers = g.as_inline_table()?.get("hooks")?.clone();
+                first_command(Some(&Item::Value(handlers)))
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// A `[[hooks.<Event>]]` group holding one transcope command, marked as install's.
+fn codex_group(command: &str) -> Table {
+    let mut handler = Table::new();
+    handler.insert("type", toml_edit::value("command"));
+    handler.insert("command", toml_edit::value(command));
+    handler.insert("timeout", toml_edit::value(HOOK_TIMEOUT_SECS as i64));
+    let mut handlers = ArrayOfTables::new();
+    handlers.push(handler);
+    let mut group = Table::new();
+    group.insert("hooks", Item::ArrayOfTables(handlers));
+    group.decor_mut().set_prefix(format!("\n{MARK}\n"));
+    group
+}
+
+/// The child table `key` of `parent`, created (implicit: no header of its own) when
+/// missing; an inline table is turned into a table with the same entries.
+fn child_table<'a>(parent: &'a mut Table, key: &str) -> Result<&'a mut Table> {
+    if !parent.contains_key(key) {
+        let mut t = Table::new();
+        t.set_implicit(true);
+        parent.insert(key, Item::Table(t));
+    }
+    let item = parent.get_mut(key).expect("just inserted");
+    if let Some(inline) = item.as_inline_table().cloned() {
+        *item = Item::Table(inline.into_table());
+    }
+    item.as_table_mut()
+        .with_context(|| format!("`{key}` is not a TOML table"))
+}
+
+fn edit_codex(
+    text: &str,
+    path: &Path,
+    args: &InstallArgs,
+    install: bool,
+) -> Result<Option<String>> {
+    let mut doc: DocumentMut = text.parse().context("the file is not valid TOML")?;
+    let changed = if install {
+        let hooks = codex_install(&mut doc, path, &args.program)?;
+        hooks | (args.codex_notify && codex_install_notify(&mut doc, &args.program))
+    } else {
+        codex_uninstall(&mut doc, path, &args.program)
+    };
+    Ok(changed.then(|| doc.to_string()))
+}
+
+/// `notify = ["<program>", "hook", "codex-notify"]`, marked, unless a notify program
+/// is already set (Codex runs only one).
+fn codex_install_notify(doc: &mut DocumentMut, program: &str) -> bool {
+    if doc.contains_key("notify") {
+        return false;
+    }
+    let mut argv = toml_edit::Array::new();
+    for word in [program, "hook", "codex-notify"] {
+        argv.push(word);
+    }
+    let mut v = toml_edit::Value::Array(argv);
+    v.decor_mut().set_suffix(format!(" {MARK}"));
+    doc.insert("notify", Item::Value(v));
+    true
+}
+
+/// Whether `item` carries install's mark after its value.
+fn marked(item: Option<&Item>) -> bool {
+    item.and_then(Item::as_value)
+        .and_then(|v| v.decor().suffix())
+        .and_then(|s| s.as_str())
+        .is_some_and(|s| s.contains(MARK))
+}
+
+fn codex_install(doc: &mut DocumentMut, path: &Path, program: &str) -> Result<bool> {
+    let mut changed = false;
+    let mut trust = Vec::new();
+    {
+        let hooks = child_table(doc.as_table_mut(), "hooks")?;
+        for (event, sub) in Agent::Codex.events() {
+            let groups = codex_groups(hooks, event);
+            let label = codex_label(event);
+            let ours = groups.iter().position(|c| {
+                c.as_deref()
+                    .is_some_and(|c| is_transcope_hook(c, sub, program))
+            });
+            let command = command_for(program, sub);
+            let index = match ours {
+                Some(i) => i,
+                None => {
+                    match hooks.get_mut(event) {
+                        None => {
+                            let mut a = ArrayOfTables::new();
+                            a.push(codex_group(&command));
+                            hooks.insert(event, Item::ArrayOfTables(a));
+                        }
+                        Some(Item::ArrayOfTables(a)) => a.push(codex_group(&command)),
+                        Some(Item::Value(toml_edit::Value::Array(a))) => {
+                            let mut handler = toml_edit::InlineTable::new();
+                            handler.insert("type", "command".into());
+                            handler.insert("command", command.as_str().into());
+                            handler.insert("timeout", (HOOK_TIMEOUT_SECS as i64).into());
+                            let mut handlers = toml_edit::Array::new();
+                            handlers.push(handler);
+                            let mut group = toml_edit::InlineTable::new();
+                            group.insert("hooks", handlers.into());
+                            a.push(group);
+                        }
+                        Some(_) => bail!("`hooks.{event}` is not a list of hook groups"),
+                    }
+                    changed = true;
+                    groups.len()
+                }
+            };
+            // Trust the command as it stands in the file (it may name another path).
+            let command = codex_groups(hooks, event)
+                .get(index)
+                .cloned()
+                .flatten()
+                .unwrap_or(command);
+            trust.push((
+                codex_state_key(path, label, index),
+                codex_trusted_hash(label, &command, codex_timeout(hooks, event, index)),
+            ));
+        }
+        let state = child_table(hooks, "state")?;
+        for (key, hash) in trust {
+            let entry = child_table(state, &key)?;
+            entry.set_implicit(false);
+            if entry.get("trusted_hash").and_then(Item::as_str) != Some(hash.as_str()) {
+                entry.insert("trusted_hash", toml_edit::value(hash));
+                entry.decor_mut().set_prefix(format!("\n{MARK}\n"));
+                changed = true;
+            }
+        }
+    }
+    // Current Codex runs hooks unless `[features] hooks = false`; an older one only
+    // with `codex_hooks = true`. Say it once, explicitly, unless the user already has.
+    let new_table = !doc.contains_key("features");
+    let features = child_table(doc.as_table_mut(), "features")?;
+    if !features.contains_key("hooks") && !features.contains_key("codex_hooks") {
+        let mut on = toml_edit::value(true);
+        if let Some(v) = on.as_value_mut() {
+            v.decor_mut().set_suffix(format!(" {MARK}"));
+        }
+        features.insert("hooks", on);
+        if new_table {
+            features.set_implicit(false);
+            features.decor_mut().set_prefix(format!("\n{MARK}\n"));
+        }
+        changed = true;
+    }
+    Ok(changed)
+}
+
+/// The timeout (seconds) Codex gives the group's first handler: as written, else 600.
+fn codex_timeout(hooks: &Table, event: &str, index: usize) -> u64 {
+    let handler_timeout = |t: Option<&Item>| -> Option<u64> {
+        let v = match t? {
+            Item::ArrayOfTables(a) => a.get(0)?.get("timeout")?.as_integer()?,
+            Item::Value(toml_edit::Value::Array(a)) => {
+                a.get(0)?.as_inline_table()?.get("timeout")?.as_integer()?
+            }
+            _ => return None,
+        };
+        u64::try_from(v).ok()
+    };
+    let t = match hooks.get(event) {
+        Some(Item::ArrayOfTables(g)) => g.get(index).and_then(|g| handler_timeout(g.get("hooks"))),
+        Some(Item::Value(toml_edit::Value::Array(g))) => g
+            .get(index)
+            .and_then(toml_edit::Value::as_inline_table)
+            .and_then(|t| t.get("hooks"))
+            .and_then(|v| handler_timeout(Some(&Item::Value(v.clone())))),
+        _ => None,
+    };
+    t.unwrap_or(600).max(1)
+}
+
+fn codex_uninstall(doc: &mut DocumentMut, path: &Path, program: &str) -> bool {
+    let mut changed = false;
+    if let Some(hooks) = doc.get_mut("hooks").and_then(Item::as_table_mut) {
+        let mut ours_keys = Vec::new();
+        for (event, sub) in Agent::Codex.events() {
+            let label = codex_label(event);
+            let groups = codex_groups(hooks, event);
+            let ours: Vec<usize> = groups
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| {
+                    c.as_deref()
+                        .is_some_and(|c| is_transcope_hook(c, sub, program))
+                })
+                .map(|(i, _)| i)
+                .collect();
+            for &i in &ours {
+                ours_keys.push(codex_state_key(path, label, i));
+            }
+            if ours.is_empty() {
+                continue;
+            }
+            changed = true;
+            let now_empty = match hooks.get_mut(event) {
+                Some(Item::ArrayOfTables(a)) => {
+                    for &i in ours.iter().rev() {
+                        a.remove(i);
+                    }
+                    a.is_empty()
+                }
+                Some(Item::Value(toml_edit::Value::Array(a))) => {
+                    for &i in ours.iter().rev() {
+                        a.remove(i);
+                    }
+                    a.is_empty()
+                }
+                _ => false,
+            };
+            if now_empty {
+                hooks.remove(event);
+            }
+        }
+        if let Some(state) = hooks.get_mut("state").and_then(Item::as_table_like_mut) {
+            for key in &ours_keys {
+                if state.remove(key).is_some() {
+                    changed = true;
+                }
+            }
+            if state.is_empty() {
+                hooks.remove("state");
+            }
+        }
+        if hooks.is_empty() && hooks.is_implicit() {
+            doc.remove("hooks");
+        }
+    }
+    if marked(doc.get("notify")) {
+        doc.remove("notify");
+        changed = true;
+    }
+    if let Some(features) = doc.get_mut("features").and_then(Item::as_table_mut) {
+        if marked(features.get("hooks")) {
+            features.remove("hooks");
+            changed = true;
+            let ours = features
+                .decor()
+                .prefix()
+                .and_then(|p| p.as_str())
+                .is_some_and(|p| p.contains(MARK));
+            if features.is_empty() && ours {
+                doc.remove("features");
+            }
+        }
+    }
+    changed
+}
+
+/// What to tell a user whose Codex will not run the hooks just wired.
+fn codex_feature_note(text: &str) -> Option<String> {
+    let doc: DocumentMut = text.parse().ok()?;
+    let features = doc.get("features")?;
+    for key in ["hooks", "codex_hooks"] {
+        if features.get(key).and_then(Item::as_bool) == Some(false) {
+            return Some(format!(
+                "but `[features] {key} = false` keeps Codex from running hooks: set it to true"
+            ));
+        }
+    }
+    None
+}
+
+/// What `doctor` learns of one agent's settings: whether transcope's hooks are there,
+/// the programs they run, and what would keep the agent from running them.
+#[derive(Debug, Default)]
+pub struct Wiring {
+    /// The settings file exists.
+    pub exists: bool,
+    /// Events wired, of those transcope wires.
+    pub wired: Vec<&'static str>,
+    /// Events not wired.
+    pub missing: Vec<&'static str>,
+    /// The program each wired hook runs (first word of its command).
+    pub programs: Vec<String>,
+    /// What keeps the hooks from running although wired (untrusted, switched off, …).
+    pub problems: Vec<String>,
+}
+
+/// Read `agent`'s settings at `path` for `doctor`.
+pub fn wiring(agent: Agent, path: &Path) -> Wiring {
+    let mut w = Wiring::default();
+    let Ok(text) = fs::read_to_string(path) else {
+        w.missing = agent.events().iter().map(|(e, _)| *e).collect();
+        return w;
+    };
+    w.exists = true;
+    let found = |w: &mut Wiring, event: &'static str, command: Option<String>| match command {
+        Some(c) => {
+            w.wired.push(event);
+            w.programs
+                .push(c.split_whitespace().next().unwrap_or_default().to_owned());
+        }
+        None => w.missing.push(event),
+    };
+    match agent {
+        Agent::Claude | Agent::Gemini => {
+            let root: Value = match serde_json::from_str(&text) {
+                Ok(v) => v,
+                Err(e) => {
+                    w.problems
+                        .push(format!("{} is not valid JSON: {e}", path.display()));
+                    Value::Null
+                }
+            };
+            for (event, sub) in agent.events() {
+                let command = root
+                    .get("hooks")
+                    .and_then(|h| h.get(*event))
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|g| g.get("hooks").and_then(Value::as_array))
+                    .flatten()
+                    .filter_map(|h| h.get("command").and_then(Value::as_str))
+                    .find(|c| is_transcope_hook(c, sub, "transcope"))
+                    .map(str::to_owned);
+                found(&mut w, event, command);
+            }
+            if agent == Agent::Gemini
+                && root
+                    .pointer("/hooksConfig/enabled")
+                    .and_then(Value::as_bool)
+                    == Some(false)
+            {
+                w.problems
+                    .push("`hooksConfig.enabled` is false: Gemini CLI runs no hooks".into());
+            }
+        }
+        Agent::Codex => {
+            let doc: DocumentMut = match text.parse() {
+                Ok(d) => d,
+                Err(e) => {
+                    w.problems
+                        .push(format!("{} is not valid TOML: {e}", path.display()));
+                    DocumentMut::new()
+                }
+            };
+            let empty = Table::new();
+            let hooks = doc.get("hooks").and_then(Item::as_table).unwrap_or(&empty);
+            for (event, sub) in agent.events() {
+                let groups = codex_groups(hooks, event);
+                let at = groups.iter().position(|c| {
+                    c.as_deref()
+                        .is_some_and(|c| is_transcope_hook(c, sub, "transcope"))
+                });
+                let command = at.and_then(|i| groups[i].clone());
+                if let (Some(i), Some(c)) = (at, &command) {
+                    let label = codex_label(event);
+                    let key = codex_state_key(path, label, i);
+                    let want = codex_trusted_hash(label, c, codex_timeout(hooks, event, i));
+                    let have = hooks
+                        .get("state")
+                        .and_then(|s| s.get(&key))
+                        .and_then(|s| s.get("trusted_hash"))
+                        .and_then(Item::as_str);
+                    if have != Some(want.as_str()) {
+                        w.problems.push(format!(
+                            "the {event} hook is not trusted (Codex skips it): run `transcope hook install --agent codex` again, or trust it in Codex's /hooks"
+                        ));
+                    }
+                }
+                found(&mut w, event, command);
+            }
+            if let Some(note) = codex_feature_note(&text) {
+                w.problems.push(note.replace("but ", ""));
+            }
+        }
+    }
+    w
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transcope_hook_commands_are_recognised_by_their_program_and_words() {
+        assert!(is_transcope_hook(
+            "transcope hook stop",
+            "stop",
+            "transcope"
+        ));
+        assert!(is_transcope_hook(
+            "/opt/bin/transcope hook stop --strict",
+            "stop",
+            "x"
+        ));
+        assert!(is_transcope_hook("/a/tc hook stop", "stop", "/a/tc"));
+        assert!(!is_transcope_hook(
+            "transcope hook stop extra",
+            "stop",
+            "transcope"
+        ));
+        assert!(!is_transcope_hook("other hook stop", "stop", "transcope"));
+        assert!(!is_transcope_hook(
+            "transcope hook session-start",
+            "stop",
+            "transcope"
+        ));
+    }
+
+    /// The identity Codex hashes, for a hook with no matcher: pinned so a change in
+    /// how it is built shows.
+    #[test]
+    fn codex_trust_hash_is_sha256_of_the_sorted_compact_identity() {
+        let canonical = r#"{"event_name":"stop","hooks":[{"async":false,"command":"transcope hook stop","timeout":60,"type":"command"}]}"#;
+        let digest = Sha256::digest(canonical.as_bytes());
+        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(
+            codex_trusted_hash("stop", "transcope hook stop", 60),
+            format!("sha256:{hex}")
+        );
+    }
+}
