@@ -401,7 +401,12 @@ impl Index {
         parts: &[(PartKey, UsageGroup)],
     ) -> rusqlite::Result<()> {
         let conn = self.conn();
-        conn.execute_batch("BEGIN IMMEDIATE")?;
+        // Kept only if the write lock is free now: a query (a status line) never
+        // waits on a backfill's transaction to store what it can recompute.
+        conn.busy_timeout(std::time::Duration::ZERO)?;
+        let began = conn.execute_batch("BEGIN IMMEDIATE");
+        conn.busy_timeout(transcope_sqlite::BUSY_TIMEOUT)?;
+        began?;
         let store = || -> rusqlite::Result<()> {
             // Written only if no request came since the parts were read.
             let now: i64 =

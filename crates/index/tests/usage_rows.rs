@@ -348,3 +348,32 @@ fn kept_sums_answer_until_a_request_is_written() {
         .unwrap();
     assert_eq!(windowed.iter().map(|g| g.messages).sum::<u64>(), 2);
 }
+
+#[test]
+fn a_query_answers_while_another_connection_holds_the_write_lock() {
+    let home = tempfile::tempdir().unwrap();
+    let mut ix = Index::open(home.path()).unwrap();
+    ix.record(&copies(), Origin::Backfill, false).unwrap();
+    let kept = || -> i64 {
+        rusqlite::Connection::open(transcope_index::index_path(home.path()))
+            .unwrap()
+            .query_row("SELECT count(*) FROM usage_parts", [], |r| r.get(0))
+            .unwrap()
+    };
+    let writer = rusqlite::Connection::open(transcope_index::index_path(home.path())).unwrap();
+    writer.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let by = [UsageKey::Session];
+    let got = ix
+        .usage(&by, &UsageFilter::default(), &no_price, Some("list"))
+        .unwrap();
+    // root and resumed (the sub-agent's one copy lost to the root's on a tie).
+    assert_eq!(got.len(), 2);
+    writer.execute_batch("COMMIT").unwrap();
+    // Nothing was kept while the lock was held; the next query keeps its sums.
+    assert_eq!(kept(), 0);
+    let again = ix
+        .usage(&by, &UsageFilter::default(), &no_price, Some("list"))
+        .unwrap();
+    assert_eq!(again, got);
+    assert!(kept() > 0);
+}
