@@ -169,21 +169,6 @@ pub(crate) fn load_prices(file: Option<&Path>) -> Result<transcope_pricing::Pric
     })
 }
 
-/// The name of the price list the usage sums kept in the index were priced by: the
-/// built-in table's version, or a file by its contents (`None`: unreadable, so
-/// nothing is kept).
-pub(crate) fn pricing_id(
-    file: Option<&Path>,
-    prices: &transcope_pricing::Prices,
-) -> Option<String> {
-    match file {
-        Some(p) => std::fs::read(p)
-            .ok()
-            .map(|b| format!("file {}", transcope_core::digest::sha256_hex(&b))),
-        None => Some(format!("builtin {}", prices.source())),
-    }
-}
-
 /// A request's cost by `prices`, each model's price looked up once (the name matching
 /// runs per distinct model, not per request).
 pub(crate) fn pricer(
@@ -205,7 +190,6 @@ pub(crate) fn pricer(
 
 pub fn run_usage(home: &Path, a: UsageArgs) -> Result<u8> {
     let prices = load_prices(a.pricing.as_deref())?;
-    let pricing = pricing_id(a.pricing.as_deref(), &prices);
     let index = index_for(home, a.common)?;
     let by = if a.by.is_empty() {
         vec![transcope_index::UsageKey::Project]
@@ -221,7 +205,7 @@ pub fn run_usage(home: &Path, a: UsageArgs) -> Result<u8> {
             ..Default::default()
         },
         &price,
-        pricing.as_deref(),
+        Some(prices.fingerprint()),
     )?;
     let mut out = std::io::stdout().lock();
     if a.common.json {
@@ -872,9 +856,8 @@ pub fn run_statusline(home: &Path) -> Result<u8> {
         let price = |model: Option<&str>, t: &transcope_core::Tokens| {
             model.and_then(|m| prices.cost(m, &priced(t)))
         };
-        let pricing = format!("builtin {}", prices.source());
         let spent = |filter: transcope_index::UsageFilter| -> Option<f64> {
-            ix.usage(&[], &filter, &price, Some(&pricing))
+            ix.usage(&[], &filter, &price, Some(prices.fingerprint()))
                 .ok()?
                 .first()?
                 .cost_usd

@@ -275,9 +275,7 @@ impl Index {
     }
 
     /// Every request in `filter`'s time window (its other filters apply to the parts)
-    /// summed by (scope, model, day), each priced on its own, in key order. Scope and
-    /// model ids are small and dense: a request's (scope, model) is a place in one
-    /// array, and only its day is looked up.
+    /// summed by (scope, model, day), each priced on its own, in key order.
     fn scan_parts(
         &self,
         filter: &UsageFilter,
@@ -287,10 +285,7 @@ impl Index {
     ) -> Result<Vec<(PartKey, UsageGroup)>, IndexError> {
         let sql = |e| self.sqlite(e);
         let conn = self.conn();
-        let max_scope = scopes.keys().copied().max().unwrap_or(0).max(0) as usize;
-        let max_model = models.keys().copied().max().unwrap_or(0).max(0) as usize;
-        let width = max_model + 2;
-        let mut daily: FxHashMap<(usize, Option<i64>), UsageGroup> = FxHashMap::default();
+        let mut parts: FxHashMap<PartKey, UsageGroup> = FxHashMap::default();
         const COLUMNS: &str = "SELECT scope, model, at_us, input_tokens, output_tokens,
             cache_creation_input_tokens, cache_creation_1h_input_tokens,
             cache_read_input_tokens, reasoning_output_tokens FROM usage";
@@ -315,30 +310,22 @@ impl Index {
                     .and_then(|v| v.as_i64_or_null().map_err(Into::into))
                     .map_err(sql)
             };
-            let scope = int(0)?.unwrap_or(-1);
-            if !(0..=max_scope as i64).contains(&scope) || !scopes.contains_key(&scope) {
+            let Some(scope) = int(0)?.filter(|s| scopes.contains_key(s)) else {
                 continue;
-            }
+            };
             let tokens = crate::usage::tokens_at(r, 3).map_err(sql)?;
             let model = int(1)?.filter(|m| models.contains_key(m));
-            let slot = scope as usize * width + model.map_or(0, |m| m as usize + 1);
             let cost = price(
                 model.and_then(|m| models.get(&m)).map(String::as_str),
                 &tokens,
             );
             let day = int(2)?.map(|t| t.div_euclid(DAY_US));
-            daily.entry((slot, day)).or_default().add(&tokens, cost);
+            parts
+                .entry((scope, model, day))
+                .or_default()
+                .add(&tokens, cost);
         }
-        let mut parts: Vec<(PartKey, UsageGroup)> = daily
-            .into_iter()
-            .map(|((slot, day), g)| {
-                let m = slot % width;
-                (
-                    ((slot / width) as i64, (m > 0).then(|| m as i64 - 1), day),
-                    g,
-                )
-            })
-            .collect();
+        let mut parts: Vec<(PartKey, UsageGroup)> = parts.into_iter().collect();
         parts.sort_unstable_by_key(|p| p.0);
         Ok(parts)
     }

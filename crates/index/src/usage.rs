@@ -51,7 +51,6 @@ impl UsageBatch {
         self.owners.push((item.session.clone(), root.to_owned()));
         let is_root = item.parent.is_none();
         let first_scope = self.scopes.len();
-        let mut last_model: Option<(String, u32)> = None;
         for u in usage {
             // A read's requests share a few scopes (the same `Arc` for one log row).
             let scope = match self.scopes[first_scope..]
@@ -64,25 +63,15 @@ impl UsageBatch {
                     (self.scopes.len() - 1) as u32
                 }
             };
-            let model = match u.model {
-                None => None,
-                Some(m) => Some(match &last_model {
-                    Some((name, slot)) if *name == m => *slot,
-                    _ => {
-                        let slot = match self.model_slots.get(&m) {
-                            Some(slot) => *slot,
-                            None => {
-                                let slot = self.models.len() as u32;
-                                self.models.push(m.clone());
-                                self.model_slots.insert(m.clone(), slot);
-                                slot
-                            }
-                        };
-                        last_model = Some((m, slot));
-                        slot
-                    }
-                }),
-            };
+            let model = u.model.map(|m| match self.model_slots.get(&m) {
+                Some(slot) => *slot,
+                None => {
+                    let slot = self.models.len() as u32;
+                    self.models.push(m.clone());
+                    self.model_slots.insert(m, slot);
+                    slot
+                }
+            });
             let new = Request {
                 scope,
                 is_root,

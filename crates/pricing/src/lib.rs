@@ -275,6 +275,8 @@ struct Table {
 pub struct Prices {
     source: String,
     models: BTreeMap<String, ModelPrice>,
+    /// `sha256:` and the hex SHA-256 of the table's text.
+    fingerprint: String,
 }
 
 impl Prices {
@@ -327,10 +329,21 @@ impl Prices {
                 });
             }
         }
+        let fingerprint = format!(
+            "sha256:{}",
+            transcope_core::digest::sha256_hex(text.as_bytes())
+        );
         Ok(Prices {
             source: table.source,
             models,
+            fingerprint,
         })
+    }
+
+    /// What tells this table from any other: `sha256:` and the SHA-256 of its text
+    /// (what sums priced by it are kept under).
+    pub fn fingerprint(&self) -> &str {
+        &self.fingerprint
     }
 
     /// Where the prices came from, as the table records it (list, version, commit,

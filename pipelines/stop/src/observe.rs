@@ -248,9 +248,8 @@ pub fn observe_indexed<R: ProjectResolver + Send>(
 /// [`transcope_scopelog::InForce`], as a marker is attributed); none when no row is,
 /// or the request has no time.
 ///
-/// A streamed message's copies in this file become one (the index would merge them
-/// anyway; one row each is what it costs): the earliest copy's time and scope, the
-/// largest counts.
+/// Copies of a request stay apart: the index merges them, these with every other
+/// file's, by its one rule ([`transcope_index::UsageBatch`]).
 pub fn spending(
     rows: &[transcope_scopelog::Row],
     spent: Vec<transcope_usage::Spent>,
@@ -273,44 +272,19 @@ pub fn spending(
         })
         .clone()
     };
-    let mut out: Vec<(Option<transcope_core::Instant>, transcope_index::Spending)> =
-        Vec::with_capacity(spent.len());
-    let mut by_key: std::collections::HashMap<String, usize> =
-        std::collections::HashMap::with_capacity(spent.len());
-    for s in spent {
-        let t = s.at.as_deref().and_then(transcope_core::timestamp::parse);
-        if let Some(&i) = by_key.get(&s.key) {
-            let (kept_t, kept) = &mut out[i];
-            kept.tokens.max_each(&s.tokens);
-            if kept.model.is_none() {
-                kept.model = s.model;
-            }
-            let earlier = match (t, *kept_t) {
-                (Some(a), Some(b)) => a < b,
-                (Some(_), None) => true,
-                _ => false,
-            };
-            if earlier {
-                *kept_t = t;
-                kept.at_us = t.map(|t| t.unix_micros());
-                kept.scope = scope_at(t);
-            }
-            continue;
-        }
-        by_key.insert(s.key.clone(), out.len());
-        let scope = scope_at(t);
-        out.push((
-            t,
+    spent
+        .into_iter()
+        .map(|s| {
+            let t = s.at.as_deref().and_then(transcope_core::timestamp::parse);
             transcope_index::Spending {
                 key: s.key,
                 at_us: t.map(|t| t.unix_micros()),
                 model: s.model,
                 tokens: s.tokens,
-                scope,
-            },
-        ));
-    }
-    out.into_iter().map(|(_, s)| s).collect()
+                scope: scope_at(t),
+            }
+        })
+        .collect()
 }
 
 /// What the marker and usage stages found in one read, attributed through the session's
