@@ -39,6 +39,41 @@ def out(cmd, env):
     return subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
 
 
+def is_uuid(s):
+    return len(s) == 36 and all(c in "0123456789abcdef-" for c in s) and s.count("-") == 4
+
+
+def roots_of(projects):
+    """The root session of each name ccusage may give a session (a file's stem, a
+    folder's name) under `projects`: the first UUID folder on its path, else (a
+    sub-agent file beside its parent's, the older layout) the sessionId its lines
+    carry."""
+    roots = {}
+    for base, dirs, names in os.walk(projects):
+        rel = os.path.relpath(base, projects).split(os.sep)[1:]
+        up = next((p for p in rel if is_uuid(p)), None)
+        for d in dirs:
+            if up:
+                roots.setdefault(d, up)
+        for n in names:
+            if not n.endswith(".jsonl") or is_uuid(n[:-6]):
+                continue
+            root = up
+            if root is None:
+                with open(os.path.join(base, n), encoding="utf-8", errors="replace") as fh:
+                    for line in fh:
+                        try:
+                            sid = json.loads(line).get("sessionId")
+                        except (ValueError, AttributeError):
+                            continue
+                        if isinstance(sid, str):
+                            root = sid
+                            break
+            if root:
+                roots.setdefault(n[:-6], root)
+    return roots
+
+
 def main():
     if not CCUSAGE:
         raise SystemExit("CCUSAGE=path to the ccusage binary (npm ccusage@20.0.24)")
@@ -106,8 +141,18 @@ def main():
                 diffs.append((k, d))
         return diffs
 
+    # ccusage names a session by its file (a sub-agent's file, or its workflow folder,
+    # is a session of its own); transcope's root session holds its sub-agents' usage.
+    # ccusage's sessions summed by the root session each belongs to compare like with
+    # like.
+    roots = roots_of(os.path.join(claude, "projects"))
+    cc_roots = {}
+    for k, v in cc_sessions.items():
+        r = cc_roots.setdefault(roots.get(k, k), {f: 0 for f, _ in fields})
+        for f, _ in fields:
+            r[f] += v[f]
     day_diffs = compare(cc_days, tc_days)
-    session_diffs = compare(cc_sessions, tc_sessions)
+    session_diffs = compare(cc_roots, tc_sessions)
     load = os.getloadavg()
     files = bench.files_of(claude) + bench.files_of(codex)
     nbytes = sum(os.path.getsize(f) for f in files)
@@ -119,8 +164,9 @@ def main():
     base = rows[0][1]
     lines += ["", f"usage on / off (--no-markers): {rows[1][1]/base:.3f}; default / --no-markers --no-usage: {rows[2][1]/base:.3f}",
               f"Claude totals: {len(cc_days)} UTC days in ccusage, {len(tc_days)} in transcope; "
-              f"{len(day_diffs)} days differ. {len(cc_sessions)} ccusage sessions, {len(tc_sessions)} transcope root sessions; "
-              f"{len(session_diffs)} differ.", ""]
+              f"{len(day_diffs)} days differ. {len(cc_sessions)} ccusage sessions (one a file or workflow folder) in "
+              f"{len(cc_roots)} root sessions, {len(tc_sessions)} transcope root sessions; "
+              f"{len(session_diffs)} root sessions differ.", ""]
     for k, d in (day_diffs[:20] + session_diffs[:20]):
         lines.append(f"- {k}: {d}")
     text = "\n".join(lines) + "\n"

@@ -127,6 +127,9 @@ struct Gen<'e> {
     proj_rel: String,
     single: bool,
     invalid_rate: f64,
+    /// The usage of the message being streamed (by its id): every content block's
+    /// line carries the same counts, as Claude Code writes them.
+    usage: Option<(String, [u64; 4])>,
 }
 
 /// Generates one Claude session with its sub-agent files.
@@ -177,6 +180,7 @@ pub(crate) fn session(env: &Env<'_>, seed: u64, opts: Opts) -> io::Result<Sessio
         } else {
             INVALID_RATE
         },
+        usage: None,
     };
     let Some(main) = g.open(&main_rel, FileKind::ClaudeSession, None)? else {
         return Ok(g.result());
@@ -654,12 +658,21 @@ impl<'e> Gen<'e> {
     ) -> io::Result<String> {
         let uuid = self.rng.uuid_v4();
         let ts = self.stamp();
-        let (inp, cache_c, cache_r, out) = (
+        // Drawn for every block (the generator's stream of choices stays the same),
+        // kept for the message's later blocks.
+        let drawn = [
             self.rng.range(1, 40),
             self.rng.range(0, 30_000),
             self.rng.range(0, 200_000),
             self.rng.range(1, 4000),
-        );
+        ];
+        let [inp, cache_c, cache_r, out] = match &self.usage {
+            Some((id, counts)) if *id == msg.0 => *counts,
+            _ => {
+                self.usage = Some((msg.0.clone(), drawn));
+                drawn
+            }
+        };
         let sig = match block {
             Block::Thinking(_) => {
                 let n = self.rng.range(200, 600) as usize;
