@@ -173,17 +173,41 @@ fn prefix_xor(mut x: u64) -> u64 {
     x
 }
 
-/// The 64-byte block of `b` at `p`: in place, or (the last, short one) copied into
-/// `pad` after spaces, which match no mask. `None` past the end.
-#[inline(always)]
-fn block_at<'b>(b: &'b [u8], p: usize, pad: &'b mut [u8; 64]) -> Option<&'b [u8; 64]> {
-    if let Some(chunk) = b.get(p..p + 64) {
-        return chunk.try_into().ok();
+/// A line as the block scan reads it: its bytes, and a copy of its last 64 bytes
+/// followed by spaces (which match no mask), made once, so the last, short block of
+/// any string or container in the line is read in place too.
+struct Line<'b> {
+    b: &'b [u8],
+    /// Where the copied tail starts in `b`.
+    base: usize,
+    tail: [u8; 128],
+}
+
+impl<'b> Line<'b> {
+    #[inline(always)]
+    fn new(b: &'b [u8]) -> Line<'b> {
+        let base = b.len().saturating_sub(64);
+        let mut tail = [b' '; 128];
+        tail[..b.len() - base].copy_from_slice(&b[base..]);
+        Line { b, base, tail }
     }
-    let rest = b.get(p..).filter(|r| !r.is_empty())?;
-    *pad = [b' '; 64];
-    pad[..rest.len()].copy_from_slice(rest);
-    Some(pad)
+
+    /// The 64-byte block at `p`: in place, or (the last, short one) from the tail.
+    /// `None` past the end.
+    #[inline(always)]
+    fn block_at(&self, p: usize) -> Option<&[u8; 64]> {
+        if let Some(chunk) = self.b.get(p..p + 64) {
+            return chunk.try_into().ok();
+        }
+        if p >= self.b.len() {
+            return None;
+        }
+        // Past `len - 64` (or in a line shorter than a block): inside the tail copy.
+        self.tail
+            .get(p - self.base..p - self.base + 64)?
+            .try_into()
+            .ok()
+    }
 }
 
 #[inline(always)]
@@ -253,12 +277,11 @@ macro_rules! scanner {
 
             /// One past the closing quote of the string opening at `open`.
             $(#[$attr])*
-            fn string_end(b: &[u8], open: usize) -> Option<usize> {
+            fn string_end(l: &Line<'_>, open: usize) -> Option<usize> {
                 let mut carry = 0u64;
-                let mut pad = [0u8; 64];
                 let mut p = open + 1;
                 loop {
-                    let m = $masks::<false>(block_at(b, p, &mut pad)?);
+                    let m = $masks::<false>(l.block_at(p)?);
                     let q = m.quote & !escaped_bits(m.backslash, &mut carry);
                     if q != 0 {
                         return Some(p + q.trailing_zeros() as usize + 1);
@@ -272,15 +295,14 @@ macro_rules! scanner {
             /// outside strings are looked at one by one: a block wholly inside a string (most of
             /// a tool output) costs its masks and nothing more.
             $(#[$attr])*
-            fn container_end(b: &[u8], open: usize) -> Option<usize> {
+            fn container_end(l: &Line<'_>, open: usize) -> Option<usize> {
                 let mut depth = 0usize;
                 // All ones when the block starts inside a string.
                 let mut inside_before = 0u64;
                 let mut carry = 0u64;
-                let mut pad = [0u8; 64];
                 let mut p = open;
                 loop {
-                    let m = $masks::<true>(block_at(b, p, &mut pad)?);
+                    let m = $masks::<true>(l.block_at(p)?);
                     // Escaped quotes never open or close a string (outside strings, valid JSON
                     // has no backslashes at all).
                     let q = m.quote & !escaped_bits(m.backslash, &mut carry);
@@ -311,11 +333,12 @@ macro_rules! scanner {
             /// object of key `payload` is scanned one level down into `nested`. Returns the end.
             $(#[$attr])*
             fn scan_object<'a, const TOP: bool>(
-                b: &'a [u8],
+                l: &Line<'a>,
                 open: usize,
                 slots: &mut [Option<Val<'a>>],
                 nested: &mut [Option<Val<'a>>],
             ) -> Option<usize> {
+                let b: &'a [u8] = l.b;
                 let mut payload_seen = false;
                 let mut i = skip_ws(b, open + 1);
                 if b.get(i) == Some(&b'}') {
@@ -325,7 +348,7 @@ macro_rules! scanner {
                     if b.get(i) != Some(&b'"') {
                         return None;
                     }
-                    let kend = string_end(b, i)?;
+                    let kend = string_end(l, i)?;
                     let key = &b[i + 1..kend - 1];
                     let c = skip_ws(b, kend);
                     if b.get(c) != Some(&b':') {
@@ -342,7 +365,7 @@ macro_rules! scanner {
                     }
                     let (val, e) = match *b.get(v)? {
                         b'"' => {
-                            let e = string_end(b, v)?;
+                            let e = string_end(l, v)?;
                             let raw = &b[v + 1..e - 1];
                             let val = if slot.is_none() || raw.contains(&b'\\') {
                                 Val::Other
@@ -352,10 +375,10 @@ macro_rules! scanner {
                             (val, e)
                         }
                         b'{' if is_payload => {
-                            let e = scan_object::<false>(b, v, nested, &mut [])?;
+                            let e = scan_object::<false>(l, v, nested, &mut [])?;
                             (Val::Other, e)
                         }
-                        b'{' | b'[' => (Val::Other, container_end(b, v)?),
+                        b'{' | b'[' => (Val::Other, container_end(l, v)?),
                         _ => {
                             let mut e = v;
                             while e < b.len() && !matches!(b[e], b',' | b'}' | b' ' | b'\t' | b'\n' | b'\r') {
@@ -393,7 +416,7 @@ macro_rules! scanner {
                 }
                 let mut top = [None; 3];
                 let mut inner = [None; 2];
-                let end = scan_object::<true>(line, i0, &mut top, &mut inner)?;
+                let end = scan_object::<true>(&Line::new(line), i0, &mut top, &mut inner)?;
                 if skip_ws(line, end) != line.len() {
                     return None;
                 }
