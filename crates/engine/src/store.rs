@@ -47,7 +47,10 @@
 //!   (`<home>/transcope/cursors/*.json`) are imported when the database is created,
 //!   then removed.
 
-use std::collections::{HashMap, HashSet};
+/// The store's maps: keyed by row keys and their hashes, never by anything an
+/// attacker picks to collide (a collision only costs a question to the database).
+type HashMap<K, V> = rustc_hash::FxHashMap<K, V>;
+type HashSet<K> = rustc_hash::FxHashSet<K>;
 use std::ffi::OsStr;
 use std::fs::{self, File, OpenOptions};
 use std::hash::{BuildHasher, Hasher};
@@ -78,7 +81,7 @@ pub struct CursorStore {
     conn: Mutex<Option<Conn>>,
     /// A batched store's cursors and intents not yet in the database.
     batch: Mutex<Batch>,
-    hasher: std::hash::RandomState,
+    hasher: rustc_hash::FxBuildHasher,
 }
 
 /// What a batched store knows of a row without the database.
@@ -199,7 +202,7 @@ impl CursorStore {
             durable,
             conn: Mutex::new(None),
             batch: Mutex::new(Batch::default()),
-            hasher: std::hash::RandomState::new(),
+            hasher: rustc_hash::FxBuildHasher,
         }
     }
 
@@ -260,7 +263,7 @@ impl CursorStore {
                 batch.fresh = match fresh {
                     Some((rows, version)) => Fresh::Yes {
                         rows,
-                        wrote: HashSet::new(),
+                        wrote: HashSet::default(),
                         version,
                     },
                     None => Fresh::No,
@@ -306,7 +309,7 @@ impl CursorStore {
     ) -> Result<Option<(HashMap<u64, (RowKey, String)>, Option<i64>)>, StoreError> {
         let mut guard = self.connection(false)?;
         let Some(conn) = guard.as_mut() else {
-            return Ok(Some((HashMap::new(), None)));
+            return Ok(Some((HashMap::default(), None)));
         };
         let look = |db: &mut Connection| {
             let tx = db.transaction()?;
@@ -314,7 +317,7 @@ impl CursorStore {
             if usize::try_from(n).map_or(true, |n| n > Self::SNAPSHOT) {
                 return Ok(None);
             }
-            let mut rows = HashMap::with_capacity(n as usize);
+            let mut rows = HashMap::with_capacity_and_hasher(n as usize, Default::default());
             {
                 let mut st = tx.prepare("SELECT session, path, cursor FROM cursors")?;
                 let mut q = st.query([])?;
