@@ -41,18 +41,125 @@ const FIRST_OBJECT_LIMIT: u64 = 1024 * 1024;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CodexLayout;
 
-/// The first line within the file's first 1 MiB that is a JSON object, parsed.
-fn first_object(head: &Head<'_>) -> Option<serde_json::Map<String, Value>> {
+/// The first line within the file's first 1 MiB that is a JSON object, as far as
+/// naming a Codex session reads it ([`First`]).
+fn first_object(head: &Head<'_>) -> Option<First> {
     head.find_line(FIRST_OBJECT_LIMIT, |l| {
         let l = l.trim_ascii();
         if l.is_empty() {
             return None;
         }
-        match serde_json::from_slice::<Value>(l) {
-            Ok(Value::Object(m)) => Some(m),
-            _ => None,
-        }
+        serde_json::from_slice::<Object>(l).ok().and_then(|o| o.0)
     })
+}
+
+/// A first object's keys that name a Codex session: `type`, `id` and `payload` (their
+/// values), and whether it has a `sessionId`. Read in one pass that checks every other
+/// value as `serde_json::Value` would hold it (strings, numbers in range, nesting), so
+/// the same lines are objects, without building what is not read: a Claude file's
+/// first line, a whole message, costs no allocation.
+#[derive(Debug, Default)]
+struct First {
+    ty: Option<Value>,
+    id: Option<Value>,
+    payload: Option<Value>,
+    session_id: bool,
+}
+
+impl First {
+    fn ty(&self) -> Option<&str> {
+        self.ty.as_ref().and_then(Value::as_str)
+    }
+}
+
+/// A line's JSON value: `Some` for an object, `None` for any other.
+struct Object(Option<First>);
+
+impl<'de> serde::Deserialize<'de> for Object {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Object;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut first = First::default();
+                while let Some(key) = map.next_key::<transcope_adapter_common::de::CowStr<'de>>()? {
+                    // The last of a repeated key wins, as in a `Value`.
+                    match &*key.0 {
+                        "type" => first.ty = Some(map.next_value()?),
+                        "id" => first.id = Some(map.next_value()?),
+                        "payload" => first.payload = Some(map.next_value()?),
+                        "sessionId" => {
+                            map.next_value::<Checked>()?;
+                            first.session_id = true;
+                        }
+                        _ => {
+                            map.next_value::<Checked>()?;
+                        }
+                    }
+                }
+                Ok(Object(Some(first)))
+            }
+            // Any other value is no object: left unread, the parse fails, which is the
+            // same answer.
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Any JSON value, checked as a `serde_json::Value` would hold it and dropped.
+struct Checked;
+
+impl<'de> serde::Deserialize<'de> for Checked {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Checked;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Checked, E> {
+                Ok(Checked)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Checked, E> {
+                Ok(Checked)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Checked, E> {
+                Ok(Checked)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Checked, E> {
+                Ok(Checked)
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Checked, E> {
+                Ok(Checked)
+            }
+            fn visit_unit<E>(self) -> Result<Checked, E> {
+                Ok(Checked)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Checked, A::Error> {
+                while seq.next_element::<Checked>()?.is_some() {}
+                Ok(Checked)
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Checked, A::Error> {
+                while map.next_key::<Checked>()?.is_some() {
+                    map.next_value::<Checked>()?;
+                }
+                Ok(Checked)
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// A UUID (8-4-4-4-12 hex) at the end of a file stem.
@@ -67,16 +174,13 @@ pub fn trailing_uuid(stem: &str) -> Option<&str> {
 
 /// The key of a file whose first object is `first` and whose stem is `stem`, or why
 /// there is none; `None` when the file is not Codex's.
-fn codex_key(
-    stem: Option<&str>,
-    first: Option<&serde_json::Map<String, Value>>,
-) -> Option<Result<String, String>> {
-    let first_type = first.and_then(|m| m.get("type")).and_then(Value::as_str);
+fn codex_key(stem: Option<&str>, first: Option<&First>) -> Option<Result<String, String>> {
+    let first_type = first.and_then(First::ty);
     let from_name = || stem.and_then(trailing_uuid).map(str::to_owned);
     let key = if first_type.is_some_and(|t| ENVELOPE_TYPES.contains(&t)) {
         let meta_id = first
             .filter(|_| first_type == Some("session_meta"))
-            .and_then(|m| m.get("payload"))
+            .and_then(|m| m.payload.as_ref())
             .and_then(|p| p.get("id"))
             .and_then(Value::as_str)
             .map(str::to_owned);
@@ -85,15 +189,12 @@ fn codex_key(
             .ok_or("Codex rollout has no session_meta id and no UUID in its name")
     } else if stem.is_some_and(|s| s.starts_with("rollout-"))
         || first.is_some_and(|m| {
-            m.contains_key("id")
-                && !m.contains_key("payload")
-                && !m.contains_key("sessionId")
-                && !m.contains_key("type")
+            m.id.is_some() && m.payload.is_none() && !m.session_id && m.ty.is_none()
         })
     {
         // Legacy Codex: a bare header {id, timestamp, …}.
         first
-            .and_then(|m| m.get("id"))
+            .and_then(|m| m.id.as_ref())
             .and_then(Value::as_str)
             .map(str::to_owned)
             .or_else(from_name)
@@ -130,8 +231,38 @@ impl Layout for CodexLayout {
 mod tests {
     use super::*;
 
-    fn obj(s: &str) -> serde_json::Map<String, Value> {
-        serde_json::from_str(s).unwrap()
+    fn obj(s: &str) -> First {
+        serde_json::from_str::<Object>(s).unwrap().0.unwrap()
+    }
+
+    /// The same lines are first objects as when each was parsed into a `Value`.
+    #[test]
+    fn objects_are_the_lines_a_value_holds() {
+        for line in [
+            r#"{"a":1}"#,
+            r#"{"a":"\ud800"}"#,
+            r#"{"\ud800":1}"#,
+            r#"{"a":[1,{"b":1e400}]}"#,
+            r#"{"a":1e308,"b":-0,"c":18446744073709551616}"#,
+            r#"{"a":"x","a":[}"#,
+            r#"[1]"#,
+            r#""s""#,
+            r#"{"type":"user","message":{"content":[{"text":"\u00e9\n"}]}}"#,
+            r#"{"a":1} x"#,
+        ] {
+            let value = matches!(serde_json::from_str::<Value>(line), Ok(Value::Object(_)));
+            let first = serde_json::from_str::<Object>(line).ok().and_then(|o| o.0);
+            assert_eq!(first.is_some(), value, "{line}");
+        }
+        let f = obj(
+            r#"{"type":"a","type":"session_meta","id":null,"sessionId":0,"payload":{"id":"p"}}"#,
+        );
+        assert_eq!(f.ty(), Some("session_meta"));
+        assert!(f.id.is_some() && f.session_id);
+        assert_eq!(
+            f.payload.as_ref().and_then(|p| p.get("id")),
+            Some(&Value::from("p"))
+        );
     }
 
     #[test]

@@ -335,11 +335,16 @@ impl AdapterRegistry {
     /// registered on a tie), with that layout's factory name; `None` when no layout
     /// knows the file.
     pub fn scope_key(&self, path: &Path) -> Option<(&'static str, Result<String, String>)> {
-        let mut best: Option<(Confidence, &'static str, Result<String, String>)> = None;
         // One read of the file's head, whichever layouts look at it.
-        let head = Head::new(path);
+        self.scope_key_of(&Head::new(path))
+    }
+
+    /// [`AdapterRegistry::scope_key`] of the file whose head is `head` (read as far as
+    /// the layouts ask, once: a reader can go on from it, [`Head::into_parts`]).
+    pub fn scope_key_of(&self, head: &Head<'_>) -> Option<(&'static str, Result<String, String>)> {
+        let mut best: Option<(Confidence, &'static str, Result<String, String>)> = None;
         for (name, layout) in self.layouts() {
-            if let Some((c, key)) = layout.key_of(&head) {
+            if let Some((c, key)) = layout.key_of(head) {
                 if best.as_ref().is_none_or(|(b, _, _)| c > *b) {
                     best = Some((c, name, key));
                 }

@@ -34,8 +34,10 @@ pub struct Head<'a> {
 }
 
 struct State {
-    /// `None`: not opened yet; `Some(None)`: could not be opened (or read to its end).
+    /// `None`: not opened yet; `Some(None)`: could not be opened.
     file: Option<Option<File>>,
+    /// The end of the file was reached (or it could not be read further).
+    ended: bool,
     /// The bytes read so far, from offset 0.
     bytes: Vec<u8>,
 }
@@ -47,9 +49,33 @@ impl<'a> Head<'a> {
             path,
             state: RefCell::new(State {
                 file: None,
+                ended: false,
                 bytes: Vec::new(),
             }),
         }
+    }
+
+    /// The head of `path` read from `file`, already open on it at offset 0 (opened by
+    /// the caller's rules: never blocking, a regular file only).
+    pub fn with_file(path: &'a Path, file: File) -> Head<'a> {
+        let head = Head::new(path);
+        head.state.borrow_mut().file = Some(Some(file));
+        head
+    }
+
+    /// The head of `path` known not to open (no lines): the caller tried.
+    pub fn unopened(path: &'a Path) -> Head<'a> {
+        let head = Head::new(path);
+        head.state.borrow_mut().file = Some(None);
+        head
+    }
+
+    /// The open file (`None` when it was never opened or could not be) and the bytes
+    /// read from its start: a reader of the whole file goes on from here instead of
+    /// opening and reading its head again. The file's position is past those bytes.
+    pub fn into_parts(self) -> (Option<File>, Vec<u8>) {
+        let st = self.state.into_inner();
+        (st.file.flatten(), st.bytes)
     }
 
     /// The file.
@@ -88,6 +114,9 @@ impl State {
     /// Read one more chunk (never past `limit`); `false` at the end of the file or when
     /// it cannot be read.
     fn fill(&mut self, path: &Path, limit: usize) -> bool {
+        if self.ended {
+            return false;
+        }
         let file = self.file.get_or_insert_with(|| File::open(path).ok());
         let Some(file) = file else {
             return false;
@@ -103,9 +132,7 @@ impl State {
             }
         };
         self.bytes.truncate(at + n);
-        if n == 0 {
-            self.file = Some(None);
-        }
+        self.ended = n == 0;
         n > 0
     }
 }
@@ -157,5 +184,29 @@ mod tests {
         );
         let gone = Head::new(Path::new("/nonexistent/transcope/head"));
         assert_eq!(gone.find_line(100, |l| Some(l.to_vec())), None);
+        assert!(gone.into_parts().0.is_none());
+    }
+
+    #[test]
+    fn the_open_file_and_its_bytes_are_handed_on() {
+        use std::io::Read;
+        let long = "y".repeat(CHUNK + 10);
+        let (_d, p) = file(format!("first\n{long}\nthird\n").as_bytes());
+        let head = Head::with_file(&p, File::open(&p).unwrap());
+        assert_eq!(
+            head.find_line(1 << 20, |l| (l == b"first").then_some(())),
+            Some(())
+        );
+        let (file, bytes) = head.into_parts();
+        let mut rest = Vec::new();
+        file.unwrap().read_to_end(&mut rest).unwrap();
+        // What was read and what is left are the file, once.
+        assert_eq!([bytes, rest].concat(), std::fs::read(&p).unwrap());
+        // Read to its end, the file is still handed on.
+        let head = Head::with_file(&p, File::open(&p).unwrap());
+        assert_eq!(head.find_line(1 << 20, |_| None::<()>), None);
+        let (file, bytes) = head.into_parts();
+        assert!(file.is_some());
+        assert_eq!(bytes, std::fs::read(&p).unwrap());
     }
 }

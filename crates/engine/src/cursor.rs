@@ -161,9 +161,14 @@ pub fn load(path: &Path) -> Option<Cursor> {
 }
 
 /// Whether `c` still describes the open transcript `file` (`size_now` bytes): not
-/// shorter than the cursor, same head bytes.
-pub fn still_valid(c: &Cursor, file: &File, size_now: u64) -> bool {
+/// shorter than the cursor, same head bytes (taken from `known`, the bytes already read
+/// from the file's start, when they cover the fingerprint).
+pub fn still_valid(c: &Cursor, file: &File, size_now: u64, known: &[u8]) -> bool {
     size_now >= c.offset
         && size_now >= c.head_len
-        && (c.head_len == 0 || head_fingerprint(file, c.head_len).is_ok_and(|h| h == c.head_sha256))
+        && (c.head_len == 0
+            || match known.get(..c.head_len as usize) {
+                Some(head) => transcope_core::digest::sha256_hex(head) == c.head_sha256,
+                None => head_fingerprint(file, c.head_len).is_ok_and(|h| h == c.head_sha256),
+            })
 }

@@ -89,6 +89,7 @@ pub mod scan;
 pub mod store;
 
 use std::collections::BTreeMap;
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -100,7 +101,7 @@ use transcope_core::{Entry, TimeValue};
 use transcope_jsonl::{Framer, ReadPolicy};
 
 pub use cursor::{Cursor, Intent};
-pub use scan::{open_regular, Buffers, Resume, ScanError, ScanReport, Source, Tail};
+pub use scan::{open_regular, regular_size, Buffers, Resume, ScanError, ScanReport, Source, Tail};
 pub use store::{CursorStore, Encoded, StoreError};
 
 /// Where a pipeline keeps its cursors.
@@ -197,6 +198,31 @@ impl Builder {
     }
 }
 
+/// A transcript its caller has opened already, with the bytes read from its start
+/// (naming a file reads its head, [`transcope_core::head::Head::into_parts`]), handed
+/// to the read that follows: the read goes on from them instead of opening the file
+/// and reading its head again. Taken once.
+#[derive(Default)]
+pub struct Handoff(std::cell::Cell<Option<(File, Vec<u8>)>>);
+
+impl Handoff {
+    /// `file`, open on the transcript, and `head`, the bytes read from its offset 0.
+    pub fn new(file: File, head: Vec<u8>) -> Handoff {
+        Handoff(std::cell::Cell::new(Some((file, head))))
+    }
+
+    /// The file and its head, once.
+    pub fn take(&self) -> Option<(File, Vec<u8>)> {
+        self.0.take()
+    }
+}
+
+impl std::fmt::Debug for Handoff {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Handoff")
+    }
+}
+
 /// One transcript to observe.
 #[derive(Clone, Copy, Debug)]
 pub struct Request<'a> {
@@ -211,6 +237,9 @@ pub struct Request<'a> {
     /// instead of starting over (a first read of a huge transcript spreads over as
     /// many reads as it needs). `None`: read to the end.
     pub until: Option<std::time::Instant>,
+    /// The transcript already opened by the caller, its head read ([`Handoff`]);
+    /// `None`: the read opens it.
+    pub opened: Option<&'a Handoff>,
 }
 
 impl<'a> Request<'a> {
@@ -221,7 +250,14 @@ impl<'a> Request<'a> {
             key,
             read: ReadPolicy::Read,
             until: None,
+            opened: None,
         }
+    }
+
+    /// The same request reading the file `opened` holds ([`Request::opened`]).
+    pub fn opened(mut self, opened: Option<&'a Handoff>) -> Request<'a> {
+        self.opened = opened;
+        self
     }
 
     /// The same request with a read policy.
@@ -351,8 +387,18 @@ impl Pipeline {
         buffers: &mut Buffers,
     ) -> Result<Observation, ScanError> {
         let mut obs = Observation::default();
-        // One open serves the cursor's checks, the fingerprint and the read.
-        let (file, size) = open_regular(req.path)?;
+        // One open serves the cursor's checks, the fingerprint and the read: the
+        // caller's, when it opened the file to name it, with the head it read.
+        let (file, size, known) = match req.opened.and_then(Handoff::take) {
+            Some((file, head)) => {
+                let size = scan::regular_size(&file, req.path)?;
+                (file, size, head)
+            }
+            None => {
+                let (file, size) = open_regular(req.path)?;
+                (file, size, Vec::new())
+            }
+        };
         let store = match (&self.inner.store, req.key) {
             (Some(store), Some(key)) => Some(Store { store, key }),
             _ => None,
@@ -386,7 +432,7 @@ impl Pipeline {
             // Not made: the read before it stands (itself perhaps an intent).
             saved = intent.prev;
         }
-        saved = saved.filter(|c| cursor::still_valid(c, &file, size));
+        saved = saved.filter(|c| cursor::still_valid(c, &file, size, &known));
         // Only a file read whole is told unchanged by its modification time.
         let saved_mtime = saved.as_ref().filter(|c| c.whole).map(|_| mtime_ns(&file));
         if let Some(c) = &saved {
@@ -401,9 +447,9 @@ impl Pipeline {
             }
         }
         let head_len = size.min(cursor::FINGERPRINT_BYTES);
-        let mut source = Source::detect(
+        let mut source = Source::detect_from(
             req.path,
-            (file, size),
+            (file, size, known),
             &self.inner.registry,
             saved.as_ref().map(|c| c.adapter.as_str()),
             &self.inner.framer,

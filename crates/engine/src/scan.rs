@@ -358,6 +358,16 @@ pub fn open_regular(path: &Path) -> Result<(File, u64), ScanError> {
     })
 }
 
+/// The size of `file`, opened on `path` by a caller, checked to be a regular file as
+/// [`open_regular`] checks it.
+pub fn regular_size(file: &File, path: &Path) -> Result<u64, ScanError> {
+    let meta = file.metadata().map_err(io_error(path))?;
+    if !meta.is_file() {
+        return Err(ScanError::NotAFile(path.display().to_string()));
+    }
+    Ok(meta.len())
+}
+
 /// A transcript opened and its format detected: everything a read must know before
 /// it reads (the adapter, and whether the file can only be read whole), from one open
 /// and one read of the head.
@@ -387,8 +397,20 @@ impl<'a> Source<'a> {
         adapter: Option<&str>,
         framer: &Framer,
     ) -> Result<Option<Source<'a>>, ScanError> {
+        Source::detect_from(path, (file, size, Vec::new()), registry, adapter, framer)
+    }
+
+    /// [`Source::detect`] of a file whose first bytes, `known`, are read already (the
+    /// head is read on from them, never again).
+    pub fn detect_from(
+        path: &'a Path,
+        (file, size, known): (File, u64, Vec<u8>),
+        registry: &'a AdapterRegistry,
+        adapter: Option<&str>,
+        framer: &Framer,
+    ) -> Result<Option<Source<'a>>, ScanError> {
         // The first non-empty line decides the format (and the JSON-array form).
-        let head = read_head(&file, size, framer.max_line()).map_err(io_error(path))?;
+        let head = read_head(&file, size, framer.max_line(), known).map_err(io_error(path))?;
         let factory = match adapter.and_then(|n| registry.by_name(n)) {
             Some(f) => Some(f),
             None => registry.detect(path, first_line(&head)),
@@ -619,26 +641,21 @@ pub fn scan_path(
 
 /// The file's first bytes, up to and including its first non-empty line (bounded).
 /// Linear in the bytes read: each byte is looked at once, however long the line.
-fn read_head(file: &File, size: u64, max_line: usize) -> std::io::Result<Vec<u8>> {
+fn read_head(file: &File, size: u64, max_line: usize, known: Vec<u8>) -> std::io::Result<Vec<u8>> {
     use std::os::unix::fs::FileExt;
-    let mut head = Vec::new();
     let limit = size.min(max_line as u64 + 2);
+    // The bytes already read count as read (never past the limit).
+    let mut head = known;
+    head.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
     // A first line is usually a few KiB: start small and double, so the head of every
     // file in a backfill is not read (and zeroed) 64 KiB at a time before the file
     // itself is read.
     let mut chunk = 8 * 1024;
-    // Every line before `line_start` is blank; `searched` is how far `\n` was sought.
+    // Every line before `line_start` is blank; `\n` is sought from `searched_from` on
+    // (the bytes in hand first, then each chunk as it is read).
     let mut line_start = 0usize;
-    while (head.len() as u64) < limit {
-        let want = chunk.min((limit - head.len() as u64) as usize);
-        let searched_from = head.len();
-        head.resize(searched_from + want, 0);
-        let n = file.read_at(&mut head[searched_from..], searched_from as u64)?;
-        head.truncate(searched_from + n);
-        if n == 0 {
-            break;
-        }
-        chunk = (chunk * 2).min(1024 * 1024);
+    let mut searched_from = 0usize;
+    loop {
         let mut searched = searched_from;
         // A complete non-empty line is in hand once a newline follows it.
         while let Some(i) = head[searched..].iter().position(|b| *b == b'\n') {
@@ -649,6 +666,17 @@ fn read_head(file: &File, size: u64, max_line: usize) -> std::io::Result<Vec<u8>
             line_start = end + 1;
             searched = line_start;
         }
+        if head.len() as u64 >= limit {
+            return Ok(head);
+        }
+        let want = chunk.min((limit - head.len() as u64) as usize);
+        searched_from = head.len();
+        head.resize(searched_from + want, 0);
+        let n = file.read_at(&mut head[searched_from..], searched_from as u64)?;
+        head.truncate(searched_from + n);
+        if n == 0 {
+            return Ok(head);
+        }
+        chunk = (chunk * 2).min(1024 * 1024);
     }
-    Ok(head)
 }

@@ -8,6 +8,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use transcope_core::adapter::AdapterRegistry;
+use transcope_core::head::Head;
+use transcope_engine::Handoff;
 
 /// One transcript to process.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -176,7 +178,27 @@ fn job(path: PathBuf, m: &fs::Metadata) -> Job {
 /// The scope-log key of `path`, by the most confident of the registered adapters'
 /// layouts (each agent's own rules: see its crate), or why there is none.
 pub fn scope_key(registry: &AdapterRegistry, path: &Path) -> Result<String, String> {
-    match registry.scope_key(path) {
+    named(registry.scope_key(path))
+}
+
+/// [`scope_key`], and the file opened to name it with the bytes read from its head,
+/// for its read to go on from ([`Handoff`]; `None` when it could not be opened as a
+/// regular file, which its read then reports).
+pub fn scope_key_opened(
+    registry: &AdapterRegistry,
+    path: &Path,
+) -> (Result<String, String>, Option<Handoff>) {
+    let head = match transcope_jsonl::open_regular(path) {
+        Ok((file, _)) => Head::with_file(path, file),
+        Err(_) => Head::unopened(path),
+    };
+    let key = named(registry.scope_key_of(&head));
+    let (file, bytes) = head.into_parts();
+    (key, file.map(|f| Handoff::new(f, bytes)))
+}
+
+fn named(found: Option<(&'static str, Result<String, String>)>) -> Result<String, String> {
+    match found {
         Some((_, key)) => key,
         None => Err("no registered adapter knows this file".into()),
     }

@@ -388,7 +388,8 @@ where
                 return None;
             }
         };
-        let key = match scope_key(opts.pipeline.registry(), &job.path) {
+        let (key, opened) = discover::scope_key_opened(opts.pipeline.registry(), &job.path);
+        let key = match key {
             Ok(k) => k,
             Err(reason) => {
                 // A file without a key counts as a failed file.
@@ -404,13 +405,14 @@ where
         };
         let mut busy = lock(&busy);
         match busy.get_mut(&key) {
+            // Queued behind its key's other file: opened again when its turn comes.
             Some(waiting) => {
                 waiting.push_back(job);
                 None
             }
             None => {
                 busy.insert(key.clone(), VecDeque::new());
-                Some((key, job))
+                Some((key, job, opened))
             }
         }
     });
@@ -424,9 +426,11 @@ where
                     pipeline: opts.pipeline.clone(),
                     resolver: resolver.clone(),
                 },
-                |w, (key, first)| {
+                |w, (key, first, opened)| {
                     let mut out = Summary::default();
                     let mut next = Some(first);
+                    // The first file goes on from the open that named it.
+                    let mut opened = opened;
                     while let Some(job) = next {
                         let policy = match opts.io {
                             IoPolicy::Read => ReadPolicy::Read,
@@ -440,7 +444,8 @@ where
                                 }
                             }
                         };
-                        let (o, waiting) = process_file(w, opts, &key, &job, policy);
+                        let (o, waiting) =
+                            process_file(w, opts, (&key, &job, opened.take()), policy);
                         let f = files_done.fetch_add(1, Ordering::Relaxed) + 1;
                         let b = bytes_done.fetch_add(o.bytes, Ordering::Relaxed) + o.bytes;
                         progress(f, b);
@@ -790,8 +795,7 @@ fn marker_line(f: &Found) -> String {
 fn process_file(
     w: &mut Worker,
     opts: &Options,
-    key: &str,
-    job: &Job,
+    (key, job, opened): (&str, &Job, Option<transcope_engine::Handoff>),
     policy: ReadPolicy,
 ) -> (FileOutcome, Option<Waiting>) {
     let mut o = FileOutcome::default();
@@ -802,6 +806,7 @@ fn process_file(
     }
     let observe = Observe {
         read: policy,
+        opened: opened.as_ref(),
         ..Observe::new(&log, &job.path, &opts.env)
     };
     let mut usage = opts.usage.then(transcope_usage::UsageStage::default);

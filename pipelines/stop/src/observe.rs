@@ -40,6 +40,8 @@ pub struct Observe<'a> {
     /// Stop reading at the first line boundary past this instant (the cursor then
     /// covers what was read: [`Request::until`]).
     pub until: Option<std::time::Instant>,
+    /// The transcript, opened already by the caller ([`Request::opened`]).
+    pub opened: Option<&'a transcope_engine::Handoff>,
 }
 
 impl<'a> Observe<'a> {
@@ -51,6 +53,7 @@ impl<'a> Observe<'a> {
             env,
             read: ReadPolicy::Read,
             until: None,
+            opened: None,
         }
     }
 
@@ -100,7 +103,10 @@ pub fn observe_deferred<'o: 'x, 'x, R: ProjectResolver + Send + 'x>(
     let mut stage = ChangeDetect::begin(o.log, o.env, resolver);
     // An invalid session id has no log, and so no cursor either.
     let key = o.log.path().map(|_| o.log.session());
-    let req = Request::new(o.transcript, key).read(o.read).until(o.until);
+    let req = Request::new(o.transcript, key)
+        .read(o.read)
+        .until(o.until)
+        .opened(o.opened);
     let mut listed = pipeline
         .stages()
         .build(&BuildContext::new(o.transcript, key, o.env));
