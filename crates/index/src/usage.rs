@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use rusqlite::{params, OptionalExtension};
+use rusqlite::OptionalExtension;
 use transcope_core::Tokens;
 
 use crate::{Ids, Observed, Spending};
@@ -63,12 +63,12 @@ impl UsageBatch {
                     (self.scopes.len() - 1) as u32
                 }
             };
-            let model = u.model.map(|m| match self.model_slots.get(&m) {
+            let model = u.model.map(|m| match self.model_slots.get(&*m) {
                 Some(slot) => *slot,
                 None => {
                     let slot = self.models.len() as u32;
-                    self.models.push(m.clone());
-                    self.model_slots.insert(m, slot);
+                    self.models.push(m.to_string());
+                    self.model_slots.insert(m.to_string(), slot);
                     slot
                 }
             });
@@ -79,12 +79,21 @@ impl UsageBatch {
                 model,
                 tokens: u.tokens,
             };
-            match self.requests.entry(key(&u.key)) {
+            match self.requests.entry(u.key) {
                 std::collections::hash_map::Entry::Vacant(v) => {
                     v.insert(new);
                 }
                 std::collections::hash_map::Entry::Occupied(mut o) => o.get_mut().merge(new),
             }
+        }
+    }
+
+    /// A batch with room for `n` requests (a run that gathers many does not grow
+    /// its map step by step).
+    pub fn with_capacity(n: usize) -> UsageBatch {
+        UsageBatch {
+            requests: KeyMap::with_capacity_and_hasher(n, Default::default()),
+            ..UsageBatch::default()
         }
     }
 
@@ -148,13 +157,12 @@ pub(crate) fn write(
     }
     // The sums kept by queries are of the requests before these.
     tx.execute("UPDATE usage_meta SET v = v + 1 WHERE k = 'generation'", [])?;
-    let mut insert = tx.prepare_cached(&INSERT_USAGE_SQL)?;
-    let mut upsert = tx.prepare_cached(&UPSERT_USAGE_SQL)?;
     let mut requests: Vec<(u128, Request)> = batch.requests.drain().collect();
     requests.sort_unstable_by_key(|r| r.0);
     // Each scope and model by number, looked up once (and once a connection).
     let mut scope_ids: Vec<Option<i64>> = vec![None; batch.scopes.len()];
     let mut model_ids: Vec<Option<i64>> = vec![None; batch.models.len()];
+    let mut rows = Vec::with_capacity(requests.len());
     for (key, r) in &requests {
         let scope = match scope_ids[r.scope as usize] {
             Some(id) => id,
@@ -177,28 +185,79 @@ pub(crate) fn write(
                 }
             }),
         };
-        let [a, b, c, d, e, f] = counts(&r.tokens);
-        let values = params![
-            key.to_be_bytes(),
+        rows.push(Row {
+            key: key.to_be_bytes(),
             scope,
-            r.is_root,
-            r.at_us,
+            is_root: r.is_root,
+            at_us: r.at_us,
             model,
-            a,
-            b,
-            c,
-            d,
-            e,
-            f
-        ];
-        // Most requests are new: a plain insert; a copy of one kept already merges
-        // into it.
-        if insert.execute(values)? == 0 {
-            upsert.execute(values)?;
+            counts: counts(&r.tokens),
+        });
+    }
+    // Most requests are new: plain inserts, CHUNK rows a statement; a chunk that
+    // meets a copy kept already merges each of its rows (a row it just inserted
+    // merges with itself, which changes nothing).
+    let mut insert = tx.prepare_cached(&INSERT_USAGE_SQL)?;
+    let mut insert_chunk = tx.prepare_cached(&INSERT_CHUNK_SQL)?;
+    let mut upsert = tx.prepare_cached(&UPSERT_USAGE_SQL)?;
+    for chunk in rows.chunks(CHUNK) {
+        let inserted = if chunk.len() == CHUNK {
+            for (i, row) in chunk.iter().enumerate() {
+                row.bind(&mut insert_chunk, i * COLUMNS)?;
+            }
+            insert_chunk.raw_execute()?
+        } else {
+            let mut n = 0;
+            for row in chunk {
+                row.bind(&mut insert, 0)?;
+                n += insert.raw_execute()?;
+            }
+            n
+        };
+        if inserted < chunk.len() {
+            for row in chunk {
+                row.bind(&mut upsert, 0)?;
+                upsert.raw_execute()?;
+            }
         }
     }
-    *batch = UsageBatch::default();
+    // Emptied, its map's room kept for the next requests.
+    batch.owners.clear();
+    batch.scopes.clear();
+    batch.models.clear();
+    batch.model_slots.clear();
     Ok(())
+}
+
+/// One request's row, as bound.
+struct Row {
+    key: [u8; 16],
+    scope: i64,
+    is_root: bool,
+    at_us: Option<i64>,
+    model: Option<i64>,
+    counts: [i64; 6],
+}
+
+/// The columns of a row (and the parameters of one row's insert).
+const COLUMNS: usize = 11;
+
+/// Rows inserted by one statement.
+const CHUNK: usize = 64;
+
+impl Row {
+    /// Bind the row to `st`'s parameters from `first` + 1 on.
+    fn bind(&self, st: &mut rusqlite::CachedStatement<'_>, first: usize) -> rusqlite::Result<()> {
+        st.raw_bind_parameter(first + 1, &self.key[..])?;
+        st.raw_bind_parameter(first + 2, self.scope)?;
+        st.raw_bind_parameter(first + 3, self.is_root)?;
+        st.raw_bind_parameter(first + 4, self.at_us)?;
+        st.raw_bind_parameter(first + 5, self.model)?;
+        for (i, c) in self.counts.iter().enumerate() {
+            st.raw_bind_parameter(first + 6 + i, c)?;
+        }
+        Ok(())
+    }
 }
 
 /// Every copy of a request is one row. Its time, session and scope are the earliest
@@ -293,22 +352,26 @@ const EARLIER: &str =
     "((excluded.at_us IS NOT NULL AND (usage.at_us IS NULL OR excluded.at_us < usage.at_us))
     OR (excluded.at_us IS usage.at_us AND excluded.is_root > usage.is_root))";
 
-/// A request's key as stored: the first 16 bytes of its SHA-256 (as one number, in
-/// the bytes' order).
-fn key(key: &str) -> u128 {
-    use sha2::Digest;
-    let d = sha2::Sha256::digest(key.as_bytes());
-    let mut k = [0u8; 16];
-    k.copy_from_slice(&d[..16]);
-    u128::from_be_bytes(k)
-}
-
 /// A request not seen before: [`UPSERT_USAGE`] without its conflict clause.
 static INSERT_USAGE_SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     let head = &UPSERT_USAGE[..UPSERT_USAGE
         .find("ON CONFLICT")
         .unwrap_or(UPSERT_USAGE.len())];
     head.replacen("INSERT INTO", "INSERT OR IGNORE INTO", 1)
+});
+
+/// [`INSERT_USAGE_SQL`] of [`CHUNK`] rows.
+static INSERT_CHUNK_SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    let head = &INSERT_USAGE_SQL[..INSERT_USAGE_SQL.find("VALUES").unwrap_or(0)];
+    let tuples: Vec<String> = (0..CHUNK)
+        .map(|r| {
+            let p: Vec<String> = (1..=COLUMNS)
+                .map(|c| format!("?{}", r * COLUMNS + c))
+                .collect();
+            format!("({})", p.join(", "))
+        })
+        .collect();
+    format!("{head}VALUES {}", tuples.join(", "))
 });
 
 /// [`UPSERT_USAGE`] with its condition spelled out.

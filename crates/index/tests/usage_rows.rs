@@ -1,6 +1,6 @@
 //! The usage table: copies of a request merge into one row by the index's rule, in
-//! one batch or across batches, and a version-1 index moves to version 2 with the
-//! same totals.
+//! one batch or across batches (a large one written many rows a statement), and a
+//! version-1 index moves to version 2 with the same totals.
 
 use std::sync::Arc;
 
@@ -21,9 +21,9 @@ fn tokens(input: u64, output: u64) -> Tokens {
 
 fn spent(key: &str, at_us: Option<i64>, model: Option<&str>, t: Tokens, task: &str) -> Spending {
     Spending {
-        key: key.into(),
+        key: transcope_core::digest::request_key(&[key]),
         at_us,
-        model: model.map(str::to_owned),
+        model: model.map(Into::into),
         tokens: t,
         scope: Arc::new([
             "p".into(),
@@ -376,4 +376,58 @@ fn a_query_answers_while_another_connection_holds_the_write_lock() {
         .unwrap();
     assert_eq!(again, got);
     assert!(kept() > 0);
+}
+
+/// Hundreds of requests written by one batch (inserted many rows a statement), some of
+/// them copies of rows the table holds already, earlier or later: every request is one
+/// row, merged by the same rule as a row written alone.
+#[test]
+fn a_large_batch_merges_the_rows_it_meets() {
+    let n = 300u64;
+    let key = |i: u64| format!("claude:m{i}:r{i}");
+    // Every third request is in the table already: at time 50, from the sub-agent,
+    // with counts (i, 1); the batch's copy is at time 100 from the root with (1, i).
+    let home = tempfile::tempdir().unwrap();
+    let mut ix = Index::open(home.path()).unwrap();
+    let before: Vec<Spending> = (0..n)
+        .filter(|i| i % 3 == 0)
+        .map(|i| spent(&key(i), Some(50), None, tokens(i, 1), "old"))
+        .collect();
+    ix.record(
+        &[observed("root.a", Some("root"), before)],
+        Origin::Backfill,
+        false,
+    )
+    .unwrap();
+    let mut batch = UsageBatch::with_capacity(16);
+    let usage: Vec<Spending> = (0..n)
+        .map(|i| spent(&key(i), Some(100), Some("m"), tokens(1, i), "new"))
+        .collect();
+    batch.add(&observed("root", None, Vec::new()), usage);
+    ix.record_usage(&mut batch).unwrap();
+    assert!(batch.is_empty());
+    let by_task = groups(&ix, &[UsageKey::Task]);
+    // The copies met keep the earlier copy's task, the largest counts of both.
+    let old: Vec<u64> = (0..n).filter(|i| i % 3 == 0).collect();
+    let new: Vec<u64> = (0..n).filter(|i| i % 3 != 0).collect();
+    let sum = |v: &[u64], f: fn(u64) -> u64| v.iter().map(|&i| f(i)).sum::<u64>();
+    assert_eq!(
+        by_task,
+        vec![
+            (
+                vec![Some("new".into())],
+                new.len() as u64,
+                sum(&new, |i| i),
+                10 * new.len() as u64,
+                new.len() as u64
+            ),
+            (
+                vec![Some("old".into())],
+                sum(&old, |i| i.max(1)),
+                sum(&old, |i| i.max(1)),
+                10 * sum(&old, |i| i.max(1)),
+                old.len() as u64
+            ),
+        ]
+    );
 }

@@ -625,7 +625,14 @@ impl Recorder {
             index,
             index_path,
             waiting: Mutex::new(Vec::new()),
-            usage: Mutex::new(HeldUsage::default()),
+            usage: Mutex::new(HeldUsage {
+                batch: transcope_index::UsageBatch::with_capacity(if opts.index && opts.usage {
+                    USAGE_FLUSH
+                } else {
+                    0
+                }),
+                cursors: Vec::new(),
+            }),
             out,
         })
     }
