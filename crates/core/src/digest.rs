@@ -37,3 +37,23 @@ pub fn unhex(text: &str) -> Option<Vec<u8>> {
 pub fn sha256_hex(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))
 }
+
+/// A model request's key as an index stores it: the first 16 bytes of the SHA-256 of
+/// its text key — the concatenation of `pieces`, such as `claude`, `:`, the message
+/// id, `:`, the request id — read as one big-endian number. Hashed piece by piece: the
+/// text is never built.
+///
+/// ```
+/// use transcope_core::digest::request_key;
+/// assert_eq!(request_key(&["claude", ":", "m1", ":", "r1"]), request_key(&["claude:m1:r1"]));
+/// ```
+pub fn request_key(pieces: &[&str]) -> u128 {
+    let mut h = Sha256::new();
+    for p in pieces {
+        h.update(p.as_bytes());
+    }
+    let d = h.finalize();
+    let mut k = [0u8; 16];
+    k.copy_from_slice(&d[..16]);
+    u128::from_be_bytes(k)
+}

@@ -209,12 +209,13 @@ pub struct Observed {
 /// One model request's usage, with the scope in force when it was spent.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Spending {
-    /// What every copy of the request shares (`transcope_usage::Spent::key`).
-    pub key: String,
+    /// What every copy of the request shares (`transcope_usage::Spent::key`: the
+    /// text key as [`transcope_core::digest::request_key`] stores it).
+    pub key: u128,
     /// The record's time, in microseconds since the epoch (`None`: no time).
     pub at_us: Option<i64>,
     /// The model.
-    pub model: Option<String>,
+    pub model: Option<std::sync::Arc<str>>,
     /// The counts.
     pub tokens: transcope_core::Tokens,
     /// `project_id`, `worktree`, `branch`, `task`, `lane` of the row in force (shared

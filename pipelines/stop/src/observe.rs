@@ -280,15 +280,12 @@ pub fn spending(
     };
     spent
         .into_iter()
-        .map(|s| {
-            let t = s.at.as_deref().and_then(transcope_core::timestamp::parse);
-            transcope_index::Spending {
-                key: s.key,
-                at_us: t.map(|t| t.unix_micros()),
-                model: s.model,
-                tokens: s.tokens,
-                scope: scope_at(t),
-            }
+        .map(|s| transcope_index::Spending {
+            key: s.key,
+            at_us: s.at.map(|t| t.unix_micros()),
+            model: s.model,
+            tokens: s.tokens,
+            scope: scope_at(s.at),
         })
         .collect()
 }

@@ -31,13 +31,16 @@
 //! s.entry(&e); // a streamed copy
 //! let spent = s.take();
 //! assert_eq!(spent.len(), 2, "both copies are handed on; the index keeps one by key");
-//! assert_eq!(spent[0].key, "claude:m1:r1");
+//! assert_eq!(spent[0].key, transcope_core::digest::request_key(&["claude:m1:r1"]));
 //! assert_eq!(spent[0].key, spent[1].key);
 //! ```
 #![warn(missing_docs)]
 
 use serde_json::{json, Value};
+use std::sync::Arc;
 use transcope_core::adapter::{EntrySink, Probe};
+
+use transcope_core::digest::request_key;
 use transcope_core::{Entry, EntryKind, FileContext, Stage, Tokens};
 
 /// The stage's checkpoint key.
@@ -46,12 +49,13 @@ pub const STAGE_NAME: &str = "usage";
 /// One request's usage.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Spent {
-    /// What every copy of the request shares (see the crate docs).
-    pub key: String,
-    /// The record's time, verbatim (when it is a string).
-    pub at: Option<String>,
-    /// The model.
-    pub model: Option<String>,
+    /// What every copy of the request shares: its text key (see the crate docs) as
+    /// [`transcope_core::digest::request_key`] stores it.
+    pub key: u128,
+    /// The record's time (when it is one).
+    pub at: Option<transcope_core::Instant>,
+    /// The model (shared by the requests of one file that name the same).
+    pub model: Option<Arc<str>>,
     /// The counts.
     pub tokens: Tokens,
 }
@@ -62,7 +66,9 @@ pub struct UsageStage {
     key: String,
     adapter: &'static str,
     /// The model of the last `turn_context` (Codex).
-    model: Option<String>,
+    model: Option<Arc<str>>,
+    /// The model last named by a request, shared by the requests that name it too.
+    named: Option<Arc<str>>,
     /// The last running total seen (Codex).
     total: Option<Tokens>,
     /// When the session began (its first `session_meta`, Codex): running totals
@@ -92,13 +98,14 @@ impl EntrySink for UsageStage {
         };
         if let Some(m) = u.model.as_deref().filter(|m| !m.is_empty()) {
             if u.tokens.is_none() {
-                self.model = Some(m.to_owned());
+                self.model = Some(m.into());
                 return;
             }
         }
         let Some(tokens) = u.tokens else {
             return;
         };
+        let at = e.time.as_str().and_then(transcope_core::timestamp::parse);
         let tokens = if u.cumulative {
             let delta = match &self.total {
                 Some(before) => tokens.since(before),
@@ -108,10 +115,7 @@ impl EntrySink for UsageStage {
             // A fork starts from a copy of its source's items, running totals
             // included, stamped as the source wrote them: they set where the fork's
             // own spending starts and count nothing (the source's file counts them).
-            let replayed = match (
-                self.start,
-                e.time.as_str().and_then(transcope_core::timestamp::parse),
-            ) {
+            let replayed = match (self.start, at) {
                 (Some(start), Some(t)) => t < start,
                 _ => false,
             };
@@ -125,29 +129,30 @@ impl EntrySink for UsageStage {
         if tokens.is_zero() {
             return;
         }
+        let a = self.adapter;
         let key = match u.message_id.as_deref().filter(|m| !m.is_empty()) {
             // Gemini's ids are the session's own: scoped by it.
-            Some(m) if self.adapter == "gemini" => {
-                format!(
-                    "gemini:{}:{m}",
-                    e.session_id.as_deref().unwrap_or(&self.key)
-                )
+            Some(m) if a == "gemini" => {
+                let session = e.session_id.as_deref().unwrap_or(&self.key);
+                request_key(&["gemini:", session, ":", m])
             }
             Some(m) => match u.request_id.as_deref() {
-                Some(r) => format!("{}:{m}:{r}", self.adapter),
-                None => format!("{}:{m}", self.adapter),
+                Some(r) => request_key(&[a, ":", m, ":", r]),
+                None => request_key(&[a, ":", m]),
             },
-            None => format!("{}:{}#{}", self.adapter, self.key, e.offset),
+            None => request_key(&[a, ":", &self.key, "#", &e.offset.to_string()]),
+        };
+        let model = match u.model.as_deref().filter(|m| !m.is_empty()) {
+            Some(m) => Some(match &self.named {
+                Some(n) if **n == *m => n.clone(),
+                _ => self.named.insert(Arc::from(m)).clone(),
+            }),
+            None => self.model.clone(),
         };
         self.spent.push(Spent {
             key,
-            at: e.time.as_str().map(str::to_owned),
-            model: u
-                .model
-                .as_deref()
-                .filter(|m| !m.is_empty())
-                .map(str::to_owned)
-                .or_else(|| self.model.clone()),
+            at,
+            model,
             tokens,
         });
     }
@@ -182,7 +187,7 @@ impl Stage for UsageStage {
             return Value::Null;
         }
         json!({
-            "model": self.model,
+            "model": self.model.as_deref(),
             "total": self.total.as_ref().map(tokens_json),
             "start": self.start.map(|t| t.unix_micros()),
         })
@@ -192,7 +197,7 @@ impl Stage for UsageStage {
         match checkpoint {
             Value::Null => true,
             Value::Object(m) => {
-                self.model = m.get("model").and_then(Value::as_str).map(str::to_owned);
+                self.model = m.get("model").and_then(Value::as_str).map(Arc::from);
                 self.total = m.get("total").and_then(tokens_of);
                 self.start = m
                     .get("start")
