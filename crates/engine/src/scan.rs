@@ -517,6 +517,7 @@ impl<'a> Source<'a> {
             path,
             mut file,
             size,
+            head,
             factory,
             document,
             array,
@@ -567,7 +568,15 @@ impl<'a> Source<'a> {
                 let mut before = [0u8];
                 file.read_exact_at(&mut before, from.offset - 1).is_ok() && before[0] != b'\n'
             };
-            file.seek(SeekFrom::Start(from.offset)).map_err(&io)?;
+            // A read from the start goes on from the head in hand (the same bytes,
+            // not read again).
+            let known = if from.offset == 0 {
+                &head[..head.len().min(size as usize)]
+            } else {
+                &[][..]
+            };
+            file.seek(SeekFrom::Start(from.offset + known.len() as u64))
+                .map_err(&io)?;
             let len = size.saturating_sub(from.offset);
             report.bytes += len;
             let mut decoder = Decoder::new(adapter.as_mut(), sink, &mut report, tail);
@@ -576,7 +585,7 @@ impl<'a> Source<'a> {
             let summary = tail
                 .framer(framer)
                 .frame_reader(
-                    (&mut file).take(len),
+                    known.chain((&mut file).take(len - known.len() as u64)),
                     data,
                     from.offset,
                     from.line,

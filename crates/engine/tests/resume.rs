@@ -249,3 +249,71 @@ fn an_unreadable_adapter_checkpoint_reads_from_the_start() {
     assert!(resumed);
     assert_eq!(got, pairs(&[("2", 4)]));
 }
+
+/// [`observe`] with the file handed over already open, its first `k` bytes read (as
+/// naming a file reads its head).
+fn observe_handed(home: &Path, t: &Path, k: usize) -> (Vec<(String, u64)>, ScanReport, bool) {
+    use std::io::Read;
+    let mut f = std::fs::File::open(t).unwrap();
+    let mut head = vec![0; k];
+    f.read_exact(&mut head).unwrap();
+    let handed = transcope_engine::Handoff::new(f, head);
+    let mut c = Collect::default();
+    let obs = pipeline(home)
+        .observe(
+            &Request::new(t, Some("s")).opened(Some(&handed)),
+            &mut [&mut c],
+            &mut Buffers::default(),
+        )
+        .unwrap();
+    assert!(handed.take().is_none(), "the read took the file");
+    let (scan, resumed) = (obs.scan.clone(), obs.resumed);
+    obs.save().unwrap();
+    (c.0, scan, resumed)
+}
+
+/// A read handed the file already open, with any number of its first bytes read,
+/// reads what a read that opens the file reads — blank first lines, a head cut inside
+/// the first line or past it, the whole file — and so does the next read after an
+/// append (its cursor's head checked against the bytes handed on when they cover it).
+#[test]
+fn a_file_handed_over_open_reads_as_one_opened() {
+    let body: &[u8] = b"\n\n{\"a\":1}\n{\"b\":2222222222}\n{\"c\":3}\n";
+    for name in ["t.jsonl", "t.json"] {
+        let body: &[u8] = if name == "t.json" {
+            b"[{},{},{}]"
+        } else {
+            body
+        };
+        for k in [0, 1, 3, 10, 20, body.len()] {
+            let k = k.min(body.len());
+            let d = tempfile::tempdir().unwrap();
+            let t = d.path().join(name);
+            std::fs::write(&t, body).unwrap();
+            let (plain, handed) = (d.path().join("plain"), d.path().join("handed"));
+            let first = observe(&plain, &t);
+            assert!(!first.0.is_empty(), "{name}");
+            let got = observe_handed(&handed, &t, k);
+            assert_eq!(
+                format!("{got:?}"),
+                format!("{first:?}"),
+                "{name}, {k} bytes handed"
+            );
+            append(
+                &t,
+                if name == "t.json" {
+                    b" "
+                } else {
+                    b"{\"d\":4}\n"
+                },
+            );
+            let next = observe(&plain, &t);
+            let got = observe_handed(&handed, &t, k);
+            assert_eq!(
+                format!("{got:?}"),
+                format!("{next:?}"),
+                "{name}, {k} bytes handed, appended"
+            );
+        }
+    }
+}
