@@ -443,6 +443,15 @@ pub fn is_metadata_line(first_line: &[u8]) -> bool {
     if !text.trim_start().starts_with('{') {
         return false;
     }
+    // A metadata line has a `projectHash` key, spelled out or with escapes (only `\u`
+    // ones can spell letters): a line with neither is none, unparsed (the first line
+    // of every Claude transcript is asked).
+    let b = text.as_bytes();
+    if memchr::memmem::find(b, b"projectHash").is_none()
+        && memchr::memmem::find(b, b"\\u").is_none()
+    {
+        return false;
+    }
     serde_json::from_str::<RawRecord<'_>>(text).is_ok_and(|rec| {
         rec.rewind_to.is_none()
             && rec.id.and_then(string).is_none()

@@ -226,3 +226,20 @@ fn scope_keys_and_parents() {
     std::fs::write(&dotted, "{\"sessionId\":\"a.b\",\"projectHash\":\"h\"}\n").unwrap();
     assert!(matches!(l.scope_key(&dotted), Some((_, Err(_)))));
 }
+
+/// A metadata line is one whichever way its keys are spelled: escaped letters are the
+/// same key (the quick check for a `projectHash` never turns one away).
+#[test]
+fn metadata_keys_spelled_with_escapes() {
+    use transcope_adapter_gemini::is_metadata_line;
+    let plain = br#"{"sessionId":"s1","projectHash":"ab","startTime":"2025-01-01T00:00:00Z"}"#;
+    let escaped =
+        br#"{"sessionId":"s1","project\u0048ash":"ab","startTime":"2025-01-01T00:00:00Z"}"#;
+    assert!(is_metadata_line(plain));
+    assert!(is_metadata_line(escaped));
+    // Without the key, in any spelling, no metadata.
+    assert!(!is_metadata_line(
+        br#"{"sessionId":"s1","projecthash":"ab"}"#
+    ));
+    assert!(!is_metadata_line(br#"{"sessionId":"s1","note":"\u0041"}"#));
+}
