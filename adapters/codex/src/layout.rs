@@ -28,6 +28,7 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
+use transcope_adapter_common::de::Checked;
 use transcope_adapter_common::head::checked_key;
 use transcope_core::adapter::{Confidence, Layout};
 use transcope_core::head::Head;
@@ -107,56 +108,6 @@ impl<'de> serde::Deserialize<'de> for Object {
             }
             // Any other value is no object: left unread, the parse fails, which is the
             // same answer.
-        }
-        d.deserialize_any(V)
-    }
-}
-
-/// Any JSON value, checked as a `serde_json::Value` would hold it and dropped.
-struct Checked;
-
-impl<'de> serde::Deserialize<'de> for Checked {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> serde::de::Visitor<'de> for V {
-            type Value = Checked;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<Checked, E> {
-                Ok(Checked)
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<Checked, E> {
-                Ok(Checked)
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<Checked, E> {
-                Ok(Checked)
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Checked, E> {
-                Ok(Checked)
-            }
-            fn visit_str<E>(self, _: &str) -> Result<Checked, E> {
-                Ok(Checked)
-            }
-            fn visit_unit<E>(self) -> Result<Checked, E> {
-                Ok(Checked)
-            }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(
-                self,
-                mut seq: A,
-            ) -> Result<Checked, A::Error> {
-                while seq.next_element::<Checked>()?.is_some() {}
-                Ok(Checked)
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                mut map: A,
-            ) -> Result<Checked, A::Error> {
-                while map.next_key::<Checked>()?.is_some() {
-                    map.next_value::<Checked>()?;
-                }
-                Ok(Checked)
-            }
         }
         d.deserialize_any(V)
     }

@@ -189,9 +189,49 @@ impl<'de> Deserialize<'de> for Loose<'de> {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Checked;
 
+/// Walked as a [`Loose`] (or a `serde_json::Value`) would be decoded — strings decoded,
+/// numbers in range, nesting within the parser's limit — without building anything.
 impl<'de> Deserialize<'de> for Checked {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Loose::deserialize(d).map(|_| Checked)
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Checked;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Checked, E> {
+                Ok(Checked)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Checked, E> {
+                Ok(Checked)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Checked, E> {
+                Ok(Checked)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Checked, E> {
+                Ok(Checked)
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Checked, E> {
+                Ok(Checked)
+            }
+            fn visit_unit<E>(self) -> Result<Checked, E> {
+                Ok(Checked)
+            }
+            fn visit_none<E>(self) -> Result<Checked, E> {
+                Ok(Checked)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Checked, A::Error> {
+                while seq.next_element::<Checked>()?.is_some() {}
+                Ok(Checked)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Checked, A::Error> {
+                while map.next_key::<Checked>()?.is_some() {
+                    map.next_value::<Checked>()?;
+                }
+                Ok(Checked)
+            }
+        }
+        d.deserialize_any(V)
     }
 }
 

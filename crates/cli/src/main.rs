@@ -271,15 +271,17 @@ pub fn error_text(e: &anyhow::Error) -> String {
 mod tests {
     use super::*;
 
-    /// An error whose message includes its source, as thiserror's `{source}` makes it.
+    /// An error whose message (`what`, then its source) includes its source, as
+    /// thiserror's `{source}` makes it.
     #[derive(Debug)]
     struct Says {
+        what: &'static str,
         source: io::Error,
     }
 
     impl std::fmt::Display for Says {
         fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            write!(f, "while appending: {}", self.source)
+            write!(f, "{}: {}", self.what, self.source)
         }
     }
 
@@ -338,6 +340,7 @@ mod tests {
     #[test]
     fn a_cause_already_in_its_message_is_said_once() {
         let e = anyhow::Error::new(Says {
+            what: "while appending",
             source: io::Error::other("File too large"),
         })
         .context("recording the transition");
@@ -349,28 +352,12 @@ mod tests {
         assert_eq!(error_text(&plain), "writing: disk");
     }
 
-    /// An error that names its path and includes its source, as the engine's does.
-    #[derive(Debug)]
-    struct WhileReading {
-        source: io::Error,
-    }
-
-    impl std::fmt::Display for WhileReading {
-        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            write!(f, "while reading /x/t.jsonl: {}", self.source)
-        }
-    }
-
-    impl std::error::Error for WhileReading {
-        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-            Some(&self.source)
-        }
-    }
-
     /// `markers` on a missing file said the path and the cause twice (issue 16).
     #[test]
     fn a_context_its_cause_repeats_is_left_out() {
-        let e = anyhow::Error::new(WhileReading {
+        // An error that names its path, as the engine's does.
+        let e = anyhow::Error::new(Says {
+            what: "while reading /x/t.jsonl",
             source: io::Error::other("No such file or directory (os error 2)"),
         })
         .context("reading /x/t.jsonl");

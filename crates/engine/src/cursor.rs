@@ -142,10 +142,14 @@ pub fn cursors_dir(home: &Path) -> PathBuf {
     home.join("transcope").join("cursors")
 }
 
-/// SHA-256 (hex) of the first `len` bytes of the open transcript `file` (read in place,
-/// without moving its position).
-pub fn head_fingerprint(file: &File, len: u64) -> io::Result<String> {
+/// SHA-256 (hex) of the first `len` bytes of the open transcript `file`: from `known`,
+/// the bytes already read from its start, when they cover them, else read in place
+/// (without moving its position).
+pub fn head_fingerprint(file: &File, len: u64, known: &[u8]) -> io::Result<String> {
     use std::os::unix::fs::FileExt;
+    if let Some(head) = known.get(..len as usize) {
+        return Ok(transcope_core::digest::sha256_hex(head));
+    }
     let mut buf = vec![0; len as usize];
     // A file that shrank below `len` since it was opened is an error (`UnexpectedEof`).
     file.read_exact_at(&mut buf, 0)?;
@@ -167,8 +171,5 @@ pub fn still_valid(c: &Cursor, file: &File, size_now: u64, known: &[u8]) -> bool
     size_now >= c.offset
         && size_now >= c.head_len
         && (c.head_len == 0
-            || match known.get(..c.head_len as usize) {
-                Some(head) => transcope_core::digest::sha256_hex(head) == c.head_sha256,
-                None => head_fingerprint(file, c.head_len).is_ok_and(|h| h == c.head_sha256),
-            })
+            || head_fingerprint(file, c.head_len, known).is_ok_and(|h| h == c.head_sha256))
 }

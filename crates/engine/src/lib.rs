@@ -101,7 +101,7 @@ use transcope_core::{Entry, TimeValue};
 use transcope_jsonl::{Framer, ReadPolicy};
 
 pub use cursor::{Cursor, Intent};
-pub use scan::{open_regular, regular_size, Buffers, Resume, ScanError, ScanReport, Source, Tail};
+pub use scan::{open_regular, Buffers, Resume, ScanError, ScanReport, Source, Tail};
 pub use store::{CursorStore, Encoded, StoreError};
 
 /// Where a pipeline keeps its cursors.
@@ -203,16 +203,17 @@ impl Builder {
 /// to the read that follows: the read goes on from them instead of opening the file
 /// and reading its head again. Taken once.
 #[derive(Default)]
-pub struct Handoff(std::cell::Cell<Option<(File, Vec<u8>)>>);
+pub struct Handoff(std::cell::Cell<Option<(File, u64, Vec<u8>)>>);
 
 impl Handoff {
-    /// `file`, open on the transcript, and `head`, the bytes read from its offset 0.
-    pub fn new(file: File, head: Vec<u8>) -> Handoff {
-        Handoff(std::cell::Cell::new(Some((file, head))))
+    /// `file`, opened on the transcript as [`open_regular`] opens it (a regular file,
+    /// `size` bytes then), and `head`, the bytes read from its offset 0.
+    pub fn new((file, size): (File, u64), head: Vec<u8>) -> Handoff {
+        Handoff(std::cell::Cell::new(Some((file, size, head))))
     }
 
-    /// The file and its head, once.
-    pub fn take(&self) -> Option<(File, Vec<u8>)> {
+    /// The file, its size and its head, once.
+    pub fn take(&self) -> Option<(File, u64, Vec<u8>)> {
         self.0.take()
     }
 }
@@ -390,10 +391,7 @@ impl Pipeline {
         // One open serves the cursor's checks, the fingerprint and the read: the
         // caller's, when it opened the file to name it, with the head it read.
         let (file, size, known) = match req.opened.and_then(Handoff::take) {
-            Some((file, head)) => {
-                let size = scan::regular_size(&file, req.path)?;
-                (file, size, head)
-            }
+            Some(opened) => opened,
             None => {
                 let (file, size) = open_regular(req.path)?;
                 (file, size, Vec::new())
@@ -459,10 +457,9 @@ impl Pipeline {
         // before the file is read.
         let head_sha256 = match (&saved, &source) {
             (Some(c), _) if c.head_len == head_len => Some(c.head_sha256.clone()),
-            (_, Some(src)) if store.is_some() => match src.head().get(..head_len as usize) {
-                Some(bytes) => Some(transcope_core::digest::sha256_hex(bytes)),
-                None => cursor::head_fingerprint(src.file(), head_len).ok(),
-            },
+            (_, Some(src)) if store.is_some() => {
+                cursor::head_fingerprint(src.file(), head_len, src.head()).ok()
+            }
             _ => None,
         };
         // Restore the adapter and every stage, or none: a checkpoint one of them cannot

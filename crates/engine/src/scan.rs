@@ -358,16 +358,6 @@ pub fn open_regular(path: &Path) -> Result<(File, u64), ScanError> {
     })
 }
 
-/// The size of `file`, opened on `path` by a caller, checked to be a regular file as
-/// [`open_regular`] checks it.
-pub fn regular_size(file: &File, path: &Path) -> Result<u64, ScanError> {
-    let meta = file.metadata().map_err(io_error(path))?;
-    if !meta.is_file() {
-        return Err(ScanError::NotAFile(path.display().to_string()));
-    }
-    Ok(meta.len())
-}
-
 /// A transcript opened and its format detected: everything a read must know before
 /// it reads (the adapter, and whether the file can only be read whole), from one open
 /// and one read of the head.

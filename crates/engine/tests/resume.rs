@@ -254,10 +254,10 @@ fn an_unreadable_adapter_checkpoint_reads_from_the_start() {
 /// naming a file reads its head).
 fn observe_handed(home: &Path, t: &Path, k: usize) -> (Vec<(String, u64)>, ScanReport, bool) {
     use std::io::Read;
-    let mut f = std::fs::File::open(t).unwrap();
+    let (mut f, size) = transcope_engine::open_regular(t).unwrap();
     let mut head = vec![0; k];
     f.read_exact(&mut head).unwrap();
-    let handed = transcope_engine::Handoff::new(f, head);
+    let handed = transcope_engine::Handoff::new((f, size), head);
     let mut c = Collect::default();
     let obs = pipeline(home)
         .observe(

@@ -188,13 +188,13 @@ pub fn scope_key_opened(
     registry: &AdapterRegistry,
     path: &Path,
 ) -> (Result<String, String>, Option<Handoff>) {
-    let head = match transcope_jsonl::open_regular(path) {
-        Ok((file, _)) => Head::with_file(path, file),
-        Err(_) => Head::unopened(path),
+    let (head, size) = match transcope_jsonl::open_regular(path) {
+        Ok((file, size)) => (Head::with_file(path, file), size),
+        Err(_) => (Head::unopened(path), 0),
     };
     let key = named(registry.scope_key_of(&head));
     let (file, bytes) = head.into_parts();
-    (key, file.map(|f| Handoff::new(f, bytes)))
+    (key, file.map(|f| Handoff::new((f, size), bytes)))
 }
 
 fn named(found: Option<(&'static str, Result<String, String>)>) -> Result<String, String> {
