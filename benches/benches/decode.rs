@@ -27,7 +27,6 @@
 //! Run: `cargo bench -p transcope-benches --bench decode -- --warm-up-time 1 --measurement-time 3`
 
 use std::hint::black_box;
-use std::path::Path;
 
 use criterion::{BenchmarkId, Criterion, Throughput};
 use serde::de::{IgnoredAny, MapAccess};
@@ -41,17 +40,8 @@ use transcope_core::{Entry, LinePos};
 // Inputs
 
 fn corpus_lines(dir: &str) -> Vec<Vec<u8>> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../testdata/public")
-        .join(dir);
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-        .collect();
-    files.sort();
     let mut lines = Vec::new();
-    for f in files {
+    for f in transcope_benches::public_files(dir) {
         let data = std::fs::read(&f).unwrap();
         let first = data.split(|b| *b == b'\n').next().unwrap_or(b"");
         if transcope_adapter_codex::detect::classify(first)

@@ -4,7 +4,9 @@
 //! picks the adapter through a registry of Claude then Codex (as the binary's pipeline
 //! does) and every line is decoded with it; independently every line is also decoded
 //! by the Claude adapter, the Codex adapter (reference options) and the Codex adapter
-//! with `legacy_env_cwd`, each keeping its per-file state across the lines.
+//! with `legacy_env_cwd`, each keeping its per-file state across the lines. For every
+//! line the checked walk reads for its usage (`quick::usage_entry`), its entry must be
+//! the one serde's usage-only decode gives.
 #![no_main]
 
 use std::convert::Infallible;
@@ -83,6 +85,18 @@ fuzz_target!(|data: &[u8]| {
     run(&mut *detected, &lines);
     // After reset the same adapter must decode the file again without panicking.
     run(&mut *detected, &lines);
+
+    for (line, pos) in &lines {
+        if let Some(quick) = transcope_adapter_claude::quick::usage_entry(line, *pos) {
+            let mut full = None;
+            let _ = transcope_adapter_claude::decode_claude_usage(
+                line,
+                *pos,
+                &mut transcope_core::adapter::from_fn(|e: &Entry<'_>| full = Some(owned_entry(e))),
+            );
+            assert_eq!(Some(owned_entry(&quick)), full, "the walk and serde disagree");
+        }
+    }
 
     run(&mut ClaudeAdapter::new(), &lines);
     run(&mut CodexAdapter::new(), &lines);

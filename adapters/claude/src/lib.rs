@@ -18,6 +18,10 @@
 //!      ──common::record::emit──► EntrySink
 //! ```
 //!
+//! An assistant line wanted for its usage alone (no stage wants its texts) is read by
+//! [`quick::usage_entry`] instead — a walk that checks what it skips as serde would —
+//! and decoded as above only when the walk is unsure.
+//!
 //! * [`ClaudeAdapter`] implements [`Adapter`]; [`ClaudeFactory`] implements
 //!   [`AdapterFactory`] (name `claude`) and is the registry's fallback: it answers
 //!   [`Confidence::Certain`] for a first line whose `type` is a Claude line type and
@@ -70,6 +74,7 @@
 pub mod detect;
 pub mod layout;
 pub mod probe;
+pub mod quick;
 pub mod record;
 
 use transcope_adapter_common::record::{emit, parse};
@@ -137,8 +142,13 @@ impl Adapter for ClaudeAdapter {
                 if !sink.wants(&p) {
                     return Ok(());
                 }
-                // Wanted for its usage alone: the message's content is skipped unread.
+                // Wanted for its usage alone: the message's content is skipped unread,
+                // by the walk when it is certain of the entry, else by serde.
                 if p.usage && !sink.wants(&transcope_core::adapter::Probe { usage: false, ..p }) {
+                    if let Some(e) = quick::usage_entry(line, pos) {
+                        sink.entry(&e);
+                        return Ok(());
+                    }
                     return decode_claude_usage(line, pos, sink);
                 }
             }

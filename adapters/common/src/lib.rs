@@ -32,6 +32,9 @@
 //!   Claude).
 //! * [`probe`]: the SIMD probe ([`probe::fields`], [`probe::fields_with`],
 //!   [`probe::Isa`], [`probe::escaped_bits`]).
+//! * [`walk`]: reading a few values of a line without decoding it, every byte passed
+//!   over checked as serde_json's skip checks it ([`walk::Walk`]): a line wanted for its
+//!   usage alone is read this way, and decoded in full when the walk is unsure.
 //! * [`head`]: reading a file's head for a layout's scope key ([`head::find_line`],
 //!   [`head::checked_key`]).
 //! * [`owned`]: [`owned::owned_entry`], [`owned::decode_owned`].
@@ -60,5 +63,6 @@ pub mod probe;
 pub mod record;
 pub mod text;
 pub mod usage;
+pub mod walk;
 
 pub use owned::{decode_owned, owned_entry};

@@ -33,13 +33,15 @@
 
 /// The bit masks of one 64-byte block: bit `i` is set when byte `i` is that character.
 #[derive(Clone, Copy, Default)]
-struct Block {
-    quote: u64,
-    backslash: u64,
+pub(crate) struct Block {
+    pub(crate) quote: u64,
+    pub(crate) backslash: u64,
     /// `{` or `[`.
     open: u64,
     /// `}` or `]`.
     close: u64,
+    /// A control character (`0x00`–`0x1f`), which a JSON string may not hold.
+    pub(crate) ctrl: u64,
 }
 
 /// The instruction set the block scan is compiled for: SSE2 (the x86_64 baseline),
@@ -69,13 +71,15 @@ const OPEN_LOWER: u8 = b'{';
 const CLOSE_LOWER: u8 = b'}';
 
 /// The masks of a 64-byte block; the bracket masks only when `BRACKETS` (a string's
-/// end needs just quotes and backslashes).
+/// end needs just quotes and backslashes), the control-character mask only when
+/// `CTRL` (the checked walk's, [`crate::walk`]).
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)]
 #[inline(always)]
-fn masks_baseline<const BRACKETS: bool>(chunk: &[u8; 64]) -> Block {
+pub(crate) fn masks_baseline<const BRACKETS: bool, const CTRL: bool>(chunk: &[u8; 64]) -> Block {
     use std::arch::x86_64::{
-        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
+        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128,
+        _mm_set1_epi8,
     };
     let mut m = Block::default();
     // SAFETY: SSE2 is part of the x86_64 baseline; every 16-byte unaligned load reads
@@ -86,6 +90,7 @@ fn masks_baseline<const BRACKETS: bool>(chunk: &[u8; 64]) -> Block {
         let lower = _mm_set1_epi8(0x20);
         let open = _mm_set1_epi8(OPEN_LOWER as i8);
         let close = _mm_set1_epi8(CLOSE_LOWER as i8);
+        let top_ctrl = _mm_set1_epi8(0x1f);
         for j in 0..4 {
             let v = _mm_loadu_si128(chunk.as_ptr().add(16 * j).cast::<__m128i>());
             let l = _mm_or_si128(v, lower);
@@ -96,6 +101,10 @@ fn masks_baseline<const BRACKETS: bool>(chunk: &[u8; 64]) -> Block {
                 m.open |= bits(_mm_cmpeq_epi8(l, open));
                 m.close |= bits(_mm_cmpeq_epi8(l, close));
             }
+            if CTRL {
+                // Unsigned `v <= 0x1f`: the minimum of the two is `v` itself.
+                m.ctrl |= bits(_mm_cmpeq_epi8(_mm_min_epu8(v, top_ctrl), v));
+            }
         }
     }
     m
@@ -103,13 +112,14 @@ fn masks_baseline<const BRACKETS: bool>(chunk: &[u8; 64]) -> Block {
 
 #[cfg(not(target_arch = "x86_64"))]
 #[inline(always)]
-fn masks_baseline<const BRACKETS: bool>(chunk: &[u8; 64]) -> Block {
+pub(crate) fn masks_baseline<const BRACKETS: bool, const CTRL: bool>(chunk: &[u8; 64]) -> Block {
     let mut m = Block::default();
     for (j, &x) in chunk.iter().enumerate() {
         m.quote |= u64::from(x == b'"') << j;
         m.backslash |= u64::from(x == b'\\') << j;
         m.open |= u64::from(x | 0x20 == OPEN_LOWER) << j;
         m.close |= u64::from(x | 0x20 == CLOSE_LOWER) << j;
+        m.ctrl |= u64::from(x < 0x20) << j;
     }
     m
 }
@@ -119,10 +129,10 @@ fn masks_baseline<const BRACKETS: bool>(chunk: &[u8; 64]) -> Block {
 #[allow(unsafe_code)]
 #[target_feature(enable = "avx2")]
 #[inline]
-fn masks_avx2<const BRACKETS: bool>(chunk: &[u8; 64]) -> Block {
+pub(crate) fn masks_avx2<const BRACKETS: bool, const CTRL: bool>(chunk: &[u8; 64]) -> Block {
     use std::arch::x86_64::{
-        __m256i, _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_movemask_epi8, _mm256_or_si256,
-        _mm256_set1_epi8,
+        __m256i, _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_min_epu8, _mm256_movemask_epi8,
+        _mm256_or_si256, _mm256_set1_epi8,
     };
     let mut m = Block::default();
     let quote = _mm256_set1_epi8(b'"' as i8);
@@ -130,6 +140,7 @@ fn masks_avx2<const BRACKETS: bool>(chunk: &[u8; 64]) -> Block {
     let lower = _mm256_set1_epi8(0x20);
     let open = _mm256_set1_epi8(OPEN_LOWER as i8);
     let close = _mm256_set1_epi8(CLOSE_LOWER as i8);
+    let top_ctrl = _mm256_set1_epi8(0x1f);
     for j in 0..2 {
         // SAFETY: every 32-byte unaligned load reads inside the 64-byte array.
         let v = unsafe { _mm256_loadu_si256(chunk.as_ptr().add(32 * j).cast::<__m256i>()) };
@@ -140,6 +151,9 @@ fn masks_avx2<const BRACKETS: bool>(chunk: &[u8; 64]) -> Block {
         if BRACKETS {
             m.open |= bits(_mm256_cmpeq_epi8(l, open));
             m.close |= bits(_mm256_cmpeq_epi8(l, close));
+        }
+        if CTRL {
+            m.ctrl |= bits(_mm256_cmpeq_epi8(_mm256_min_epu8(v, top_ctrl), v));
         }
     }
     m
@@ -163,7 +177,7 @@ pub fn escaped_bits(backslashes: u64, carry: &mut u64) -> u64 {
 /// Bit `i` of the result is the XOR of bits `0..=i` of `x`: given the unescaped quotes
 /// of a block, the bytes from each opening quote up to (not including) its closing one.
 #[inline(always)]
-fn prefix_xor(mut x: u64) -> u64 {
+pub(crate) fn prefix_xor(mut x: u64) -> u64 {
     x ^= x << 1;
     x ^= x << 2;
     x ^= x << 4;
@@ -176,8 +190,8 @@ fn prefix_xor(mut x: u64) -> u64 {
 /// A line as the block scan reads it: its bytes, and a copy of its last 64 bytes
 /// followed by spaces (which match no mask), made once, so the last, short block of
 /// any string or container in the line is read in place too.
-struct Line<'b> {
-    b: &'b [u8],
+pub(crate) struct Line<'b> {
+    pub(crate) b: &'b [u8],
     /// Where the copied tail starts in `b`.
     base: usize,
     tail: [u8; 128],
@@ -185,7 +199,7 @@ struct Line<'b> {
 
 impl<'b> Line<'b> {
     #[inline(always)]
-    fn new(b: &'b [u8]) -> Line<'b> {
+    pub(crate) fn new(b: &'b [u8]) -> Line<'b> {
         let base = b.len().saturating_sub(64);
         let mut tail = [b' '; 128];
         tail[..b.len() - base].copy_from_slice(&b[base..]);
@@ -195,7 +209,7 @@ impl<'b> Line<'b> {
     /// The 64-byte block at `p`: in place, or (the last, short one) from the tail.
     /// `None` past the end.
     #[inline(always)]
-    fn block_at(&self, p: usize) -> Option<&[u8; 64]> {
+    pub(crate) fn block_at(&self, p: usize) -> Option<&[u8; 64]> {
         if let Some(chunk) = self.b.get(p..p + 64) {
             return chunk.try_into().ok();
         }
@@ -211,7 +225,7 @@ impl<'b> Line<'b> {
 }
 
 #[inline(always)]
-fn skip_ws(b: &[u8], mut i: usize) -> usize {
+pub(crate) fn skip_ws(b: &[u8], mut i: usize) -> usize {
     while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\n' | b'\r') {
         i += 1;
     }
@@ -281,7 +295,7 @@ macro_rules! scanner {
                 let mut carry = 0u64;
                 let mut p = open + 1;
                 loop {
-                    let m = $masks::<false>(l.block_at(p)?);
+                    let m = $masks::<false, false>(l.block_at(p)?);
                     let q = m.quote & !escaped_bits(m.backslash, &mut carry);
                     if q != 0 {
                         return Some(p + q.trailing_zeros() as usize + 1);
@@ -302,7 +316,7 @@ macro_rules! scanner {
                 let mut carry = 0u64;
                 let mut p = open;
                 loop {
-                    let m = $masks::<true>(l.block_at(p)?);
+                    let m = $masks::<true, false>(l.block_at(p)?);
                     // Escaped quotes never open or close a string (outside strings, valid JSON
                     // has no backslashes at all).
                     let q = m.quote & !escaped_bits(m.backslash, &mut carry);

@@ -76,6 +76,24 @@ impl<'de> FromMap<'de> for ClaudeUsage {
 }
 
 impl ClaudeUsage {
+    /// The usage of these counts (`cache_creation_1h` is `Some` when the line has a
+    /// `cache_creation` object): what a reader other than serde found.
+    pub fn new(
+        input: u64,
+        output: u64,
+        cache_creation: u64,
+        cache_creation_1h: Option<u64>,
+        cache_read: u64,
+    ) -> ClaudeUsage {
+        ClaudeUsage {
+            input,
+            output,
+            cache_creation,
+            cache_creation_1h,
+            cache_read,
+        }
+    }
+
     /// The counts.
     pub fn tokens(&self) -> Tokens {
         Tokens {

@@ -447,11 +447,17 @@ impl Index {
         let mut fresh_ids = Ids::default();
         let mut run = |conn: &mut Connection, fresh_ids: &mut Ids| -> rusqlite::Result<()> {
             conn.pragma_update(None, "synchronous", "NORMAL")?;
+            // Each row's scope and model ids are the ones this transaction just found or
+            // added: checking them again, row by row, against their tables (the bundled
+            // SQLite enforces foreign keys) only costs time.
+            conn.pragma_update(None, "foreign_keys", false)?;
             let tx = conn.transaction()?;
             usage::write(&tx, ids, fresh_ids, batch)?;
             tx.commit()
         };
-        run(&mut self.conn, &mut fresh_ids).map_err(|e| self.sqlite(e))?;
+        let done = run(&mut self.conn, &mut fresh_ids);
+        let restored = self.conn.pragma_update(None, "foreign_keys", true);
+        done.and(restored).map_err(|e| self.sqlite(e))?;
         self.ids.scopes.extend(fresh_ids.scopes);
         self.ids.models.extend(fresh_ids.models);
         Ok(())

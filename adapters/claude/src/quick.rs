@@ -1,0 +1,298 @@
+//! An assistant line read for its usage alone, without serde.
+//!
+//! When no stage wants an assistant line's texts but the usage stage wants its usage
+//! (a backfill without markers), the line's entry is its context keys, `requestId`
+//! and `message.id`/`model`/`usage` — a few dozen bytes of a line that is mostly
+//! content. [`usage_entry`] reads them with [`Walk`], which checks every byte it
+//! skips as serde_json's skip would, and builds the entry through the same
+//! [`Base::base_entry`] the full decode uses.
+//!
+//! It answers only the common shape, and `None` — decode in full
+//! ([`crate::decode_claude_usage`]) — for anything else: a key or wanted string with an
+//! escape, a repeated wanted key, a wanted value of an unusual type (a number as
+//! `cwd`, a float count), no `message.usage` object, a `payload` or top-level `id` /
+//! `role` key (the full decode checks those), a type other than `assistant`. So an
+//! answer is always the entry [`crate::decode_claude_usage`] would give: the property
+//! tests below check it on mutated real lines.
+//!
+//! ```
+//! use transcope_adapter_claude::quick::usage_entry;
+//! use transcope_core::LinePos;
+//! let line = br#"{"type":"assistant","cwd":"/w","timestamp":"2025-01-01T00:00:00Z","message":{"id":"m1","model":"claude-x","content":[{"type":"text","text":"hi\n"}],"usage":{"input_tokens":3,"output_tokens":5}},"requestId":"r1"}"#;
+//! let e = usage_entry(line, LinePos { offset: 10, line: 2 }).unwrap();
+//! let u = e.usage.unwrap();
+//! assert_eq!((u.message_id.as_deref(), u.request_id.as_deref(), u.tokens.unwrap().output), (Some("m1"), Some("r1"), 5));
+//! assert_eq!(e.cwd.as_deref(), Some("/w"));
+//! ```
+
+use std::borrow::Cow;
+
+use transcope_adapter_common::de::Loose;
+use transcope_adapter_common::record::{Base, TypeField};
+use transcope_adapter_common::text::line_text;
+use transcope_adapter_common::usage::ClaudeUsage;
+use transcope_adapter_common::walk::{Lit, Walk};
+use transcope_core::entry::{Entry, EntryKind, LinePos};
+use transcope_core::Usage;
+
+/// A wanted value as [`Loose`] reads it, when it is a plain string or a literal.
+fn loose<'a>(w: &Walk<'a>, at: usize) -> Option<(Loose<'a>, usize)> {
+    match w.peek(at)? {
+        b'"' => w
+            .plain_str(at)
+            .map(|(s, e)| (Loose::Str(Cow::Borrowed(s)), e)),
+        _ => w.literal(at).map(|(l, e)| {
+            let v = match l {
+                Lit::Null => Loose::Null,
+                Lit::True => Loose::Bool(true),
+                Lit::False => Loose::Bool(false),
+            };
+            (v, e)
+        }),
+    }
+}
+
+/// Set bit `bit` of `seen`; `None` when it was set (a repeated key: the full decode
+/// decides).
+fn once(seen: &mut u32, bit: u32) -> Option<()> {
+    let b = 1 << bit;
+    if *seen & b != 0 {
+        return None;
+    }
+    *seen |= b;
+    Some(())
+}
+
+/// `message.usage`: the four counts and the `cache_creation` split.
+fn claude_usage(w: &Walk<'_>, at: usize) -> Option<(ClaudeUsage, usize)> {
+    let mut c = [0u64; 4];
+    let mut one_hour = None;
+    let mut seen = 0u32;
+    let end = w.object(at, |key, v| {
+        let slot = match key {
+            "input_tokens" => 0,
+            "output_tokens" => 1,
+            "cache_creation_input_tokens" => 2,
+            "cache_read_input_tokens" => 3,
+            "cache_creation" => {
+                once(&mut seen, 4)?;
+                let mut split = 0u64;
+                let mut inner = 0u32;
+                let e = w.object(v, |k, v| match k {
+                    "ephemeral_1h_input_tokens" => {
+                        once(&mut inner, 0)?;
+                        let (n, e) = w.uint(v)?;
+                        split = n;
+                        Some(e)
+                    }
+                    _ => w.skip(v),
+                })?;
+                one_hour = Some(split);
+                return Some(e);
+            }
+            _ => return w.skip(v),
+        };
+        once(&mut seen, slot)?;
+        let (n, e) = w.uint(v)?;
+        c[slot as usize] = n;
+        Some(e)
+    })?;
+    Some((ClaudeUsage::new(c[0], c[1], c[2], one_hour, c[3]), end))
+}
+
+/// The entry [`crate::decode_claude_usage`] gives `line` (not the file's first line),
+/// when the walk is certain of it (see the module docs).
+pub fn usage_entry(line: &[u8], pos: LinePos) -> Option<Entry<'_>> {
+    if pos.offset == 0 {
+        return None;
+    }
+    let text = line_text(line, false).ok()?;
+    let w = Walk::new(text);
+    let mut base = Base::default();
+    let mut request_id = Loose::Missing;
+    let (mut id, mut model, mut usage) = (Loose::Missing, Loose::Missing, None);
+    let mut seen = 0u32;
+    let end = w.object(0, |key, v| {
+        let bit = match key {
+            "type" => 0,
+            "timestamp" => 1,
+            "cwd" => 2,
+            "gitBranch" => 3,
+            "sessionId" => 4,
+            "agentId" => 5,
+            "uuid" => 6,
+            "parentUuid" => 7,
+            "logicalParentUuid" => 8,
+            "isSidechain" => 9,
+            "message" => 10,
+            "requestId" => 11,
+            // Decoded (and checked) by the full decode.
+            "payload" | "id" | "role" => return None,
+            _ => return w.skip(v),
+        };
+        once(&mut seen, bit)?;
+        let (value, e) = match bit {
+            0 => {
+                let (t, e) = w.plain_str(v)?;
+                base.ty = TypeField::Str(Cow::Borrowed(t));
+                return Some(e);
+            }
+            1 => {
+                let e = w.skip(v)?;
+                base.timestamp = Some(serde_json::from_str(&text[v..e]).ok()?);
+                return Some(e);
+            }
+            10 => {
+                let mut inner = 0u32;
+                let e = w.object(v, |k, v| {
+                    let (slot, value) = match k {
+                        "id" => (0, &mut id),
+                        "model" => (1, &mut model),
+                        "usage" => {
+                            once(&mut inner, 2)?;
+                            let (u, e) = claude_usage(&w, v)?;
+                            usage = Some(u);
+                            return Some(e);
+                        }
+                        _ => return w.skip(v),
+                    };
+                    once(&mut inner, slot)?;
+                    let (l, e) = loose(&w, v)?;
+                    *value = l;
+                    Some(e)
+                })?;
+                return Some(e);
+            }
+            _ => loose(&w, v)?,
+        };
+        *match bit {
+            2 => &mut base.cwd,
+            3 => &mut base.git_branch,
+            4 => &mut base.session_id,
+            5 => &mut base.agent_id,
+            6 => &mut base.uuid,
+            7 => &mut base.parent_uuid,
+            8 => &mut base.logical_parent_uuid,
+            9 => &mut base.is_sidechain,
+            _ => &mut request_id,
+        } = value;
+        Some(e)
+    })?;
+    if end != text.len() {
+        return None;
+    }
+    let kind = base.ty.as_str().and_then(crate::record::kind);
+    if kind != Some(EntryKind::Assistant) {
+        return None;
+    }
+    let tokens = usage?.tokens();
+    let mut entry = base.base_entry(pos, None);
+    entry.kind = kind;
+    entry.usage = Some(Usage {
+        message_id: id.into_str(),
+        request_id: request_id.into_str(),
+        model: model.into_str(),
+        tokens: Some(tokens),
+        cumulative: false,
+    });
+    Some(entry)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use transcope_core::adapter::from_fn;
+
+    /// What the full usage-only decode gives, owned.
+    fn full(line: &[u8], pos: LinePos) -> Option<Entry<'static>> {
+        let mut got = None;
+        let _ = crate::decode_claude_usage(
+            line,
+            pos,
+            &mut from_fn(|e: &Entry<'_>| got = Some(transcope_adapter_common::owned_entry(e))),
+        );
+        got
+    }
+
+    fn quick(line: &[u8], pos: LinePos) -> Option<Entry<'static>> {
+        usage_entry(line, pos).map(|e| transcope_adapter_common::owned_entry(&e))
+    }
+
+    const POS: LinePos = LinePos {
+        offset: 100,
+        line: 3,
+    };
+
+    const LINES: [&str; 3] = [
+        r#"{"parentUuid":"c25d5c7a","isSidechain":true,"userType":"external","cwd":"/w/k","sessionId":"6fa4","version":"2.1.17","gitBranch":"main","agentId":"23b6d56","message":{"id":"msg_01","type":"message","role":"assistant","model":"claude-opus-4-6","content":[{"type":"tool_use","id":"toolu_01","name":"Bash","input":{"command":"cat src/marker.rs | head -100\n","description":"Run a command"}}],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":30,"cache_creation_input_tokens":793,"cache_read_input_tokens":69197,"cache_creation":{"ephemeral_5m_input_tokens":0,"ephemeral_1h_input_tokens":793},"output_tokens":1117,"service_tier":"standard"}},"requestId":"req_011","type":"assistant","uuid":"68eb","timestamp":"2025-11-21T23:53:38.370Z"}"#,
+        r#"{"type": "assistant", "cwd": "", "gitBranch": null, "isSidechain": false, "timestamp": 5, "message": {"model": null, "content": "x \"quoted\" \u00e9 \ud800", "usage": {"input_tokens": 0, "output_tokens": 1}}}"#,
+        r#"{"type":"assistant","message":{"id":"m","usage":{"input_tokens":1,"output_tokens":2,"cache_creation":{}}},"requestId":null}"#,
+    ];
+
+    #[test]
+    fn common_shapes_read_as_the_full_decode_reads_them() {
+        for l in LINES {
+            let q = quick(l.as_bytes(), POS);
+            assert!(q.is_some(), "{l}");
+            assert_eq!(q, full(l.as_bytes(), POS), "{l}");
+        }
+    }
+
+    #[test]
+    fn unusual_shapes_are_left_to_the_full_decode() {
+        let cases = [
+            // An escape in a wanted string, a repeated key, a number folder, a float
+            // count, no usage, a payload, another type, the first line.
+            r#"{"type":"assistant","cwd":"/w\u00e9","message":{"usage":{"input_tokens":1}}}"#,
+            r#"{"type":"assistant","cwd":"/a","cwd":"/b","message":{"usage":{"input_tokens":1}}}"#,
+            r#"{"type":"assistant","cwd":5,"message":{"usage":{"input_tokens":1}}}"#,
+            r#"{"type":"assistant","message":{"usage":{"input_tokens":1.0}}}"#,
+            r#"{"type":"assistant","message":{"content":[]}}"#,
+            r#"{"type":"assistant","payload":{},"message":{"usage":{"input_tokens":1}}}"#,
+            r#"{"type":"user","message":{"usage":{"input_tokens":1}}}"#,
+        ];
+        for c in cases {
+            assert_eq!(quick(c.as_bytes(), POS), None, "{c}");
+        }
+        assert_eq!(quick(LINES[0].as_bytes(), LinePos::default()), None);
+    }
+
+    /// Every one-byte change of every line: each answer is the full decode's, and
+    /// most changes (inside strings the walk skips) still get one.
+    #[test]
+    fn every_one_byte_change() {
+        for l in LINES {
+            let (mut answered, mut tried) = (0, 0);
+            for at in 0..l.len() {
+                for byte in *b"\"\\{}[],:0 u1e.-\x01a\x7f" {
+                    let mut v = l.as_bytes().to_vec();
+                    v[at] = byte;
+                    tried += 1;
+                    if let Some(q) = quick(&v, POS) {
+                        answered += 1;
+                        assert_eq!(Some(q), full(&v, POS), "{}", String::from_utf8_lossy(&v));
+                    }
+                }
+            }
+            assert!(answered * 4 > tried, "{answered} of {tried} answered: {l}");
+        }
+    }
+
+    proptest::proptest! {
+        /// Any answer the walk gives is the full decode's, whatever a line's bytes.
+        #[test]
+        fn an_answer_is_the_full_decodes(
+            which in 0usize..3,
+            edits in proptest::collection::vec((0usize..1000, proptest::sample::select(b"\"\\{}[],:0 u1e.-\x01az".to_vec())), 1..4),
+        ) {
+            let mut v = LINES[which].as_bytes().to_vec();
+            for (at, byte) in edits {
+                let at = at % v.len();
+                v[at] = byte;
+            }
+            if let Some(q) = quick(&v, POS) {
+                proptest::prop_assert_eq!(Some(q), full(&v, POS), "{}", String::from_utf8_lossy(&v));
+            }
+        }
+    }
+}
