@@ -446,10 +446,12 @@ pub fn is_metadata_line(first_line: &[u8]) -> bool {
     // A metadata line has a `projectHash` key, spelled out or with escapes (only `\u`
     // ones can spell letters): a line with neither is none, unparsed (the first line
     // of every Claude transcript is asked).
+    static KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"projectHash"));
+    static ESCAPE: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\\u"));
     let b = text.as_bytes();
-    if memchr::memmem::find(b, b"projectHash").is_none()
-        && memchr::memmem::find(b, b"\\u").is_none()
-    {
+    if KEY.find(b).is_none() && ESCAPE.find(b).is_none() {
         return false;
     }
     serde_json::from_str::<RawRecord<'_>>(text).is_ok_and(|rec| {

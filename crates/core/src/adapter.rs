@@ -305,6 +305,11 @@ impl AdapterRegistry {
         let mut best: Option<(Confidence, &dyn AdapterFactory)> = None;
         for f in &self.factories {
             if let Some(c) = f.sniff(path, first_line) {
+                // Nothing outranks a certain answer, and the earliest wins a tie: the
+                // factories after it need not be asked.
+                if c == Confidence::Certain {
+                    return Some(f.as_ref());
+                }
                 if best.as_ref().is_none_or(|(b, _)| c > *b) {
                     best = Some((c, f.as_ref()));
                 }
@@ -345,6 +350,10 @@ impl AdapterRegistry {
         let mut best: Option<(Confidence, &'static str, Result<String, String>)> = None;
         for (name, layout) in self.layouts() {
             if let Some((c, key)) = layout.key_of(head) {
+                // As in `detect`: the first certain answer is the answer.
+                if c == Confidence::Certain {
+                    return Some((name, key));
+                }
                 if best.as_ref().is_none_or(|(b, _, _)| c > *b) {
                     best = Some((c, name, key));
                 }
