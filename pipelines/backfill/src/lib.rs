@@ -57,7 +57,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -569,6 +569,8 @@ struct Recorder {
     index: Option<Mutex<Index>>,
     index_path: PathBuf,
     waiting: Mutex<Vec<Waiting>>,
+    /// A worker is writing a batch ([`Recorder::push`]).
+    writing: AtomicBool,
     usage: Mutex<HeldUsage>,
     /// The markers file and the keys already in it.
     out: Option<(PathBuf, Mutex<MarkersFile>)>,
@@ -625,6 +627,7 @@ impl Recorder {
             index,
             index_path,
             waiting: Mutex::new(Vec::new()),
+            writing: AtomicBool::new(false),
             usage: Mutex::new(HeldUsage {
                 batch: transcope_index::UsageBatch::with_capacity(if opts.index && opts.usage {
                     USAGE_FLUSH
@@ -637,14 +640,22 @@ impl Recorder {
         })
     }
 
-    /// Queue one file; a full batch is written now, by the caller's thread.
+    /// Queue one file; a full batch is written now, by the caller's thread — unless
+    /// another worker is writing: then the batch keeps growing and this worker goes on
+    /// reading (the index has one connection; waiting for it would idle a core while
+    /// a large usage flush runs).
     fn push(&self, w: Waiting) -> Option<Summary> {
         let batch = {
             let mut waiting = lock(&self.waiting);
             waiting.push(w);
-            (waiting.len() >= INDEX_BATCH).then(|| std::mem::take(&mut *waiting))
+            (waiting.len() >= INDEX_BATCH && !self.writing.swap(true, Ordering::Acquire))
+                .then(|| std::mem::take(&mut *waiting))
         };
-        batch.map(|b| self.write(b))
+        batch.map(|b| {
+            let written = self.write(b);
+            self.writing.store(false, Ordering::Release);
+            written
+        })
     }
 
     /// Write what is still waiting, and sync the markers file.
