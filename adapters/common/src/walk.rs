@@ -118,12 +118,12 @@ macro_rules! indexer {
         mod $name {
             use super::*;
 
-            /// Index `l`: its backslashes into `out` (a mask a block), its unescaped
-            /// quotes' positions into `quotes`, checking every string as
+            /// Index `l`: its unescaped quotes' positions into `quotes`, checking every
+            /// string as
             /// serde_json checks a string it skips: no control character, every escape
             /// valid. `false` when a string fails (or the line ends inside one).
             $(#[$attr])*
-            pub(super) fn index(l: &Line<'_>, out: &mut Vec<u64>, quotes: &mut Vec<u32>) -> bool {
+            pub(super) fn index(l: &Line<'_>, quotes: &mut Vec<u32>) -> bool {
                 let mut carry = 0u64;
                 // All ones when the block starts inside a string.
                 let mut inside_before = 0u64;
@@ -153,7 +153,6 @@ macro_rules! indexer {
                             }
                         }
                     }
-                    out.push(m.backslash);
                     let mut q = quote;
                     while q != 0 {
                         quotes.push((p + q.trailing_zeros() as usize) as u32);
@@ -179,24 +178,17 @@ indexer!(avx2, masks_avx2, #[target_feature(enable = "avx2")] #[inline]);
 /// starts at a quote of the index and ends at the next one.
 pub struct Walk<'a> {
     text: &'a str,
-    /// The backslashes of each 64-byte block.
-    backslashes: Vec<u64>,
-    /// The unescaped quotes, in order: the strings' ends, in pairs.
+    /// The unescaped quotes, in order: the strings' ends, in pairs. Empty when a string
+    /// of the line failed the index's checks (then no string is read or skipped).
     quotes: Vec<u32>,
     /// The next string the walk meets opens at `quotes[next]`.
     next: std::cell::Cell<usize>,
-    /// Every string of the line passed the index's checks.
-    valid: bool,
 }
 
 impl<'a> Walk<'a> {
     /// A walk over `text` (a line's text: [`crate::text::line_text`]).
     pub fn new(text: &'a str) -> Walk<'a> {
-        #[cfg(target_arch = "x86_64")]
-        let avx2 = std::arch::is_x86_feature_detected!("avx2");
-        #[cfg(not(target_arch = "x86_64"))]
-        let avx2 = false;
-        Walk::with_avx2(text, avx2)
+        Walk::with_avx2(text, true)
     }
 
     /// [`Walk::new`] with the instruction set chosen (`avx2` only where the CPU has
@@ -204,41 +196,30 @@ impl<'a> Walk<'a> {
     #[allow(unsafe_code)]
     pub fn with_avx2(text: &'a str, avx2: bool) -> Walk<'a> {
         let line = Line::new(text.as_bytes());
-        if text.len() > u32::MAX as usize {
-            return Walk {
-                text,
-                backslashes: Vec::new(),
-                quotes: Vec::new(),
-                next: Default::default(),
-                valid: false,
-            };
-        }
-        let mut backslashes = Vec::with_capacity(text.len() / 64 + 1);
         let mut quotes = Vec::with_capacity(64);
+        // Positions are `u32`s: a longer line is left to the full decode.
+        let fits = u32::try_from(text.len()).is_ok();
         #[cfg(target_arch = "x86_64")]
-        let valid = if avx2 && std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU has AVX2 (checked just above).
-            unsafe { avx2::index(&line, &mut backslashes, &mut quotes) }
-        } else {
-            baseline::index(&line, &mut backslashes, &mut quotes)
-        };
+        let valid = fits
+            && if avx2 && std::arch::is_x86_feature_detected!("avx2") {
+                // SAFETY: the CPU has AVX2 (checked just above).
+                unsafe { avx2::index(&line, &mut quotes) }
+            } else {
+                baseline::index(&line, &mut quotes)
+            };
         #[cfg(not(target_arch = "x86_64"))]
         let valid = {
             let _ = avx2;
-            baseline::index(&line, &mut backslashes, &mut quotes)
+            fits && baseline::index(&line, &mut quotes)
         };
+        if !valid {
+            quotes.clear();
+        }
         Walk {
             text,
-            backslashes,
             quotes,
             next: Default::default(),
-            valid,
         }
-    }
-
-    /// The text walked.
-    pub fn text(&self) -> &'a str {
-        self.text
     }
 
     fn bytes(&self) -> &'a [u8] {
@@ -251,27 +232,12 @@ impl<'a> Walk<'a> {
     fn string_end(&self, open: usize) -> Option<usize> {
         let n = self.next.get();
         match self.quotes.get(n..n + 2) {
-            Some(&[o, c]) if self.valid && o as usize == open => {
+            Some(&[o, c]) if o as usize == open => {
                 self.next.set(n + 2);
                 Some(c as usize + 1)
             }
             _ => None,
         }
-    }
-
-    /// Whether a backslash lies strictly between `open` and `close`.
-    fn escapes(&self, open: usize, close: usize) -> bool {
-        let (first, last) = (open / 64, close / 64);
-        (first..=last).any(|blk| {
-            let mut m = self.backslashes.get(blk).copied().unwrap_or(0);
-            if blk == first {
-                m &= u64::MAX << (open % 64);
-            }
-            if blk == last {
-                m &= (1u64 << (close % 64)) - 1;
-            }
-            m != 0
-        })
     }
 
     /// One past the value at `at` (white space before it allowed), checked as
@@ -321,13 +287,15 @@ impl<'a> Walk<'a> {
         let i = skip_ws(self.bytes(), at);
         let n = self.next.get();
         let end = self.string_end(i)?;
-        if self.escapes(i, end - 1) {
+        // Quotes are ASCII: both ends are character boundaries.
+        let inner = &self.text[i + 1..end - 1];
+        // Any backslash between a string's quotes is an escape.
+        if inner.as_bytes().contains(&b'\\') {
             // Not read: the string may still be skipped.
             self.next.set(n);
             return None;
         }
-        // Quotes are ASCII: both ends are character boundaries.
-        Some((&self.text[i + 1..end - 1], end))
+        Some((inner, end))
     }
 
     /// The literal at `at` (white space before it allowed), and one past it.
