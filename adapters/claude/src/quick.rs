@@ -32,7 +32,7 @@ use transcope_adapter_common::record::{Base, TypeField};
 use transcope_adapter_common::text::line_text;
 use transcope_adapter_common::usage::ClaudeUsage;
 use transcope_adapter_common::walk::{Lit, Walk};
-use transcope_core::entry::{Entry, EntryKind, LinePos};
+use transcope_core::entry::{Entry, EntryKind, LinePos, TimeValue};
 use transcope_core::Usage;
 
 /// A wanted value as [`Loose`] reads it, when it is a plain string or a literal.
@@ -100,6 +100,11 @@ fn claude_usage(w: &Walk<'_>, at: usize) -> Option<(ClaudeUsage, usize)> {
     Some((ClaudeUsage::new(c[0], c[1], c[2], one_hour, c[3]), end))
 }
 
+thread_local! {
+    /// The walk's index room, kept from line to line.
+    static BUFFER: std::cell::Cell<Vec<u32>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
 /// The entry [`crate::decode_claude_usage`] gives `line` (not the file's first line),
 /// when the walk is certain of it (see the module docs).
 pub fn usage_entry(line: &[u8], pos: LinePos) -> Option<Entry<'_>> {
@@ -107,8 +112,21 @@ pub fn usage_entry(line: &[u8], pos: LinePos) -> Option<Entry<'_>> {
         return None;
     }
     let text = line_text(line, false).ok()?;
-    let w = Walk::new(text);
+    let w = Walk::new_in(text, BUFFER.take());
+    let entry = walk_entry(&w, text, pos);
+    let mut buffer = w.into_buffer();
+    // A rare huge line's room is not kept.
+    if buffer.capacity() > 1 << 16 {
+        buffer = Vec::new();
+    }
+    BUFFER.set(buffer);
+    entry
+}
+
+fn walk_entry<'a>(w: &Walk<'a>, text: &'a str, pos: LinePos) -> Option<Entry<'a>> {
     let mut base = Base::default();
+    // A plain string timestamp, which is the entry's time as it is.
+    let mut time = None;
     let mut request_id = Loose::Missing;
     let (mut id, mut model, mut usage) = (Loose::Missing, Loose::Missing, None);
     let mut seen = 0u32;
@@ -138,6 +156,10 @@ pub fn usage_entry(line: &[u8], pos: LinePos) -> Option<Entry<'_>> {
                 return Some(e);
             }
             1 => {
+                if let Some((t, e)) = w.plain_str(v) {
+                    time = Some(t);
+                    return Some(e);
+                }
                 let e = w.skip(v)?;
                 base.timestamp = Some(serde_json::from_str(&text[v..e]).ok()?);
                 return Some(e);
@@ -150,20 +172,20 @@ pub fn usage_entry(line: &[u8], pos: LinePos) -> Option<Entry<'_>> {
                         "model" => (1, &mut model),
                         "usage" => {
                             once(&mut inner, 2)?;
-                            let (u, e) = claude_usage(&w, v)?;
+                            let (u, e) = claude_usage(w, v)?;
                             usage = Some(u);
                             return Some(e);
                         }
                         _ => return w.skip(v),
                     };
                     once(&mut inner, slot)?;
-                    let (l, e) = loose(&w, v)?;
+                    let (l, e) = loose(w, v)?;
                     *value = l;
                     Some(e)
                 })?;
                 return Some(e);
             }
-            _ => loose(&w, v)?,
+            _ => loose(w, v)?,
         };
         *match bit {
             2 => &mut base.cwd,
@@ -187,6 +209,10 @@ pub fn usage_entry(line: &[u8], pos: LinePos) -> Option<Entry<'_>> {
     }
     let tokens = usage?.tokens();
     let mut entry = base.base_entry(pos, None);
+    if let Some(t) = time {
+        // What `time_value` makes of an unescaped string.
+        entry.time = TimeValue::Str(Cow::Borrowed(t));
+    }
     entry.kind = kind;
     entry.usage = Some(Usage {
         message_id: id.into_str(),

@@ -118,15 +118,18 @@ macro_rules! indexer {
         mod $name {
             use super::*;
 
-            /// Index `l`: its unescaped quotes' positions into `quotes`, checking every
-            /// string as
-            /// serde_json checks a string it skips: no control character, every escape
-            /// valid. `false` when a string fails (or the line ends inside one).
+            /// Index `l`: its unescaped quotes' positions into `quotes` (a closing quote
+            /// with [`ESCAPED`] set when its string holds an escape), checking every
+            /// string as serde_json checks a string it skips: no control character,
+            /// every escape valid. `false` when a string fails (or the line ends
+            /// inside one).
             $(#[$attr])*
             pub(super) fn index(l: &Line<'_>, quotes: &mut Vec<u32>) -> bool {
                 let mut carry = 0u64;
                 // All ones when the block starts inside a string.
                 let mut inside_before = 0u64;
+                // The string open at the block's start holds an escape already.
+                let mut pending = false;
                 let mut p = 0;
                 while let Some(block) = l.block_at(p) {
                     let m = $masks::<false, true>(block);
@@ -138,7 +141,8 @@ macro_rules! indexer {
                     if m.ctrl & inside != 0 {
                         return false;
                     }
-                    let mut e = escaped & inside;
+                    let inside_escapes = escaped & inside;
+                    let mut e = inside_escapes;
                     while e != 0 {
                         let i = e.trailing_zeros() as usize;
                         e &= e - 1;
@@ -153,11 +157,26 @@ macro_rules! indexer {
                             }
                         }
                     }
+                    // The escapes not yet given to a string's closing quote: each lies
+                    // inside the string the next closing quote ends.
+                    let mut left = inside_escapes;
                     let mut q = quote;
                     while q != 0 {
-                        quotes.push((p + q.trailing_zeros() as usize) as u32);
+                        let i = q.trailing_zeros();
                         q &= q - 1;
+                        let mut at = (p + i as usize) as u32;
+                        // Quotes pair in order: an odd one closes a string.
+                        if quotes.len() % 2 == 1 {
+                            let before = (1u64 << i) - 1;
+                            if pending || left & before != 0 {
+                                at |= ESCAPED;
+                            }
+                            left &= !before;
+                            pending = false;
+                        }
+                        quotes.push(at);
                     }
+                    pending |= left != 0;
                     p += 64;
                 }
                 inside_before == 0
@@ -170,6 +189,10 @@ indexer!(baseline, masks_baseline, #[inline(always)]);
 #[cfg(target_arch = "x86_64")]
 indexer!(avx2, masks_avx2, #[target_feature(enable = "avx2")] #[inline]);
 
+/// The bit of a closing quote's position in the index that says its string holds an
+/// escape (positions are below it: a longer line is left to the full decode).
+const ESCAPED: u32 = 1 << 31;
+
 /// A line being walked: its text and its string index, made in one pass.
 ///
 /// The index pairs the line's unescaped quotes in order, which is how the walk meets
@@ -178,8 +201,9 @@ indexer!(avx2, masks_avx2, #[target_feature(enable = "avx2")] #[inline]);
 /// starts at a quote of the index and ends at the next one.
 pub struct Walk<'a> {
     text: &'a str,
-    /// The unescaped quotes, in order: the strings' ends, in pairs. Empty when a string
-    /// of the line failed the index's checks (then no string is read or skipped).
+    /// The unescaped quotes, in order: the strings' ends, in pairs, a closing one
+    /// marked [`ESCAPED`] when its string holds an escape. Empty when a string of the
+    /// line failed the index's checks (then no string is read or skipped).
     quotes: Vec<u32>,
     /// The next string the walk meets opens at `quotes[next]`.
     next: std::cell::Cell<usize>,
@@ -191,14 +215,32 @@ impl<'a> Walk<'a> {
         Walk::with_avx2(text, true)
     }
 
+    /// [`Walk::new`] building its index in `buffer`'s room (emptied first), for a
+    /// caller that walks line after line: [`Walk::into_buffer`] hands it back.
+    pub fn new_in(text: &'a str, buffer: Vec<u32>) -> Walk<'a> {
+        Walk::build(text, true, buffer)
+    }
+
+    /// The index's room, for the next [`Walk::new_in`].
+    pub fn into_buffer(self) -> Vec<u32> {
+        self.quotes
+    }
+
     /// [`Walk::new`] with the instruction set chosen (`avx2` only where the CPU has
     /// it). For tests and benchmarks.
-    #[allow(unsafe_code)]
     pub fn with_avx2(text: &'a str, avx2: bool) -> Walk<'a> {
+        Walk::build(text, avx2, Vec::new())
+    }
+
+    #[allow(unsafe_code)]
+    fn build(text: &'a str, avx2: bool, mut quotes: Vec<u32>) -> Walk<'a> {
         let line = Line::new(text.as_bytes());
-        let mut quotes = Vec::with_capacity(64);
-        // Positions are `u32`s: a longer line is left to the full decode.
-        let fits = u32::try_from(text.len()).is_ok();
+        quotes.clear();
+        // About one quote in sixteen bytes of a transcript line: room for most lines
+        // at once.
+        quotes.reserve(64 + text.len() / 16);
+        // Positions stay below [`ESCAPED`]: a longer line is left to the full decode.
+        let fits = text.len() < ESCAPED as usize;
         #[cfg(target_arch = "x86_64")]
         let valid = fits
             && if avx2 && std::arch::is_x86_feature_detected!("avx2") {
@@ -234,7 +276,7 @@ impl<'a> Walk<'a> {
         match self.quotes.get(n..n + 2) {
             Some(&[o, c]) if o as usize == open => {
                 self.next.set(n + 2);
-                Some(c as usize + 1)
+                Some((c & !ESCAPED) as usize + 1)
             }
             _ => None,
         }
@@ -287,15 +329,13 @@ impl<'a> Walk<'a> {
         let i = skip_ws(self.bytes(), at);
         let n = self.next.get();
         let end = self.string_end(i)?;
-        // Quotes are ASCII: both ends are character boundaries.
-        let inner = &self.text[i + 1..end - 1];
-        // Any backslash between a string's quotes is an escape.
-        if inner.as_bytes().contains(&b'\\') {
+        if self.quotes[n + 1] & ESCAPED != 0 {
             // Not read: the string may still be skipped.
             self.next.set(n);
             return None;
         }
-        Some((inner, end))
+        // Quotes are ASCII: both ends are character boundaries.
+        Some((&self.text[i + 1..end - 1], end))
     }
 
     /// The literal at `at` (white space before it allowed), and one past it.
@@ -451,6 +491,66 @@ mod tests {
         // A key with an escape: the full decode decides.
         let w = Walk::new(r#"{"c\u0077d": 1}"#);
         assert_eq!(w.object(0, |_, at| w.skip(at)), None);
+    }
+
+    #[test]
+    fn escapes_are_told_per_string() {
+        // Strings that end in the block they start in, strings that cross one or two
+        // block boundaries, an escape as a block's last or first byte.
+        let pieces = [
+            "a".repeat(3),
+            "b\\nb".to_owned(),
+            "c".repeat(70),
+            format!("{}\\\"{}", "d".repeat(61), "d".repeat(5)),
+            "e".repeat(130),
+            format!("{}\\u00e9", "f".repeat(62)),
+            "g".to_owned(),
+            String::new(),
+        ];
+        for shift in 0..64 {
+            let mut text = format!("{{\"k{}\": 0", "k".repeat(shift));
+            for (i, v) in pieces.iter().enumerate() {
+                text.push_str(&format!(", \"v{i}\": \"{v}\""));
+            }
+            text.push('}');
+            for avx2 in [false, true] {
+                let w = Walk::with_avx2(&text, avx2);
+                let mut got = Vec::new();
+                let end = w.object(0, |k, at| {
+                    if k.starts_with('k') {
+                        return w.skip(at);
+                    }
+                    let s = w.plain_str(at);
+                    got.push(s.map(|s| s.0.to_owned()));
+                    s.map(|s| s.1).or_else(|| w.skip(at))
+                });
+                assert_eq!(end, Some(text.len()), "{text}");
+                let want: Vec<_> = pieces
+                    .iter()
+                    .map(|v| (!v.contains('\\')).then(|| v.clone()))
+                    .collect();
+                assert_eq!(got, want, "shift {shift}, avx2 {avx2}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_buffer_walks_line_after_line() {
+        let mut buffer = Vec::new();
+        for text in [r#"{"a": "x\"y", "b": "z"}"#, r#"{"b": "w"}"#] {
+            let w = Walk::new_in(text, buffer);
+            let mut got = None;
+            w.object(0, |k, at| match k {
+                "b" => w.plain_str(at).map(|(s, e)| {
+                    got = Some(s);
+                    e
+                }),
+                _ => w.skip(at),
+            })
+            .unwrap();
+            assert!(got.is_some_and(|s| s.len() == 1));
+            buffer = w.into_buffer();
+        }
     }
 
     #[test]
