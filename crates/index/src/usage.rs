@@ -51,6 +51,8 @@ impl UsageBatch {
         self.owners.push((item.session.clone(), root.to_owned()));
         let is_root = item.parent.is_none();
         let first_scope = self.scopes.len();
+        // A read's requests share their model's `Arc` while the model stays the same.
+        let mut last_model: Option<(Arc<str>, u32)> = None;
         for u in usage {
             // A read's requests share a few scopes (the same `Arc` for one log row).
             let scope = match self.scopes[first_scope..]
@@ -63,12 +65,19 @@ impl UsageBatch {
                     (self.scopes.len() - 1) as u32
                 }
             };
-            let model = u.model.map(|m| match self.model_slots.get(&*m) {
-                Some(slot) => *slot,
-                None => {
-                    let slot = self.models.len() as u32;
-                    self.models.push(m.to_string());
-                    self.model_slots.insert(m.to_string(), slot);
+            let model = u.model.map(|m| match &last_model {
+                Some((l, slot)) if Arc::ptr_eq(l, &m) => *slot,
+                _ => {
+                    let slot = match self.model_slots.get(&*m) {
+                        Some(slot) => *slot,
+                        None => {
+                            let slot = self.models.len() as u32;
+                            self.models.push(m.to_string());
+                            self.model_slots.insert(m.to_string(), slot);
+                            slot
+                        }
+                    };
+                    last_model = Some((m, slot));
                     slot
                 }
             });

@@ -333,7 +333,7 @@ pub fn attribute_into<R: ProjectResolver>(
         done.unattributed = unattributed;
         item.markers = f;
     }
-    done.requests = spent.len() as u64;
+    done.requests = spent.iter().map(|s| s.copies).sum();
     item.usage = spending(&rows, spent);
     done
 }

@@ -3,6 +3,9 @@
 //! [`UsageStage`] takes the token usage the adapters put on entries
 //! ([`transcope_core::Usage`]) and hands back one [`Spent`] per model request: its key
 //! (what every copy of the request shares), its time, its model and its [`Tokens`].
+//! Copies of a request that follow one another in a file (a streamed message's lines)
+//! are handed on as one, merged as the index merges copies; any other copy is handed
+//! on as it is, and the index keeps one by key.
 //!
 //! * **Claude Code:** an assistant line's `message.usage`. Streamed chunks of one
 //!   message share `message.id` (and the request its `requestId`): the key is
@@ -30,9 +33,9 @@
 //! s.entry(&e);
 //! s.entry(&e); // a streamed copy
 //! let spent = s.take();
-//! assert_eq!(spent.len(), 2, "both copies are handed on; the index keeps one by key");
+//! assert_eq!(spent.len(), 1, "a copy that follows is merged into the one before");
 //! assert_eq!(spent[0].key, transcope_core::digest::request_key(&["claude:m1:r1"]));
-//! assert_eq!(spent[0].key, spent[1].key);
+//! assert_eq!(spent[0].copies, 2);
 //! ```
 #![warn(missing_docs)]
 
@@ -58,6 +61,9 @@ pub struct Spent {
     pub model: Option<Arc<str>>,
     /// The counts.
     pub tokens: Tokens,
+    /// How many copies of the request this is: a streamed message's copies that follow
+    /// one another in a file are handed on as one, merged as the index merges copies.
+    pub copies: u64,
 }
 
 /// The usage stage over one transcript (see the crate docs).
@@ -74,6 +80,9 @@ pub struct UsageStage {
     /// When the session began (its first `session_meta`, Codex): running totals
     /// stamped before it are a fork's copy of its source's history.
     start: Option<transcope_core::Instant>,
+    /// The last request keyed from a message and request id: its ids and key (a
+    /// streamed message's copies follow one another).
+    last: Option<(String, Option<String>, u128)>,
     spent: Vec<Spent>,
 }
 
@@ -136,9 +145,28 @@ impl EntrySink for UsageStage {
                 let session = e.session_id.as_deref().unwrap_or(&self.key);
                 request_key(&["gemini:", session, ":", m])
             }
-            Some(m) => match u.request_id.as_deref() {
-                Some(r) => request_key(&[a, ":", m, ":", r]),
-                None => request_key(&[a, ":", m]),
+            Some(m) => match &self.last {
+                Some((lm, lr, key)) if lm == m && lr.as_deref() == u.request_id.as_deref() => *key,
+                _ => {
+                    let r = u.request_id.as_deref();
+                    let key = match r {
+                        Some(r) => request_key(&[a, ":", m, ":", r]),
+                        None => request_key(&[a, ":", m]),
+                    };
+                    // The strings' room is kept for the next request's ids.
+                    let (lm, lr, k) = self.last.get_or_insert_with(Default::default);
+                    lm.clear();
+                    lm.push_str(m);
+                    match (r, lr) {
+                        (Some(r), Some(lr)) => {
+                            lr.clear();
+                            lr.push_str(r);
+                        }
+                        (r, lr) => *lr = r.map(str::to_owned),
+                    }
+                    *k = key;
+                    key
+                }
             },
             None => request_key(&[a, ":", &self.key, "#", &e.offset.to_string()]),
         };
@@ -149,11 +177,31 @@ impl EntrySink for UsageStage {
             }),
             None => self.model.clone(),
         };
+        // The copy before is of the same request (a streamed message's next line):
+        // merged here as the index would merge the two, the earlier one's time kept (the
+        // first on a tie), each count the largest. Only copies naming the same model
+        // merge, so which copy's model the index keeps cannot depend on it.
+        if let Some(last) = self.spent.last_mut() {
+            if last.key == key && last.model == model {
+                last.copies += 1;
+                last.tokens.max_each(&tokens);
+                let earlier = match (at, last.at) {
+                    (Some(a), Some(b)) => a < b,
+                    (Some(_), None) => true,
+                    (None, _) => false,
+                };
+                if earlier {
+                    last.at = at;
+                }
+                return;
+            }
+        }
         self.spent.push(Spent {
             key,
             at,
             model,
             tokens,
+            copies: 1,
         });
     }
 }
@@ -179,6 +227,7 @@ impl Stage for UsageStage {
     fn begin(&mut self, file: &FileContext<'_>) {
         self.key = file.key.unwrap_or("").to_owned();
         self.adapter = file.adapter;
+        self.last = None;
     }
 
     /// The model and running total an appended piece goes on from.
