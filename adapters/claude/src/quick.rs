@@ -100,11 +100,6 @@ fn claude_usage(w: &Walk<'_>, at: usize) -> Option<(ClaudeUsage, usize)> {
     Some((ClaudeUsage::new(c[0], c[1], c[2], one_hour, c[3]), end))
 }
 
-thread_local! {
-    /// The walk's index room, kept from line to line.
-    static BUFFER: std::cell::Cell<Vec<u32>> = const { std::cell::Cell::new(Vec::new()) };
-}
-
 /// The entry [`crate::decode_claude_usage`] gives `line` (not the file's first line),
 /// when the walk is certain of it (see the module docs).
 pub fn usage_entry(line: &[u8], pos: LinePos) -> Option<Entry<'_>> {
@@ -112,18 +107,7 @@ pub fn usage_entry(line: &[u8], pos: LinePos) -> Option<Entry<'_>> {
         return None;
     }
     let text = line_text(line, false).ok()?;
-    let w = Walk::new_in(text, BUFFER.take());
-    let entry = walk_entry(&w, text, pos);
-    let mut buffer = w.into_buffer();
-    // A rare huge line's room is not kept.
-    if buffer.capacity() > 1 << 16 {
-        buffer = Vec::new();
-    }
-    BUFFER.set(buffer);
-    entry
-}
-
-fn walk_entry<'a>(w: &Walk<'a>, text: &'a str, pos: LinePos) -> Option<Entry<'a>> {
+    let w = Walk::new(text);
     let mut base = Base::default();
     // A plain string timestamp, which is the entry's time as it is.
     let mut time = None;
@@ -172,20 +156,20 @@ fn walk_entry<'a>(w: &Walk<'a>, text: &'a str, pos: LinePos) -> Option<Entry<'a>
                         "model" => (1, &mut model),
                         "usage" => {
                             once(&mut inner, 2)?;
-                            let (u, e) = claude_usage(w, v)?;
+                            let (u, e) = claude_usage(&w, v)?;
                             usage = Some(u);
                             return Some(e);
                         }
                         _ => return w.skip(v),
                     };
                     once(&mut inner, slot)?;
-                    let (l, e) = loose(w, v)?;
+                    let (l, e) = loose(&w, v)?;
                     *value = l;
                     Some(e)
                 })?;
                 return Some(e);
             }
-            _ => loose(w, v)?,
+            _ => loose(&w, v)?,
         };
         *match bit {
             2 => &mut base.cwd,

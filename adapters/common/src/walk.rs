@@ -193,6 +193,12 @@ indexer!(avx2, masks_avx2, #[target_feature(enable = "avx2")] #[inline]);
 /// escape (positions are below it: a longer line is left to the full decode).
 const ESCAPED: u32 = 1 << 31;
 
+thread_local! {
+    /// The index room of the thread's last walk, kept for its next: a caller walks
+    /// line after line.
+    static ROOM: std::cell::Cell<Vec<u32>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
 /// A line being walked: its text and its string index, made in one pass.
 ///
 /// The index pairs the line's unescaped quotes in order, which is how the walk meets
@@ -215,27 +221,13 @@ impl<'a> Walk<'a> {
         Walk::with_avx2(text, true)
     }
 
-    /// [`Walk::new`] building its index in `buffer`'s room (emptied first), for a
-    /// caller that walks line after line: [`Walk::into_buffer`] hands it back.
-    pub fn new_in(text: &'a str, buffer: Vec<u32>) -> Walk<'a> {
-        Walk::build(text, true, buffer)
-    }
-
-    /// The index's room, for the next [`Walk::new_in`].
-    pub fn into_buffer(self) -> Vec<u32> {
-        self.quotes
-    }
-
     /// [`Walk::new`] with the instruction set chosen (`avx2` only where the CPU has
     /// it). For tests and benchmarks.
-    pub fn with_avx2(text: &'a str, avx2: bool) -> Walk<'a> {
-        Walk::build(text, avx2, Vec::new())
-    }
-
     #[allow(unsafe_code)]
-    fn build(text: &'a str, avx2: bool, mut quotes: Vec<u32>) -> Walk<'a> {
+    pub fn with_avx2(text: &'a str, avx2: bool) -> Walk<'a> {
         let line = Line::new(text.as_bytes());
-        quotes.clear();
+        // The room of the thread's last walk (handed back when a walk is dropped).
+        let mut quotes = ROOM.take();
         // About one quote in sixteen bytes of a transcript line: room for most lines
         // at once.
         quotes.reserve(64 + text.len() / 16);
@@ -395,6 +387,17 @@ impl<'a> Walk<'a> {
     }
 }
 
+impl Drop for Walk<'_> {
+    fn drop(&mut self) {
+        // A rare huge line's room is not kept.
+        if self.quotes.capacity() <= 1 << 16 {
+            let mut quotes = std::mem::take(&mut self.quotes);
+            quotes.clear();
+            ROOM.set(quotes);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -536,9 +539,8 @@ mod tests {
 
     #[test]
     fn a_buffer_walks_line_after_line() {
-        let mut buffer = Vec::new();
         for text in [r#"{"a": "x\"y", "b": "z"}"#, r#"{"b": "w"}"#] {
-            let w = Walk::new_in(text, buffer);
+            let w = Walk::new(text);
             let mut got = None;
             w.object(0, |k, at| match k {
                 "b" => w.plain_str(at).map(|(s, e)| {
@@ -549,7 +551,6 @@ mod tests {
             })
             .unwrap();
             assert!(got.is_some_and(|s| s.len() == 1));
-            buffer = w.into_buffer();
         }
     }
 

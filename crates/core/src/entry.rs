@@ -282,3 +282,23 @@ pub struct LinePos {
     /// 1-based line number.
     pub line: u64,
 }
+
+/// Whether a new copy of a request, stamped `new` (a root session's when
+/// `new_root`), is earlier than the copy kept so far (`kept`, `kept_root`): the
+/// copy whose time, session and scope a request keeps is the earliest by time (a
+/// timed copy before an untimed one), a root session's on a tie, else the first
+/// seen.
+pub fn is_earlier_copy<T: Ord>(
+    new: Option<T>,
+    new_root: bool,
+    kept: Option<T>,
+    kept_root: bool,
+) -> bool {
+    let root_first = new_root && !kept_root;
+    match (new, kept) {
+        (Some(a), Some(b)) => a < b || (a == b && root_first),
+        (Some(_), None) => true,
+        (None, None) => root_first,
+        (None, Some(_)) => false,
+    }
+}

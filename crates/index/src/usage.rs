@@ -120,12 +120,12 @@ impl UsageBatch {
 impl Request {
     /// [`UPSERT_USAGE`] in memory: `self` is the copy kept so far.
     fn merge(&mut self, new: Request) {
-        let earlier = match (new.at_us, self.at_us) {
-            (Some(a), Some(b)) => a < b || (a == b && new.is_root && !self.is_root),
-            (Some(_), None) => true,
-            (None, None) => new.is_root && !self.is_root,
-            (None, Some(_)) => false,
-        };
+        let earlier = transcope_core::entry::is_earlier_copy(
+            new.at_us,
+            new.is_root,
+            self.at_us,
+            self.is_root,
+        );
         self.tokens.max_each(&new.tokens);
         if earlier {
             self.scope = new.scope;

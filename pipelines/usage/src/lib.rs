@@ -185,12 +185,8 @@ impl EntrySink for UsageStage {
             if last.key == key && last.model == model {
                 last.copies += 1;
                 last.tokens.max_each(&tokens);
-                let earlier = match (at, last.at) {
-                    (Some(a), Some(b)) => a < b,
-                    (Some(_), None) => true,
-                    (None, _) => false,
-                };
-                if earlier {
+                // One file's copies are all of one session, root or not.
+                if transcope_core::entry::is_earlier_copy(at, false, last.at, false) {
                     last.at = at;
                 }
                 return;
