@@ -20,7 +20,12 @@
 //!
 //! An assistant line wanted for its usage alone (no stage wants its texts) is read by
 //! [`quick::usage_entry`] instead — a walk that checks what it skips as serde would —
-//! and decoded as above only when the walk is unsure.
+//! and decoded as above only when the walk is unsure. A line that ends as an assistant
+//! line does ([`quick::looks_assistant`]) is walked *before* it is probed, when its
+//! sink likely wants its usage alone: the walk reads its folder and branch as the probe
+//! would ([`quick::usage_read`]), and the sink is asked with them, so the probe's own
+//! pass over the line is saved (a quarter of a backfill's probing); the answer decides
+//! as after a probe.
 //!
 //! * [`ClaudeAdapter`] implements [`Adapter`]; [`ClaudeFactory`] implements
 //!   [`AdapterFactory`] (name `claude`) and is the registry's fallback: it answers
@@ -78,7 +83,9 @@ pub mod quick;
 pub mod record;
 
 use transcope_adapter_common::record::{emit, parse};
-use transcope_core::adapter::{Adapter, AdapterFactory, Confidence, EntrySink, Layout, Skip};
+use transcope_core::adapter::{
+    Adapter, AdapterFactory, Confidence, EntrySink, Layout, Probe, Skip,
+};
 use transcope_core::entry::{EntryKind, LinePos};
 
 pub use detect::{classify, FirstLine};
@@ -138,14 +145,24 @@ impl Adapter for ClaudeAdapter {
         // A line no sink wants is not decoded (the first line may carry a BOM, which
         // only the full decode strips).
         if pos.offset > 0 {
+            // What looks like an assistant line wanted for its usage is walked first:
+            // the walk reads its folder and branch as the probe would, so the probe
+            // need not pass over it too.
+            let walked = quick::looks_assistant(line) && usage_alone_likely(line, sink);
+            if walked {
+                if let Some(done) = walk_first(line, pos, sink) {
+                    return done;
+                }
+            }
             if let Some(p) = probe::probe(line) {
                 if !sink.wants(&p) {
                     return Ok(());
                 }
                 // Wanted for its usage alone: the message's content is skipped unread,
-                // by the walk when it is certain of the entry, else by serde.
-                if p.usage && !sink.wants(&transcope_core::adapter::Probe { usage: false, ..p }) {
-                    if let Some(e) = quick::usage_entry(line, pos) {
+                // by the walk when it is certain of the entry (not walked already),
+                // else by serde.
+                if p.usage && !sink.wants(&Probe { usage: false, ..p }) {
+                    if let Some(e) = quick::usage_entry(line, pos).filter(|_| !walked) {
                         sink.entry(&e);
                         return Ok(());
                     }
@@ -155,6 +172,47 @@ impl Adapter for ClaudeAdapter {
         }
         decode_claude(line, pos, sink)
     }
+}
+
+/// An assistant line's probe with no folder or branch: what a sink is asked before the
+/// walk, which reads them.
+fn assistant(line: &[u8], usage: bool) -> Probe<'_> {
+    Probe {
+        kind: Some(EntryKind::Assistant),
+        cwd: None,
+        branch: None,
+        text: true,
+        usage,
+        line,
+    }
+}
+
+/// Whether an assistant line is likely wanted for its usage and not for its texts: the
+/// answer for a line without folder or branch (a stage that wants a folder change is
+/// asked again once the walk has read them).
+fn usage_alone_likely(line: &[u8], sink: &dyn EntrySink) -> bool {
+    sink.wants(&assistant(line, true)) && !sink.wants(&assistant(line, false))
+}
+
+/// An assistant line read by the walk, then handed on exactly as after its probe:
+/// not at all when no sink wants it, decoded in full when a sink wants more than its
+/// usage, else the walk's entry. `None` when the walk is unsure (the caller probes).
+fn walk_first(line: &[u8], pos: LinePos, sink: &mut dyn EntrySink) -> Option<Result<(), Skip>> {
+    let read = quick::usage_read(line, pos)?;
+    let (cwd, branch) = read.folder_and_branch?;
+    let p = Probe {
+        cwd,
+        branch,
+        ..assistant(line, true)
+    };
+    if !sink.wants(&p) {
+        return Some(Ok(()));
+    }
+    if sink.wants(&Probe { usage: false, ..p }) {
+        return Some(decode_claude(line, pos, sink));
+    }
+    sink.entry(&read.entry);
+    Some(Ok(()))
 }
 
 /// The `claude` format: [`Confidence::Certain`] for a Claude first line, else

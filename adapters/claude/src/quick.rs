@@ -103,6 +103,43 @@ fn claude_usage(w: &Walk<'_>, at: usize) -> Option<(ClaudeUsage, usize)> {
 /// The entry [`crate::decode_claude_usage`] gives `line` (not the file's first line),
 /// when the walk is certain of it (see the module docs).
 pub fn usage_entry(line: &[u8], pos: LinePos) -> Option<Entry<'_>> {
+    usage_read(line, pos).map(|r| r.entry)
+}
+
+/// What [`usage_read`] read of a line.
+pub struct UsageRead<'a> {
+    /// The entry, as [`usage_entry`] gives it.
+    pub entry: Entry<'a>,
+    /// The top-level `cwd` and `gitBranch` as the probe gives them
+    /// ([`transcope_core::adapter::Probe`]: `None` when missing, null or empty), or
+    /// `None` when either is neither a string nor null (the probe is unsure then).
+    pub folder_and_branch: Option<(Option<&'a str>, Option<&'a str>)>,
+}
+
+/// A top-level value as the probe reads a folder or branch: `Some(None)` when missing,
+/// null or empty, `None` when it is neither a string nor null.
+fn probed<'a>(v: &Loose<'a>) -> Option<Option<&'a str>> {
+    match v {
+        Loose::Missing | Loose::Null => Some(None),
+        Loose::Str(Cow::Borrowed(s)) => Some((!s.is_empty()).then_some(*s)),
+        _ => None,
+    }
+}
+
+/// Whether `line` ends as Claude Code ends an assistant line: its `"type":"assistant"`
+/// among its last 256 bytes (after `message`, with `uuid` and `timestamp`). Only a
+/// guess at which reading to try first, never an answer.
+pub fn looks_assistant(line: &[u8]) -> bool {
+    static NEEDLE: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(br#""type":"assistant""#));
+    NEEDLE
+        .find(&line[line.len().saturating_sub(256)..])
+        .is_some()
+}
+
+/// [`usage_entry`], with the line's folder and branch as the probe would read them, so
+/// a caller that walks an assistant line first need not probe it too.
+pub fn usage_read(line: &[u8], pos: LinePos) -> Option<UsageRead<'_>> {
     if pos.offset == 0 {
         return None;
     }
@@ -192,6 +229,7 @@ pub fn usage_entry(line: &[u8], pos: LinePos) -> Option<Entry<'_>> {
         return None;
     }
     let tokens = usage?.tokens();
+    let folder_and_branch = probed(&base.cwd).zip(probed(&base.git_branch));
     let mut entry = base.base_entry(pos, None);
     if let Some(t) = time {
         // What `time_value` makes of an unescaped string.
@@ -205,7 +243,10 @@ pub fn usage_entry(line: &[u8], pos: LinePos) -> Option<Entry<'_>> {
         tokens: Some(tokens),
         cumulative: false,
     });
-    Some(entry)
+    Some(UsageRead {
+        entry,
+        folder_and_branch,
+    })
 }
 
 #[cfg(test)]
@@ -267,6 +308,36 @@ mod tests {
         assert_eq!(quick(LINES[0].as_bytes(), LinePos::default()), None);
     }
 
+    /// Where the walk and the probe both answer, they read the same folder and branch.
+    fn same_folder_as_the_probe(line: &[u8]) {
+        let walked = usage_read(line, POS).and_then(|r| r.folder_and_branch);
+        if let (Some(w), Some(p)) = (walked, crate::probe::probe(line)) {
+            assert_eq!(w, (p.cwd, p.branch), "{}", String::from_utf8_lossy(line));
+        }
+    }
+
+    #[test]
+    fn the_walk_reads_folders_as_the_probe_does() {
+        let line = LINES[0];
+        for (folder, want) in [
+            (r#""cwd":"/w/k""#, Some("/w/k")),
+            (r#""cwd":"""#, None),
+            (r#""cwd":null"#, None),
+        ] {
+            let v = line.replacen(r#""cwd":"/w/k""#, folder, 1);
+            let r = usage_read(v.as_bytes(), POS).unwrap();
+            assert_eq!(r.folder_and_branch, Some((want, Some("main"))), "{v}");
+            same_folder_as_the_probe(v.as_bytes());
+        }
+        // Neither a string nor null: the probe is unsure, and so is the walk's folder.
+        let v = line.replacen(r#""cwd":"/w/k""#, r#""cwd":true"#, 1);
+        assert_eq!(
+            usage_read(v.as_bytes(), POS).unwrap().folder_and_branch,
+            None
+        );
+        assert!(crate::probe::probe(v.as_bytes()).is_none());
+    }
+
     /// Every one-byte change of every line: each answer is the full decode's, and
     /// most changes (inside strings the walk skips) still get one.
     #[test]
@@ -281,6 +352,7 @@ mod tests {
                     if let Some(q) = quick(&v, POS) {
                         answered += 1;
                         assert_eq!(Some(q), full(&v, POS), "{}", String::from_utf8_lossy(&v));
+                        same_folder_as_the_probe(&v);
                     }
                 }
             }

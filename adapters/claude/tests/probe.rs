@@ -2,7 +2,7 @@
 //! skips the line (invalid) or gives exactly one entry with that kind, folder and
 //! branch — on the public corpus, a generated corpus, and mutated lines.
 
-use std::path::PathBuf;
+mod common;
 
 use transcope_adapter_claude::{decode_claude, owned_entry, probe::probe};
 use transcope_core::entry::{Entry, LinePos};
@@ -44,18 +44,8 @@ fn check(line: &[u8]) -> bool {
 
 #[test]
 fn probe_agrees_with_the_full_decode_on_real_and_generated_lines() {
-    let mut paths = Vec::new();
-    transcope_testkit::jsonl_files(
-        &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/public/claude"),
-        &mut paths,
-    );
     let dir = tempfile::tempdir().unwrap();
-    transcope_testkit::generate(
-        &transcope_testkit::CorpusSpec::new(3, 3_000_000),
-        dir.path(),
-    )
-    .unwrap();
-    transcope_testkit::jsonl_files(&dir.path().join("claude"), &mut paths);
+    let paths = common::public_and_generated(dir.path(), 3, 3_000_000);
     let (mut n, mut answered) = (0, 0);
     for p in paths {
         for line in std::fs::read(&p).unwrap().split(|b| *b == b'\n') {

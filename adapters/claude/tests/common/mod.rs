@@ -129,3 +129,13 @@ pub fn jsonl_files(dir: &str) -> Vec<PathBuf> {
     v.sort();
     v
 }
+
+/// The `.jsonl` files of the public Claude corpus and of a corpus generated into `dir`
+/// (from `seed`, about `bytes` bytes).
+pub fn public_and_generated(dir: &Path, seed: u64, bytes: u64) -> Vec<PathBuf> {
+    let mut paths = Vec::new();
+    transcope_testkit::jsonl_files(&testdata("public/claude"), &mut paths);
+    transcope_testkit::generate(&transcope_testkit::CorpusSpec::new(seed, bytes), dir).unwrap();
+    transcope_testkit::jsonl_files(&dir.join("claude"), &mut paths);
+    paths
+}
