@@ -1,10 +1,13 @@
 //! Requests, merged by key before they are written.
 //!
 //! Every copy of a request (a streamed message's lines, a resumed session's replay)
-//! shares its key. A [`UsageBatch`] merges the copies it is given by the index's own
-//! rule, so a batch writes each request once, in key order: a backfill gathers many
-//! files' requests and writes them in one pass over the key index's pages, which on a
-//! fresh index is an append.
+//! shares its key. A [`UsageBatch`] keeps the copies it is given in the order given
+//! and, when written, sorts them by key (a stable sort: a key's copies stay in that
+//! order) and merges each key's copies by the index's own rule, so a batch writes each
+//! request once, in key order: a backfill gathers many files' requests and writes them
+//! in one pass over the key index's pages, which on a fresh index is an append. (An
+//! append and one sort cost less than a hash map's insert of each copy: the map of a
+//! large batch does not fit the CPU's caches, and every insert missed them.)
 
 use std::sync::Arc;
 
@@ -23,11 +26,9 @@ pub struct UsageBatch {
     /// The models named.
     models: Vec<String>,
     model_slots: rustc_hash::FxHashMap<String, u32>,
-    requests: KeyMap<Request>,
+    /// Each copy with its key, in the order added.
+    requests: Vec<(u128, Request)>,
 }
-
-/// A map keyed by request keys.
-type KeyMap<V> = rustc_hash::FxHashMap<u128, V>;
 
 struct Request {
     /// Index into [`UsageBatch::scopes`].
@@ -51,18 +52,28 @@ impl UsageBatch {
         self.owners.push((item.session.clone(), root.to_owned()));
         let is_root = item.parent.is_none();
         let first_scope = self.scopes.len();
-        // A read's requests share their model's `Arc` while the model stays the same.
+        // A read's requests share their model's `Arc` while the model stays the same,
+        // and their scope's while the log row in force stays the same.
         let mut last_model: Option<(Arc<str>, u32)> = None;
+        let mut last_scope: Option<(Arc<[String; 5]>, u32)> = None;
         for u in usage {
-            // A read's requests share a few scopes (the same `Arc` for one log row).
-            let scope = match self.scopes[first_scope..]
-                .iter()
-                .position(|(_, s)| Arc::ptr_eq(s, &u.scope) || *s == u.scope)
-            {
-                Some(i) => (first_scope + i) as u32,
-                None => {
-                    self.scopes.push((owner, u.scope));
-                    (self.scopes.len() - 1) as u32
+            // A read's requests share a few scopes (the same `Arc` for one log row; two
+            // rows may name the same scope).
+            let scope = match &last_scope {
+                Some((s, slot)) if Arc::ptr_eq(s, &u.scope) => *slot,
+                _ => {
+                    let slot = match self.scopes[first_scope..]
+                        .iter()
+                        .position(|(_, s)| Arc::ptr_eq(s, &u.scope) || *s == u.scope)
+                    {
+                        Some(i) => (first_scope + i) as u32,
+                        None => {
+                            self.scopes.push((owner, u.scope.clone()));
+                            (self.scopes.len() - 1) as u32
+                        }
+                    };
+                    last_scope = Some((u.scope, slot));
+                    slot
                 }
             };
             let model = u.model.map(|m| match &last_model {
@@ -88,25 +99,21 @@ impl UsageBatch {
                 model,
                 tokens: u.tokens,
             };
-            match self.requests.entry(u.key) {
-                std::collections::hash_map::Entry::Vacant(v) => {
-                    v.insert(new);
-                }
-                std::collections::hash_map::Entry::Occupied(mut o) => o.get_mut().merge(new),
-            }
+            self.requests.push((u.key, new));
         }
     }
 
-    /// A batch with room for `n` requests (a run that gathers many does not grow
-    /// its map step by step).
+    /// A batch with room for `n` copies (a run that gathers many does not grow its
+    /// room step by step).
     pub fn with_capacity(n: usize) -> UsageBatch {
         UsageBatch {
-            requests: KeyMap::with_capacity_and_hasher(n, Default::default()),
+            requests: Vec::with_capacity(n),
             ..UsageBatch::default()
         }
     }
 
-    /// How many requests (each once) the batch holds.
+    /// How many copies of requests the batch holds (a request's copies that follow
+    /// one another in a file come as one, [`Spending`]).
     pub fn len(&self) -> usize {
         self.requests.len()
     }
@@ -166,8 +173,15 @@ pub(crate) fn write(
     }
     // The sums kept by queries are of the requests before these.
     tx.execute("UPDATE usage_meta SET v = v + 1 WHERE k = 'generation'", [])?;
-    let mut requests: Vec<(u128, Request)> = batch.requests.drain().collect();
-    requests.sort_unstable_by_key(|r| r.0);
+    // Stable: a key's copies stay in the order added, which decides a tie.
+    batch.requests.sort_by_key(|r| r.0);
+    let mut requests: Vec<(u128, Request)> = Vec::with_capacity(batch.requests.len());
+    for (key, r) in batch.requests.drain(..) {
+        match requests.last_mut() {
+            Some((k, kept)) if *k == key => kept.merge(r),
+            _ => requests.push((key, r)),
+        }
+    }
     // Each scope and model by number, looked up once (and once a connection).
     let mut scope_ids: Vec<Option<i64>> = vec![None; batch.scopes.len()];
     let mut model_ids: Vec<Option<i64>> = vec![None; batch.models.len()];

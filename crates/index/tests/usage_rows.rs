@@ -1,6 +1,7 @@
 //! The usage table: copies of a request merge into one row by the index's rule, in
 //! one batch or across batches (a large one written many rows a statement), and a
-//! version-1 index moves to version 2 with the same totals.
+//! version-1 index moves to version 2 with the same totals; a new index has large
+//! pages.
 
 use std::sync::Arc;
 
@@ -430,4 +431,79 @@ fn a_large_batch_merges_the_rows_it_meets() {
             ),
         ]
     );
+}
+
+#[test]
+fn a_batch_keeps_the_first_copy_added_on_a_tie_whatever_comes_between() {
+    let home = tempfile::tempdir().unwrap();
+    let mut ix = Index::open(home.path()).unwrap();
+    // Two copies of "a" at the same time, of two root sessions, other requests added
+    // around them (the batch sorts by key when written: a key's copies keep the order
+    // they were added in, and the first of a tie is kept).
+    let others = |from: u64| -> Vec<Spending> {
+        (from..from + 50)
+            .map(|i| {
+                spent(
+                    &format!("o{i}"),
+                    Some(i as i64),
+                    Some("m"),
+                    tokens(1, 1),
+                    "other",
+                )
+            })
+            .collect()
+    };
+    let mut batch = UsageBatch::with_capacity(4);
+    let mut first = others(0);
+    first.push(spent("a", Some(500), Some("m"), tokens(3, 1), "first"));
+    batch.add(&observed("s1", None, Vec::new()), first);
+    let mut second = others(100);
+    second.insert(0, spent("a", Some(500), Some("m"), tokens(1, 8), "second"));
+    batch.add(&observed("s2", None, Vec::new()), second);
+    assert_eq!(batch.len(), 102, "every copy is held until written");
+    ix.record_usage(&mut batch).unwrap();
+    assert!(batch.is_empty());
+    let by_task = groups(&ix, &[UsageKey::Task]);
+    // One request "a": the first copy's task, the largest counts of both.
+    let first = by_task
+        .iter()
+        .find(|r| r.0 == [Some("first".to_owned())])
+        .unwrap();
+    assert_eq!((first.1, first.2, first.4), (3, 8, 1));
+    assert!(by_task.iter().all(|r| r.0 != [Some("second".to_owned())]));
+    assert_eq!(by_task.iter().map(|r| r.4).sum::<u64>(), 101);
+}
+
+#[test]
+fn a_new_index_has_large_pages_and_an_old_one_keeps_its_own() {
+    let home = tempfile::tempdir().unwrap();
+    drop(Index::open(home.path()).unwrap());
+    let page = |p: &std::path::Path| -> i64 {
+        Connection::open(p)
+            .unwrap()
+            .pragma_query_value(None, "page_size", |r| r.get(0))
+            .unwrap()
+    };
+    let path = transcope_index::index_path(home.path());
+    assert_eq!(page(&path), transcope_index::PAGE_SIZE);
+    // An index made with SQLite's default pages, with a row in it.
+    let old = tempfile::tempdir().unwrap();
+    let old_path = transcope_index::index_path(old.path());
+    std::fs::create_dir_all(old_path.parent().unwrap()).unwrap();
+    {
+        let conn = Connection::open(&old_path).unwrap();
+        transcope_sqlite::migrate(&conn, &schema::MIGRATIONS[..1]).unwrap();
+        conn.execute("INSERT INTO sessions (session) VALUES ('s')", [])
+            .unwrap();
+    }
+    let before = page(&old_path);
+    assert_eq!(before, 4096);
+    let ix = Index::open(old.path()).unwrap();
+    drop(ix);
+    assert_eq!(page(&old_path), before);
+    let n: i64 = Connection::open(&old_path)
+        .unwrap()
+        .query_row("SELECT count(*) FROM sessions", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(n, 1);
 }
