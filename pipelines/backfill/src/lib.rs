@@ -378,6 +378,8 @@ where
     // The keys being worked on, each with the files of that key that came since, in
     // stream order. A worker finishing a key's file takes the next one waiting.
     let busy: Mutex<HashMap<String, VecDeque<Job>>> = Mutex::new(HashMap::new());
+    // Set once the stream has given its last file.
+    let drained = AtomicBool::new(false);
     // Runs under par_bridge's lock, one file at a time in stream order: the key is
     // claimed (or the file queued behind it) before any later file is looked at.
     let source = jobs.filter_map(|item| {
@@ -416,6 +418,10 @@ where
             }
         }
     });
+    let source = source.chain(std::iter::from_fn(|| {
+        drained.store(true, Ordering::Release);
+        None
+    }));
     // Each file's outcome is folded into counters as it ends (files with an error keep
     // their path), so memory does not grow with the number of files processed.
     let processed: Summary = pool.install(|| {
@@ -458,6 +464,13 @@ where
                         next = busy.get_mut(&key).and_then(VecDeque::pop_front);
                         if next.is_none() {
                             busy.remove(&key);
+                        }
+                    }
+                    // Nothing is left for this worker: what waits is written now,
+                    // while the others finish their last files, rather than after.
+                    if drained.load(Ordering::Acquire) {
+                        if let Some(written) = recorder.flush() {
+                            out.absorb(written);
                         }
                     }
                     out
@@ -548,8 +561,8 @@ type MarkersFile = (std::fs::File, HashSet<String>);
 /// How many files' records one index transaction writes.
 const INDEX_BATCH: usize = 256;
 
-/// How many requests (each once) a run gathers before it writes them: at most about
-/// 10 MB; a flush passes over the usage table in key order once.
+/// How many copies of requests a run gathers before it writes them: about 6 MB; a
+/// flush passes over the usage table in key order once.
 const USAGE_FLUSH: usize = 1 << 16;
 
 /// Requests gathered across batches, and the cursors of the files they came from,
@@ -656,6 +669,18 @@ impl Recorder {
             self.writing.store(false, Ordering::Release);
             written
         })
+    }
+
+    /// Write what is waiting, requests included, unless another worker is writing.
+    fn flush(&self) -> Option<Summary> {
+        if self.writing.swap(true, Ordering::Acquire) {
+            return None;
+        }
+        let batch = std::mem::take(&mut *lock(&self.waiting));
+        let mut written = self.write(batch);
+        written.absorb(self.write_usage(&mut lock(&self.usage)));
+        self.writing.store(false, Ordering::Release);
+        Some(written)
     }
 
     /// Write what is still waiting, and sync the markers file.
