@@ -101,15 +101,16 @@ fn number_end(b: &[u8], mut i: usize) -> Option<usize> {
     Some(i)
 }
 
-/// The literal at `i`, and one past it.
+/// The literal at `i`, and one past it. Its first four bytes are compared as one word
+/// (a slice comparison of four bytes was a call to `memcmp`).
 fn literal_at(b: &[u8], i: usize) -> Option<(Lit, usize)> {
-    let (lit, word): (Lit, &[u8]) = match *b.get(i)? {
-        b'n' => (Lit::Null, b"null"),
-        b't' => (Lit::True, b"true"),
-        b'f' => (Lit::False, b"false"),
-        _ => return None,
-    };
-    (b.get(i..i + word.len())? == word).then_some((lit, i + word.len()))
+    let four: [u8; 4] = b.get(i..i + 4)?.try_into().ok()?;
+    match &four {
+        b"null" => Some((Lit::Null, i + 4)),
+        b"true" => Some((Lit::True, i + 4)),
+        b"fals" if b.get(i + 4) == Some(&b'e') => Some((Lit::False, i + 5)),
+        _ => None,
+    }
 }
 
 /// The index pass, compiled once per instruction set (as the probe's scan is).
