@@ -2,8 +2,7 @@
 //!
 //! Every copy of a request (a streamed message's lines, a resumed session's replay)
 //! shares its key. A [`UsageBatch`] keeps the copies it is given in the order given
-//! and, when written, sorts them by key (a stable sort: a key's copies stay in that
-//! order) and merges each key's copies by the index's own rule, so a batch writes each
+//! and, when written, sorts them by key (a key's copies stay in that order) and merges each key's copies by the index's own rule, so a batch writes each
 //! request once, in key order: a backfill gathers many files' requests and writes them
 //! in one pass over the key index's pages, which on a fresh index is an append. (An
 //! append and one sort cost less than a hash map's insert of each copy: the map of a
@@ -30,6 +29,7 @@ pub struct UsageBatch {
     requests: Vec<(u128, Request)>,
 }
 
+#[derive(Clone, Copy)]
 struct Request {
     /// Index into [`UsageBatch::scopes`].
     scope: u32,
@@ -173,20 +173,20 @@ pub(crate) fn write(
     }
     // The sums kept by queries are of the requests before these.
     tx.execute("UPDATE usage_meta SET v = v + 1 WHERE k = 'generation'", [])?;
-    // Stable: a key's copies stay in the order added, which decides a tie.
-    batch.requests.sort_by_key(|r| r.0);
-    let mut requests: Vec<(u128, Request)> = Vec::with_capacity(batch.requests.len());
-    for (key, r) in batch.requests.drain(..) {
-        match requests.last_mut() {
-            Some((k, kept)) if *k == key => kept.merge(r),
-            _ => requests.push((key, r)),
-        }
-    }
+    // The copies in key order, a key's in the order added (which decides a tie): their
+    // keys and places are sorted, not the copies themselves (a third of the bytes
+    // to move).
+    let mut order: Vec<(u128, u32)> = batch
+        .requests
+        .iter()
+        .enumerate()
+        .map(|(i, (key, _))| (*key, i as u32))
+        .collect();
+    order.sort_unstable();
     // Each scope and model by number, looked up once (and once a connection).
     let mut scope_ids: Vec<Option<i64>> = vec![None; batch.scopes.len()];
     let mut model_ids: Vec<Option<i64>> = vec![None; batch.models.len()];
-    let mut rows = Vec::with_capacity(requests.len());
-    for (key, r) in &requests {
+    let mut row = |key: u128, r: &Request| -> rusqlite::Result<Row> {
         let scope = match scope_ids[r.scope as usize] {
             Some(id) => id,
             None => {
@@ -208,15 +208,39 @@ pub(crate) fn write(
                 }
             }),
         };
-        rows.push(Row {
+        Ok(Row {
             key: key.to_be_bytes(),
             scope,
             is_root: r.is_root,
             at_us: r.at_us,
             model,
             counts: counts(&r.tokens),
-        });
-    }
+        })
+    };
+    // Each key's copies merged into its row as they come in order.
+    let mut rows = Vec::with_capacity(order.len());
+    let mut merged = || -> rusqlite::Result<()> {
+        let mut run: Option<(u128, Request)> = None;
+        for &(key, i) in &order {
+            let r = batch.requests[i as usize].1;
+            match &mut run {
+                Some((k, kept)) if *k == key => kept.merge(r),
+                _ => {
+                    if let Some((k, kept)) = run.replace((key, r)) {
+                        rows.push(row(k, &kept)?);
+                    }
+                }
+            }
+        }
+        if let Some((k, kept)) = run {
+            rows.push(row(k, &kept)?);
+        }
+        Ok(())
+    };
+    let merged = merged();
+    // Taken, written or not (a batch that failed is not written again with the next).
+    batch.requests.clear();
+    merged?;
     // Most requests are new: plain inserts, CHUNK rows a statement; a chunk that
     // meets a copy kept already merges each of its rows (a row it just inserted
     // merges with itself, which changes nothing).
