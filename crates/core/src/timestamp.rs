@@ -97,9 +97,9 @@ impl fmt::Display for Instant {
 /// Parse `s` as Python 3.11 `datetime.fromisoformat` would; naive results are UTC.
 /// `None` where Python raises.
 pub fn parse(s: &str) -> Option<Instant> {
-    // All valid strings are at least 7 characters long (checked in characters; 28
-    // bytes or more are 7 characters at least).
-    if s.len() < 28 && s.chars().count() < 7 {
+    // All valid strings are at least 7 characters long (checked in characters, and
+    // only as far as the seventh).
+    if s.chars().nth(6).is_none() {
         return None;
     }
     let b = s.as_bytes();
