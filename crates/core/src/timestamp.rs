@@ -99,9 +99,7 @@ impl fmt::Display for Instant {
 pub fn parse(s: &str) -> Option<Instant> {
     // All valid strings are at least 7 characters long (checked in characters, and
     // only as far as the seventh).
-    if s.chars().nth(6).is_none() {
-        return None;
-    }
+    s.chars().nth(6)?;
     let b = s.as_bytes();
     let len = b.len();
     let sep = find_separator(b)?;
