@@ -6,7 +6,8 @@
 //! by the Claude adapter, the Codex adapter (reference options) and the Codex adapter
 //! with `legacy_env_cwd`, each keeping its per-file state across the lines. For every
 //! line the checked walk reads for its usage (`quick::usage_entry`), its entry must be
-//! the one serde's usage-only decode gives.
+//! the one serde's usage-only decode gives, and its folder and branch the probe's
+//! wherever the probe answers too.
 #![no_main]
 
 use std::convert::Infallible;
@@ -95,6 +96,13 @@ fuzz_target!(|data: &[u8]| {
                 &mut transcope_core::adapter::from_fn(|e: &Entry<'_>| full = Some(owned_entry(e))),
             );
             assert_eq!(Some(owned_entry(&quick)), full, "the walk and serde disagree");
+        }
+        // The folder and branch the walk reads first, in place of the probe, are the
+        // probe's wherever both answer.
+        let walked = transcope_adapter_claude::quick::usage_read(line, *pos)
+            .and_then(|r| r.folder_and_branch);
+        if let (Some(w), Some(p)) = (walked, transcope_adapter_claude::probe::probe(line)) {
+            assert_eq!(w, (p.cwd, p.branch), "the walk and the probe disagree");
         }
     }
 
