@@ -159,10 +159,15 @@ impl Adapter for ClaudeAdapter {
                     return Ok(());
                 }
                 // Wanted for its usage alone: the message's content is skipped unread,
-                // by the walk when it is certain of the entry (not walked already),
-                // else by serde.
+                // by the walk when it is certain of the entry, else by serde.
                 if p.usage && !sink.wants(&Probe { usage: false, ..p }) {
-                    if let Some(e) = quick::usage_entry(line, pos).filter(|_| !walked) {
+                    // (A line the walk was unsure of is not walked again.)
+                    let quick = if walked {
+                        None
+                    } else {
+                        quick::usage_entry(line, pos)
+                    };
+                    if let Some(e) = quick {
                         sink.entry(&e);
                         return Ok(());
                     }

@@ -217,30 +217,20 @@ pub(crate) fn write(
             counts: counts(&r.tokens),
         })
     };
-    // Each key's copies merged into its row as they come in order.
-    let mut rows = Vec::with_capacity(order.len());
-    let mut merged = || -> rusqlite::Result<()> {
-        let mut run: Option<(u128, Request)> = None;
-        for &(key, i) in &order {
-            let r = batch.requests[i as usize].1;
-            match &mut run {
-                Some((k, kept)) if *k == key => kept.merge(r),
-                _ => {
-                    if let Some((k, kept)) = run.replace((key, r)) {
-                        rows.push(row(k, &kept)?);
-                    }
-                }
+    // Each key's copies (a run of `order`) merged into its row.
+    let rows: rusqlite::Result<Vec<Row>> = order
+        .chunk_by(|a, b| a.0 == b.0)
+        .map(|run| {
+            let mut kept = batch.requests[run[0].1 as usize].1;
+            for &(_, i) in &run[1..] {
+                kept.merge(batch.requests[i as usize].1);
             }
-        }
-        if let Some((k, kept)) = run {
-            rows.push(row(k, &kept)?);
-        }
-        Ok(())
-    };
-    let merged = merged();
+            row(run[0].0, &kept)
+        })
+        .collect();
     // Taken, written or not (a batch that failed is not written again with the next).
     batch.requests.clear();
-    merged?;
+    let rows = rows?;
     // Most requests are new: plain inserts, CHUNK rows a statement; a chunk that
     // meets a copy kept already merges each of its rows (a row it just inserted
     // merges with itself, which changes nothing).

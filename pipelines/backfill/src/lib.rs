@@ -676,18 +676,22 @@ impl Recorder {
         if self.writing.swap(true, Ordering::Acquire) {
             return None;
         }
-        let batch = std::mem::take(&mut *lock(&self.waiting));
-        let mut written = self.write(batch);
-        written.absorb(self.write_usage(&mut lock(&self.usage)));
+        let written = self.write_waiting();
         self.writing.store(false, Ordering::Release);
         Some(written)
     }
 
+    /// Write every record waiting, then every request held.
+    fn write_waiting(&self) -> Summary {
+        let batch = std::mem::take(&mut *lock(&self.waiting));
+        let mut written = self.write(batch);
+        written.absorb(self.write_usage(&mut lock(&self.usage)));
+        written
+    }
+
     /// Write what is still waiting, and sync the markers file.
     fn finish(&self) -> Summary {
-        let batch = std::mem::take(&mut *lock(&self.waiting));
-        let mut summary = self.write(batch);
-        summary.absorb(self.write_usage(&mut lock(&self.usage)));
+        let summary = self.write_waiting();
         if let Some((_, out)) = &self.out {
             let _ = lock(out).0.sync_all();
         }
