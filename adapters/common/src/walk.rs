@@ -162,6 +162,14 @@ macro_rules! indexer {
                     // inside the string the next closing quote ends.
                     let mut left = inside_escapes;
                     let mut q = quote;
+                    if left == 0 && !pending {
+                        // No escape to give (most blocks): every quote goes in as it is.
+                        quotes.reserve(q.count_ones() as usize);
+                        while q != 0 {
+                            quotes.push((p + q.trailing_zeros() as usize) as u32);
+                            q &= q - 1;
+                        }
+                    }
                     while q != 0 {
                         let i = q.trailing_zeros();
                         q &= q - 1;
