@@ -262,8 +262,8 @@ pub struct Index {
 #[derive(Default)]
 pub(crate) struct Ids {
     /// `[session, root_session, project_id, worktree, branch, task, lane]`.
-    pub(crate) scopes: std::collections::HashMap<[String; 7], i64>,
-    pub(crate) models: std::collections::HashMap<String, i64>,
+    pub(crate) scopes: rustc_hash::FxHashMap<[String; 7], i64>,
+    pub(crate) models: rustc_hash::FxHashMap<String, i64>,
 }
 
 impl Index {

@@ -10,7 +10,6 @@
 
 use std::sync::Arc;
 
-use rusqlite::OptionalExtension;
 use transcope_core::Tokens;
 
 use crate::{Ids, Observed, Spending};
@@ -217,47 +216,53 @@ pub(crate) fn write(
             counts: counts(&r.tokens),
         })
     };
-    // Each key's copies (a run of `order`) merged into its row.
-    let rows: rusqlite::Result<Vec<Row>> = order
-        .chunk_by(|a, b| a.0 == b.0)
-        .map(|run| {
-            let mut kept = batch.requests[run[0].1 as usize].1;
-            for &(_, i) in &run[1..] {
-                kept.merge(batch.requests[i as usize].1);
+    // Each key's copies (a run of `order`) merged into its row, and the rows written
+    // CHUNK at a time as they are made (not gathered first: that was a vector of
+    // every row, written once and read once). Most requests are new: plain inserts,
+    // CHUNK rows a statement; a chunk that meets a copy kept already merges each of
+    // its rows (a row it just inserted merges with itself, which changes nothing).
+    let mut written = || -> rusqlite::Result<()> {
+        let mut insert = tx.prepare_cached(&INSERT_USAGE_SQL)?;
+        let mut insert_chunk = tx.prepare_cached(&INSERT_CHUNK_SQL)?;
+        let mut upsert = tx.prepare_cached(&UPSERT_USAGE_SQL)?;
+        let mut runs = order.chunk_by(|a, b| a.0 == b.0).peekable();
+        let mut chunk: Vec<Row> = Vec::with_capacity(CHUNK);
+        while runs.peek().is_some() {
+            chunk.clear();
+            for run in runs.by_ref().take(CHUNK) {
+                let mut kept = batch.requests[run[0].1 as usize].1;
+                for &(_, i) in &run[1..] {
+                    kept.merge(batch.requests[i as usize].1);
+                }
+                chunk.push(row(run[0].0, &kept)?);
             }
-            row(run[0].0, &kept)
-        })
-        .collect();
-    // Taken, written or not (a batch that failed is not written again with the next).
-    batch.requests.clear();
-    let rows = rows?;
-    // Most requests are new: plain inserts, CHUNK rows a statement; a chunk that
-    // meets a copy kept already merges each of its rows (a row it just inserted
-    // merges with itself, which changes nothing).
-    let mut insert = tx.prepare_cached(&INSERT_USAGE_SQL)?;
-    let mut insert_chunk = tx.prepare_cached(&INSERT_CHUNK_SQL)?;
-    let mut upsert = tx.prepare_cached(&UPSERT_USAGE_SQL)?;
-    for chunk in rows.chunks(CHUNK) {
-        let inserted = if chunk.len() == CHUNK {
-            for (i, row) in chunk.iter().enumerate() {
-                row.bind(&mut insert_chunk, i * COLUMNS)?;
-            }
-            insert_chunk.raw_execute()?
-        } else {
-            let mut n = 0;
-            for row in chunk {
-                row.bind(&mut insert, 0)?;
-                n += insert.raw_execute()?;
-            }
-            n
-        };
-        if inserted < chunk.len() {
-            for row in chunk {
-                row.bind(&mut upsert, 0)?;
-                upsert.raw_execute()?;
+            let inserted = if chunk.len() == CHUNK {
+                for (i, row) in chunk.iter().enumerate() {
+                    row.bind(&mut insert_chunk, i * COLUMNS)?;
+                }
+                insert_chunk.raw_execute()?
+            } else {
+                let mut n = 0;
+                for row in &chunk {
+                    row.bind(&mut insert, 0)?;
+                    n += insert.raw_execute()?;
+                }
+                n
+            };
+            if inserted < chunk.len() {
+                for row in &chunk {
+                    row.bind(&mut upsert, 0)?;
+                    upsert.raw_execute()?;
+                }
             }
         }
-    }
+        Ok(())
+    };
+    let written = written();
+    // Taken, written or not (a batch that failed is not written again with the next:
+    // its transaction is not committed).
+    batch.requests.clear();
+    written?;
     // Emptied, its map's room kept for the next requests.
     batch.owners.clear();
     batch.scopes.clear();
@@ -341,23 +346,22 @@ fn scope_id(
     if let Some(id) = known.scopes.get(&key).or_else(|| fresh.scopes.get(&key)) {
         return Ok(*id);
     }
-    let found = tx
+    // A scope not seen yet is added by one statement (a backfill's are most often new);
+    // one the index holds already is then looked up.
+    let added = tx
         .prepare_cached(
+            "INSERT INTO usage_scopes (session, root_session, project_id, worktree, branch,
+             task, lane) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT DO NOTHING",
+        )?
+        .execute(rusqlite::params_from_iter(&key))?;
+    let id = if added == 1 {
+        tx.last_insert_rowid()
+    } else {
+        tx.prepare_cached(
             "SELECT id FROM usage_scopes WHERE session = ?1 AND root_session = ?2
              AND project_id = ?3 AND worktree = ?4 AND branch = ?5 AND task = ?6 AND lane = ?7",
         )?
-        .query_row(rusqlite::params_from_iter(&key), |r| r.get(0))
-        .optional()?;
-    let id = match found {
-        Some(id) => id,
-        None => {
-            tx.prepare_cached(
-                "INSERT INTO usage_scopes (session, root_session, project_id, worktree, branch,
-                 task, lane) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            )?
-            .execute(rusqlite::params_from_iter(&key))?;
-            tx.last_insert_rowid()
-        }
+        .query_row(rusqlite::params_from_iter(&key), |r| r.get(0))?
     };
     fresh.scopes.insert(key, id);
     Ok(id)

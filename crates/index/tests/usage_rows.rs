@@ -185,11 +185,20 @@ fn copies_merge_across_calls_in_any_order() {
                 .unwrap();
         }
         expect(&ix);
-        // A reopened index (no ids known to the connection) merges the same way.
+        let scopes = || -> i64 {
+            Connection::open(transcope_index::index_path(home.path()))
+                .unwrap()
+                .query_row("SELECT count(*) FROM usage_scopes", [], |r| r.get(0))
+                .unwrap()
+        };
+        let known = scopes();
+        // A reopened index (no ids known to the connection) merges the same way, and
+        // finds the scopes it holds rather than adding them again.
         drop(ix);
         let mut ix = Index::open(home.path()).unwrap();
         ix.record(&copies(), Origin::Backfill, false).unwrap();
         expect(&ix);
+        assert_eq!(scopes(), known);
     }
 }
 
