@@ -112,6 +112,9 @@ pub struct Transaction<'l> {
     durable: u64,
     /// The `transition_id` of the row accepted last (its line is the caller's).
     last_written_id: Option<String>,
+    /// Every readable row, the file's and this batch's, when asked for
+    /// ([`ScopeLog::transaction_keeping_rows`]).
+    kept: Option<Vec<Row>>,
 }
 
 const APPENDING: &str = "appending to the scope log";
@@ -184,6 +187,16 @@ impl ScopeLog {
         t
     }
 
+    /// [`ScopeLog::transaction`] that also keeps every row it reads and appends, for
+    /// [`Transaction::into_rows`]: a caller that attributes through the log once the
+    /// batch is done need not read it again.
+    pub fn transaction_keeping_rows(&self) -> Transaction<'_> {
+        let mut t = self.transaction_unread();
+        t.kept = Some(Vec::new());
+        t.reload();
+        t
+    }
+
     fn transaction_unread(&self) -> Transaction<'_> {
         Transaction {
             log: self,
@@ -200,6 +213,7 @@ impl ScopeLog {
             accepted: 0,
             durable: 0,
             last_written_id: None,
+            kept: None,
         }
     }
 }
@@ -211,7 +225,15 @@ impl Transaction<'_> {
         self.count = 0;
         self.ids.clear();
         self.last = None;
-        let (count, ids, last) = (&mut self.count, &mut self.ids, &mut self.last);
+        if let Some(k) = &mut self.kept {
+            k.clear();
+        }
+        let (count, ids, last, kept) = (
+            &mut self.count,
+            &mut self.ids,
+            &mut self.last,
+            &mut self.kept,
+        );
         let scanned = self.log.path().and_then(|p| {
             scan_log(p, |row| {
                 *count += 1;
@@ -222,6 +244,9 @@ impl Transaction<'_> {
                 {
                     ids.insert(key);
                 }
+                if let Some(k) = kept {
+                    k.push(row.clone());
+                }
                 *last = Some(row);
             })
             .ok()
@@ -231,6 +256,9 @@ impl Transaction<'_> {
             self.count = 0;
             self.ids.clear();
             self.last = None;
+            if let Some(k) = &mut self.kept {
+                k.clear();
+            }
         }
         self.torn_tail = scanned.is_some_and(|s| s.torn_tail);
         self.read = true;
@@ -260,6 +288,18 @@ impl Transaction<'_> {
     /// How many of them are in the file: appended by writes that completed.
     pub fn durable(&self) -> u64 {
         self.durable
+    }
+
+    /// The rows kept ([`ScopeLog::transaction_keeping_rows`]) once every row this batch
+    /// accepted has reached the file: the rows [`ScopeLog::transitions`] would read
+    /// back then (the same file order, the same values). `None` when none were kept,
+    /// rows still wait to be appended, or the batch failed part way (the file then
+    /// holds fewer rows than the batch accepted: read it).
+    pub fn into_rows(mut self) -> Option<Vec<Row>> {
+        if self.stuck.is_some() || !self.pending.is_empty() || self.durable != self.accepted {
+            return None;
+        }
+        self.kept.take()
     }
 
     /// The `transition_id` of the row this batch accepted last.
@@ -348,6 +388,9 @@ impl Transaction<'_> {
         row.insert("transition_id".into(), Value::String(id.clone()));
         for (f, v) in scope.iter() {
             row.insert(f.key().into(), Value::String(v.to_owned()));
+        }
+        if let Some(k) = &mut self.kept {
+            k.push(row.clone());
         }
         self.last = Some(row);
         self.count += 1;

@@ -893,11 +893,12 @@ fn process_file(
         // Nothing read: nothing to record, no cursor to move.
         return (o, None);
     };
+    let rows = report.outcome.rows.take();
     found(
         w,
         opts,
         key,
-        &log,
+        (&log, rows),
         (stage.as_mut(), usage.as_mut()),
         &mut o,
         &mut item,
@@ -918,13 +919,14 @@ fn process_file(
     (o, Some(waiting))
 }
 
-/// What the marker and usage stages found, attributed through `log`, into `item` and
-/// counted in `o`.
+/// What the marker and usage stages found, attributed through `log` (its rows as
+/// change detection left them, when it handed them on), into `item` and counted in
+/// `o`.
 fn found(
     w: &mut Worker,
     opts: &Options,
     key: &str,
-    log: &ScopeLog,
+    (log, rows): (&ScopeLog, Option<Vec<transcope_scopelog::Row>>),
     (markers, usage): (
         Option<&mut MarkerStage>,
         Option<&mut transcope_usage::UsageStage>,
@@ -936,6 +938,7 @@ fn found(
     let done = transcope_stop::observe::attribute_into(
         item,
         log,
+        rows,
         &writer,
         markers,
         usage,
@@ -986,11 +989,12 @@ fn rebuild_file(
     let Some(mut item) = observed(&w.pipeline, &observe, &mut report, opts.index) else {
         return (o, None);
     };
+    // No change detection here: the log is read for the attribution.
     found(
         w,
         opts,
         key,
-        log,
+        (log, None),
         (stage.as_mut(), usage.as_mut()),
         &mut o,
         &mut item,

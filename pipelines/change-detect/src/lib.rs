@@ -91,6 +91,10 @@ pub struct Outcome {
     /// The lines appended, in order (for the index; at most [`MAX_WRITTEN_KEPT`], the
     /// rest are in the log, which an index sync reads).
     pub written: Vec<String>,
+    /// The log's rows as the run left them, when asked for
+    /// ([`ChangeDetect::keeping_rows`]) and every accepted row reached the log:
+    /// what [`ScopeLog::transitions`] reads back, without a second read.
+    pub rows: Option<Vec<transcope_scopelog::Row>>,
 }
 
 /// The most appended lines an [`Outcome`] keeps.
@@ -111,6 +115,8 @@ pub struct ChangeDetect<'a, R: ProjectResolver> {
     after_raw: Option<String>,
     seen: Option<Seen>,
     out: Outcome,
+    /// Hand the log's rows on in the [`Outcome`].
+    keep_rows: bool,
 }
 
 /// The name of this stage's checkpoint in a cursor.
@@ -137,7 +143,15 @@ impl<'a, R: ProjectResolver> ChangeDetect<'a, R> {
             after_raw: None,
             seen: None,
             out: Outcome::default(),
+            keep_rows: false,
         }
+    }
+
+    /// The run also hands the log's rows on ([`Outcome::rows`]), for a caller that
+    /// attributes what other stages found through the log once the run is done.
+    pub fn keeping_rows(mut self) -> Self {
+        self.keep_rows = true;
+        self
     }
 
     /// Read the log, once: `after` and `seen` from its last row.
@@ -145,7 +159,11 @@ impl<'a, R: ProjectResolver> ChangeDetect<'a, R> {
         if std::mem::replace(&mut self.loaded, true) {
             return;
         }
-        let txn = self.log.transaction();
+        let txn = if self.keep_rows {
+            self.log.transaction_keeping_rows()
+        } else {
+            self.log.transaction()
+        };
         if let Some(last) = txn.last_row() {
             self.after_raw = last.get("at").and_then(Value::as_str).map(str::to_owned);
             self.after = self.after_raw.as_deref().and_then(timestamp::parse);
@@ -248,6 +266,8 @@ impl<'a, R: ProjectResolver> ChangeDetect<'a, R> {
                 // under the lock, so no empty log is left behind.
                 drop(txn);
                 let _ = self.log.remove_if_empty();
+            } else {
+                self.out.rows = txn.into_rows();
             }
         }
     }

@@ -101,6 +101,11 @@ pub fn observe_deferred<'o: 'x, 'x, R: ProjectResolver + Send + 'x>(
         return Ok((report, None));
     }
     let mut stage = ChangeDetect::begin(o.log, o.env, resolver);
+    if !also.is_empty() {
+        // What the other stages find is attributed through the log's rows, which
+        // change detection reads anyway.
+        stage = stage.keeping_rows();
+    }
     // An invalid session id has no log, and so no cursor either.
     let key = o.log.path().map(|_| o.log.session());
     let req = Request::new(o.transcript, key)
@@ -223,6 +228,7 @@ pub fn observe_indexed<R: ProjectResolver + Send>(
     done.markers = attribute_into(
         &mut item,
         o.log,
+        report.outcome.rows.take(),
         &writer,
         Some(&mut stage),
         Some(&mut usage),
@@ -305,10 +311,15 @@ pub struct Attributed {
 }
 
 /// Put into `item` what `markers` and `usage` found, attributed by `writer` through
-/// `log` (an archived session's: [`transcope_brain::Writer::archived`]).
+/// `log` (an archived session's: [`transcope_brain::Writer::archived`]): through
+/// `rows` when change detection handed the log's rows on ([`Outcome::rows`]: the rows
+/// the log holds once its run is done), else through the log read now.
+///
+/// [`Outcome::rows`]: transcope_change_detect::Outcome::rows
 pub fn attribute_into<R: ProjectResolver>(
     item: &mut Observed,
     log: &ScopeLog,
+    rows: Option<Vec<transcope_scopelog::Row>>,
     writer: &transcope_brain::Writer<'_>,
     markers: Option<&mut transcope_markers::MarkerStage>,
     usage: Option<&mut transcope_usage::UsageStage>,
@@ -326,7 +337,7 @@ pub fn attribute_into<R: ProjectResolver>(
     if found_markers.is_empty() && spent.is_empty() {
         return done;
     }
-    let rows = log.transitions();
+    let rows = rows.unwrap_or_else(|| log.transitions());
     if !found_markers.is_empty() {
         let (f, unattributed) = found(writer, &found_markers, &rows, resolver);
         done.markers = f.len() as u64;
