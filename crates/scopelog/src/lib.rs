@@ -50,7 +50,7 @@ use std::time::Duration;
 
 pub use attribute::{attribute_rows, scope_at_rows, Event, InForce};
 pub use read::{decode_lossy, rows_from_bytes, splitlines, Row};
-pub use record::{row_line, Transaction, WrittenRow};
+pub use record::{row_line, Transaction, WrittenRow, KEPT_ROWS_MAX};
 
 use transcope_core::session::is_valid_session_id;
 use transcope_core::{Attribution, Grant, Scope};

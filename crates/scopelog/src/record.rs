@@ -62,6 +62,20 @@ pub(crate) fn record(
     Ok(row)
 }
 
+/// The most rows a transaction keeps for [`Transaction::into_rows`]; a log with more
+/// is read again by whoever needs its rows (a session's log holds a few rows; one of
+/// tens of thousands must not cost a map per row: see [`Transaction`]'s cost).
+pub const KEPT_ROWS_MAX: usize = 1024;
+
+/// Keep `row` in `kept`, or stop keeping when that would pass [`KEPT_ROWS_MAX`].
+fn keep(kept: &mut Option<Vec<Row>>, row: &Row) {
+    match kept {
+        Some(k) if k.len() < KEPT_ROWS_MAX => k.push(row.clone()),
+        Some(_) => *kept = None,
+        None => {}
+    }
+}
+
 /// Accepted rows are appended once this many bytes of them are waiting (and at
 /// [`Transaction::commit`]): a batch's memory stays bounded whatever its size.
 const FLUSH_BYTES: usize = 1 << 20;
@@ -113,7 +127,8 @@ pub struct Transaction<'l> {
     /// The `transition_id` of the row accepted last (its line is the caller's).
     last_written_id: Option<String>,
     /// Every readable row, the file's and this batch's, when asked for
-    /// ([`ScopeLog::transaction_keeping_rows`]).
+    /// ([`ScopeLog::transaction_keeping_rows`]) and while they are at most
+    /// [`KEPT_ROWS_MAX`] (then `None`: a batch's memory does not grow with its log).
     kept: Option<Vec<Row>>,
 }
 
@@ -244,9 +259,7 @@ impl Transaction<'_> {
                 {
                     ids.insert(key);
                 }
-                if let Some(k) = kept {
-                    k.push(row.clone());
-                }
+                keep(kept, &row);
                 *last = Some(row);
             })
             .ok()
@@ -292,9 +305,10 @@ impl Transaction<'_> {
 
     /// The rows kept ([`ScopeLog::transaction_keeping_rows`]) once every row this batch
     /// accepted has reached the file: the rows [`ScopeLog::transitions`] would read
-    /// back then (the same file order, the same values). `None` when none were kept,
-    /// rows still wait to be appended, or the batch failed part way (the file then
-    /// holds fewer rows than the batch accepted: read it).
+    /// back then (the same file order, the same values). `None` when none were kept
+    /// (or more than [`KEPT_ROWS_MAX`] there were), rows still wait to be appended, or
+    /// the batch failed part way (the file then holds fewer rows than the batch
+    /// accepted: read it).
     pub fn into_rows(mut self) -> Option<Vec<Row>> {
         if self.stuck.is_some() || !self.pending.is_empty() || self.durable != self.accepted {
             return None;
@@ -389,9 +403,7 @@ impl Transaction<'_> {
         for (f, v) in scope.iter() {
             row.insert(f.key().into(), Value::String(v.to_owned()));
         }
-        if let Some(k) = &mut self.kept {
-            k.push(row.clone());
-        }
+        keep(&mut self.kept, &row);
         self.last = Some(row);
         self.count += 1;
         if let Some(k) = key {

@@ -3,7 +3,7 @@
 //! of markers and usage goes through those rows instead of reading the log again.
 
 use transcope_core::{Scope, ScopeField};
-use transcope_scopelog::{row_line, ScopeLog};
+use transcope_scopelog::{row_line, ScopeLog, KEPT_ROWS_MAX};
 
 fn at(i: u64) -> String {
     format!(
@@ -90,4 +90,28 @@ fn rows_still_waiting_or_not_kept_are_not_handed_on() {
     txn.record(&scope(2), &at(2), None).unwrap().unwrap();
     txn.flush().unwrap();
     assert_eq!(txn.into_rows(), None);
+}
+
+#[test]
+fn a_log_of_more_rows_than_kept_is_left_to_be_read() {
+    let home = tempfile::tempdir().unwrap();
+    let log = ScopeLog::open(home.path(), "s");
+    // As many rows as are kept: handed on. One more (appended by the batch): not.
+    let mut text = String::new();
+    for i in 0..KEPT_ROWS_MAX as u64 {
+        let id = scope(i).transition_id(log.session(), &at(i));
+        text.push_str(&row_line(log.session(), i, &at(i), &id, &scope(i)));
+        text.push('\n');
+    }
+    let path = log.path().unwrap();
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+    let txn = log.transaction_keeping_rows();
+    assert_eq!(txn.into_rows().unwrap().len(), KEPT_ROWS_MAX);
+    let mut txn = log.transaction_keeping_rows();
+    let n = KEPT_ROWS_MAX as u64;
+    txn.record(&scope(n), &at(n), None).unwrap().unwrap();
+    txn.flush().unwrap();
+    assert_eq!(txn.into_rows(), None);
+    assert_eq!(log.transitions().len(), KEPT_ROWS_MAX + 1);
 }
