@@ -164,7 +164,6 @@ macro_rules! indexer {
                     let mut q = quote;
                     if left == 0 && !pending {
                         // No escape to give (most blocks): every quote goes in as it is.
-                        quotes.reserve(q.count_ones() as usize);
                         while q != 0 {
                             quotes.push((p + q.trailing_zeros() as usize) as u32);
                             q &= q - 1;

@@ -20,22 +20,32 @@ fn scope(i: u64) -> Scope {
         .with(ScopeField::Branch, format!("b{}", i % 2))
 }
 
+/// The row another writer appends as row `seq`, at `at`, with [`scope`]`(seq)`.
+fn row(log: &ScopeLog, seq: u64, at: &str) -> String {
+    let id = scope(seq).transition_id(log.session(), at);
+    row_line(log.session(), seq, at, &id, &scope(seq))
+}
+
+/// Write `text` as `log`'s file.
+fn write_log(log: &ScopeLog, text: &str) {
+    let path = log.path().unwrap();
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
 /// A log as other writers leave it: rows, a line that is no JSON, a row with `\r\n`,
 /// and a torn last line (no newline).
 fn existing(log: &ScopeLog, torn: &str) {
     let mut text = String::new();
     for i in 0..5 {
-        let id = scope(i).transition_id(log.session(), &at(i * 10));
-        text.push_str(&row_line(log.session(), i, &at(i * 10), &id, &scope(i)));
+        text.push_str(&row(log, i, &at(i * 10)));
         text.push_str(if i == 2 { "\r\n" } else { "\n" });
         if i == 1 {
             text.push_str("not json\n");
         }
     }
     text.push_str(torn);
-    let path = log.path().unwrap();
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
+    write_log(log, &text);
 }
 
 #[test]
@@ -99,13 +109,10 @@ fn a_log_of_more_rows_than_kept_is_left_to_be_read() {
     // As many rows as are kept: handed on. One more (appended by the batch): not.
     let mut text = String::new();
     for i in 0..KEPT_ROWS_MAX as u64 {
-        let id = scope(i).transition_id(log.session(), &at(i));
-        text.push_str(&row_line(log.session(), i, &at(i), &id, &scope(i)));
+        text.push_str(&row(&log, i, &at(i)));
         text.push('\n');
     }
-    let path = log.path().unwrap();
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
+    write_log(&log, &text);
     let txn = log.transaction_keeping_rows();
     assert_eq!(txn.into_rows().unwrap().len(), KEPT_ROWS_MAX);
     let mut txn = log.transaction_keeping_rows();

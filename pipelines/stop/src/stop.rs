@@ -211,11 +211,16 @@ pub fn run_stop<R: ProjectResolver + Send>(
         sum.held_back = markers.len() as u64;
         return sum;
     }
-    // 4. Attribution through the writing session's own log, read once (and not at all
-    // when there is nothing to attribute: the common Stop with nothing new).
+    // 4. Attribution through the writing session's own log: the rows change detection
+    // read and left (not read again), else the log read now; not at all when there is
+    // nothing to attribute (the common Stop with nothing new).
     let spent = usage.take();
     let rows = match &log {
-        Some(l) if !markers.is_empty() || !spent.is_empty() => l.transitions(),
+        Some(l) if !markers.is_empty() || !spent.is_empty() => sum
+            .observe
+            .as_mut()
+            .and_then(|o| o.outcome.rows.take())
+            .unwrap_or_else(|| l.transitions()),
         _ => Vec::new(),
     };
     if let Some(item) = observed.as_mut() {
