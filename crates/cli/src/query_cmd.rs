@@ -352,7 +352,7 @@ fn sync(home: &Path, how: Sync) -> Result<(Index, Synced)> {
         let changed: Vec<_> = listed
             .iter()
             .filter(|j| match j {
-                Ok(job) => seen.get(&job.path) != Some(&job.stamp()),
+                Ok(job) => seen.get(bytes(&job.path)) != Some(&job.stamp()),
                 Err(_) => true,
             })
             .cloned()
@@ -360,21 +360,21 @@ fn sync(home: &Path, how: Sync) -> Result<(Index, Synced)> {
         let summary = backfill_iter(changed.into_iter(), &opts, &|_, _| {});
         // Read to their end now, unless the read failed: stamped as listed (a file
         // that grew meanwhile differs from its stamp, and is looked at next time).
-        let failed: std::collections::HashSet<&Path> =
-            summary.errors.iter().map(|p| p.path.as_path()).collect();
+        let failed: rustc_hash::FxHashSet<&[u8]> =
+            summary.errors.iter().map(|p| bytes(&p.path)).collect();
         let stamps: Vec<_> = listed
             .iter()
             .flatten()
-            .filter(|j| !failed.contains(j.path.as_path()))
-            .filter(|j| seen.get(&j.path) != Some(&j.stamp()))
+            .filter(|j| !failed.contains(bytes(&j.path)))
+            .filter(|j| seen.get(bytes(&j.path)) != Some(&j.stamp()))
             .map(|j| (j.path.clone(), j.stamp()))
             .collect();
-        let here: std::collections::HashSet<&Path> =
-            listed.iter().flatten().map(|j| j.path.as_path()).collect();
-        let gone: Vec<_> = seen
+        let here: rustc_hash::FxHashSet<&[u8]> =
+            listed.iter().flatten().map(|j| bytes(&j.path)).collect();
+        let gone: Vec<&[u8]> = seen
             .keys()
-            .filter(|p| !here.contains(p.as_path()))
-            .cloned()
+            .map(Vec::as_slice)
+            .filter(|p| !here.contains(p))
             .collect();
         index.set_seen(&stamps, &gone)?;
         summary
@@ -384,6 +384,11 @@ fn sync(home: &Path, how: Sync) -> Result<(Index, Synced)> {
     }
     let logs = index.sync_logs(home)?;
     Ok((index, Synced { summary, logs }))
+}
+
+/// A path's bytes, as the index keys the transcripts it has seen.
+fn bytes(p: &Path) -> &[u8] {
+    std::os::unix::ffi::OsStrExt::as_bytes(p.as_os_str())
 }
 
 /// The index, synced first unless `no_sync`.

@@ -55,6 +55,10 @@ pub use usage::UsageBatch;
 /// The page size of an index [`Index::open_at`] creates, in bytes.
 pub const PAGE_SIZE: i64 = 16 * 1024;
 
+/// The transcripts a sync found read to their end ([`Index::seen`]): a path's bytes →
+/// its size, modification time in nanoseconds and inode then.
+pub type SeenFiles = rustc_hash::FxHashMap<Vec<u8>, (u64, i128, u64)>;
+
 /// `<home>/transcope/index.sqlite`.
 pub fn index_path(home: &Path) -> PathBuf {
     home.join("transcope").join("index.sqlite")
@@ -385,17 +389,17 @@ impl Index {
         Ok(out)
     }
 
-    /// The transcripts a sync last found read to their end: path → (size,
-    /// modification time in nanoseconds, inode).
-    pub fn seen(&self) -> Result<std::collections::HashMap<PathBuf, (u64, i128, u64)>, IndexError> {
-        use std::os::unix::ffi::OsStrExt;
+    /// The transcripts a sync last found read to their end: path (its bytes) → (size,
+    /// modification time in nanoseconds, inode). Keyed by bytes in an FxHash map: a
+    /// `Path` hashes component by component, which was a tenth of a quick sync.
+    pub fn seen(&self) -> Result<SeenFiles, IndexError> {
         let sql = |e| self.sqlite(e);
         let mut st = self
             .conn
             .prepare("SELECT path, size, mtime_ns, ino FROM seen_files")
             .map_err(sql)?;
         let mut q = st.query([]).map_err(sql)?;
-        let mut out = std::collections::HashMap::new();
+        let mut out = rustc_hash::FxHashMap::default();
         while let Some(r) = q.next().map_err(sql)? {
             let path: Vec<u8> = r.get(0).map_err(sql)?;
             let (size, mtime, ino): (i64, i64, i64) = (
@@ -403,10 +407,7 @@ impl Index {
                 r.get(2).map_err(sql)?,
                 r.get(3).map_err(sql)?,
             );
-            out.insert(
-                PathBuf::from(std::ffi::OsStr::from_bytes(&path)),
-                (size as u64, i128::from(mtime), ino as u64),
-            );
+            out.insert(path, (size as u64, i128::from(mtime), ino as u64));
         }
         Ok(out)
     }
@@ -415,7 +416,7 @@ impl Index {
     pub fn set_seen(
         &mut self,
         files: &[(PathBuf, (u64, i128, u64))],
-        gone: &[PathBuf],
+        gone: &[&[u8]],
     ) -> Result<(), IndexError> {
         use std::os::unix::ffi::OsStrExt;
         if files.is_empty() && gone.is_empty() {
@@ -442,7 +443,7 @@ impl Index {
                 }
                 let mut del = tx.prepare_cached("DELETE FROM seen_files WHERE path = ?1")?;
                 for path in gone {
-                    del.execute([path.as_os_str().as_bytes()])?;
+                    del.execute([path])?;
                 }
             }
             tx.commit()
@@ -482,7 +483,7 @@ impl Index {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
             Err(source) => return Err(IndexError::Io { path: dir, source }),
         };
-        let known: std::collections::HashMap<String, Option<i64>> = {
+        let known: rustc_hash::FxHashMap<String, Option<i64>> = {
             let mut st = self
                 .conn
                 .prepare("SELECT session, log_size FROM sessions")
@@ -496,16 +497,13 @@ impl Index {
         };
         let mut changed = Vec::new();
         for entry in entries.flatten() {
-            let path = entry.path();
-            let Some(key) = path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .and_then(|n| n.strip_suffix(".jsonl"))
-            else {
+            let name = entry.file_name();
+            let Some(key) = name.to_str().and_then(|n| n.strip_suffix(".jsonl")) else {
                 continue;
             };
-            // Never through a link; only regular files are logs.
-            let Ok(meta) = fs::symlink_metadata(&path) else {
+            // Never through a link (the entry's metadata is the link's own, looked up
+            // from the open folder); only regular files are logs.
+            let Ok(meta) = entry.metadata() else {
                 continue;
             };
             if !meta.is_file() {
@@ -513,7 +511,7 @@ impl Index {
             }
             let size = meta.len() as i64;
             if known.get(key).copied().flatten() != Some(size) {
-                changed.push((key.to_owned(), path));
+                changed.push((key.to_owned(), entry.path()));
             }
         }
         changed.sort();

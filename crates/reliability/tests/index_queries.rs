@@ -195,3 +195,38 @@ fn rebuild_recreates_the_index_and_keeps_delivery_states() {
 fn write_lines(p: &Path, lines: &[String]) {
     std::fs::write(p, lines.join("\n") + "\n").unwrap();
 }
+
+/// A query's sync mirrors a scope log written since (here by `scope record`, not by a
+/// backfill) and its rows as it grows, and never reads a log through a link.
+#[test]
+fn a_query_sync_mirrors_new_and_grown_logs_and_not_links() {
+    let sb = Sandbox::new();
+    let (a, b) = (sb.outside.join("a"), sb.outside.join("b"));
+    for d in [&a, &b] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let record = |at: &str, cwd: &Path| {
+        let out = run(sb.record_cmd("s-real", at, &cwd.display().to_string()), b"");
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    };
+    record("2025-01-01T00:00:00Z", &a);
+    // A link beside it, to a copy of the log outside the home.
+    let copy = sb.outside.join("copy.jsonl");
+    std::fs::copy(sb.log("s-real"), &copy).unwrap();
+    std::os::unix::fs::symlink(&copy, sb.log("s-link")).unwrap();
+    let listed = |args: &[&str]| -> BTreeMap<String, Value> {
+        sessions(&sb, args)
+            .into_iter()
+            .map(|v| (v["session"].as_str().unwrap().to_owned(), v))
+            .collect()
+    };
+    let first = listed(&[]);
+    assert_eq!(first.keys().collect::<Vec<_>>(), ["s-real"]);
+    assert_eq!(first["s-real"]["transitions"], 1);
+    // Grown by a row: mirrored at the next query, not before.
+    record("2025-01-01T00:01:00Z", &b);
+    assert_eq!(listed(&["--no-sync"])["s-real"]["transitions"], 1);
+    let second = listed(&[]);
+    assert_eq!(second.keys().collect::<Vec<_>>(), ["s-real"]);
+    assert_eq!(second["s-real"]["transitions"], 2);
+}
