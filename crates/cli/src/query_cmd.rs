@@ -367,7 +367,7 @@ fn sync(home: &Path, how: Sync) -> Result<(Index, Synced)> {
             .flatten()
             .filter(|j| !failed.contains(bytes(&j.path)))
             .filter(|j| seen.get(bytes(&j.path)) != Some(&j.stamp()))
-            .map(|j| (j.path.clone(), j.stamp()))
+            .map(|j| (bytes(&j.path), j.stamp()))
             .collect();
         let here: rustc_hash::FxHashSet<&[u8]> =
             listed.iter().flatten().map(|j| bytes(&j.path)).collect();

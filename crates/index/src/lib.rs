@@ -55,9 +55,13 @@ pub use usage::UsageBatch;
 /// The page size of an index [`Index::open_at`] creates, in bytes.
 pub const PAGE_SIZE: i64 = 16 * 1024;
 
+/// A transcript as a sync saw it: its size, modification time in nanoseconds and
+/// inode.
+pub type FileStamp = (u64, i128, u64);
+
 /// The transcripts a sync found read to their end ([`Index::seen`]): a path's bytes →
-/// its size, modification time in nanoseconds and inode then.
-pub type SeenFiles = rustc_hash::FxHashMap<Vec<u8>, (u64, i128, u64)>;
+/// its [`FileStamp`] then.
+pub type SeenFiles = rustc_hash::FxHashMap<Vec<u8>, FileStamp>;
 
 /// `<home>/transcope/index.sqlite`.
 pub fn index_path(home: &Path) -> PathBuf {
@@ -415,10 +419,9 @@ impl Index {
     /// Record `files` as read to their end with these stamps, and forget `gone`.
     pub fn set_seen(
         &mut self,
-        files: &[(PathBuf, (u64, i128, u64))],
+        files: &[(&[u8], FileStamp)],
         gone: &[&[u8]],
     ) -> Result<(), IndexError> {
-        use std::os::unix::ffi::OsStrExt;
         if files.is_empty() && gone.is_empty() {
             return Ok(());
         }
@@ -434,12 +437,7 @@ impl Index {
                 for (path, (size, mtime, ino)) in files {
                     let clamp =
                         |v: i128| v.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
-                    put.execute(params![
-                        path.as_os_str().as_bytes(),
-                        *size as i64,
-                        clamp(*mtime),
-                        *ino as i64
-                    ])?;
+                    put.execute(params![path, *size as i64, clamp(*mtime), *ino as i64])?;
                 }
                 let mut del = tx.prepare_cached("DELETE FROM seen_files WHERE path = ?1")?;
                 for path in gone {

@@ -67,12 +67,37 @@ pub(crate) fn record(
 /// tens of thousands must not cost a map per row: see [`Transaction`]'s cost).
 pub const KEPT_ROWS_MAX: usize = 1024;
 
-/// Keep `row` in `kept`, or stop keeping when that would pass [`KEPT_ROWS_MAX`].
-fn keep(kept: &mut Option<Vec<Row>>, row: &Row) {
-    match kept {
-        Some(k) if k.len() < KEPT_ROWS_MAX => k.push(row.clone()),
-        Some(_) => *kept = None,
-        None => {}
+/// The rows a transaction holds of its log, in file order: the latest one (the rules
+/// compare against it), or — asked for ([`ScopeLog::transaction_keeping_rows`]) and
+/// while they are at most [`KEPT_ROWS_MAX`] — every one, the latest last.
+enum Held {
+    Latest(Option<Row>),
+    All(Vec<Row>),
+}
+
+impl Held {
+    /// `row` comes next in file order. Past [`KEPT_ROWS_MAX`] only the latest is held
+    /// from then on (a batch's memory does not grow with its log).
+    fn push(&mut self, row: Row) {
+        match self {
+            Held::All(rows) if rows.len() < KEPT_ROWS_MAX => rows.push(row),
+            _ => *self = Held::Latest(Some(row)),
+        }
+    }
+
+    fn latest(&self) -> Option<&Row> {
+        match self {
+            Held::Latest(row) => row.as_ref(),
+            Held::All(rows) => rows.last(),
+        }
+    }
+
+    /// None held (whether every row is, stays as it was).
+    fn clear(&mut self) {
+        match self {
+            Held::Latest(row) => *row = None,
+            Held::All(rows) => rows.clear(),
+        }
     }
 }
 
@@ -107,8 +132,8 @@ pub struct Transaction<'l> {
     /// The `transition_id`s among them that could equal one this batch computes (64
     /// lowercase hex digits), as the 32 bytes they spell.
     ids: HashSet<[u8; 32]>,
-    /// The latest row in file order (the rules compare against it).
-    last: Option<Row>,
+    /// The latest row in file order, or every row when asked for.
+    held: Held,
     /// The file's bytes are non-empty and do not end with `\n` (fresh-line rule).
     torn_tail: bool,
     /// The lock, held from the first record attempt until commit.
@@ -126,10 +151,6 @@ pub struct Transaction<'l> {
     durable: u64,
     /// The `transition_id` of the row accepted last (its line is the caller's).
     last_written_id: Option<String>,
-    /// Every readable row, the file's and this batch's, when asked for
-    /// ([`ScopeLog::transaction_keeping_rows`]) and while they are at most
-    /// [`KEPT_ROWS_MAX`] (then `None`: a batch's memory does not grow with its log).
-    kept: Option<Vec<Row>>,
 }
 
 const APPENDING: &str = "appending to the scope log";
@@ -207,7 +228,7 @@ impl ScopeLog {
     /// batch is done need not read it again.
     pub fn transaction_keeping_rows(&self) -> Transaction<'_> {
         let mut t = self.transaction_unread();
-        t.kept = Some(Vec::new());
+        t.held = Held::All(Vec::new());
         t.reload();
         t
     }
@@ -217,7 +238,7 @@ impl ScopeLog {
             log: self,
             count: 0,
             ids: HashSet::new(),
-            last: None,
+            held: Held::Latest(None),
             torn_tail: false,
             locked: None,
             stuck: None,
@@ -228,7 +249,6 @@ impl ScopeLog {
             accepted: 0,
             durable: 0,
             last_written_id: None,
-            kept: None,
         }
     }
 }
@@ -239,16 +259,8 @@ impl Transaction<'_> {
     fn reload(&mut self) {
         self.count = 0;
         self.ids.clear();
-        self.last = None;
-        if let Some(k) = &mut self.kept {
-            k.clear();
-        }
-        let (count, ids, last, kept) = (
-            &mut self.count,
-            &mut self.ids,
-            &mut self.last,
-            &mut self.kept,
-        );
+        self.held.clear();
+        let (count, ids, held) = (&mut self.count, &mut self.ids, &mut self.held);
         let scanned = self.log.path().and_then(|p| {
             scan_log(p, |row| {
                 *count += 1;
@@ -259,8 +271,7 @@ impl Transaction<'_> {
                 {
                     ids.insert(key);
                 }
-                keep(kept, &row);
-                *last = Some(row);
+                held.push(row);
             })
             .ok()
         });
@@ -268,10 +279,7 @@ impl Transaction<'_> {
             // Unreadable part way: as empty, like a failed whole read.
             self.count = 0;
             self.ids.clear();
-            self.last = None;
-            if let Some(k) = &mut self.kept {
-                k.clear();
-            }
+            self.held.clear();
         }
         self.torn_tail = scanned.is_some_and(|s| s.torn_tail);
         self.read = true;
@@ -285,7 +293,7 @@ impl Transaction<'_> {
 
     /// The latest row in file order as this batch stands.
     pub fn last_row(&self) -> Option<&Row> {
-        self.last.as_ref()
+        self.held.latest()
     }
 
     /// Whether a row with this `transition_id` is in the log as this batch stands.
@@ -313,7 +321,10 @@ impl Transaction<'_> {
         if self.stuck.is_some() || !self.pending.is_empty() || self.durable != self.accepted {
             return None;
         }
-        self.kept.take()
+        match std::mem::replace(&mut self.held, Held::Latest(None)) {
+            Held::All(rows) => Some(rows),
+            Held::Latest(_) => None,
+        }
     }
 
     /// The `transition_id` of the row this batch accepted last.
@@ -365,7 +376,7 @@ impl Transaction<'_> {
             return Ok(None);
         }
         // 9. Against the latest row in file order.
-        if let Some(latest) = &self.last {
+        if let Some(latest) = self.held.latest() {
             if let Some(latest_at) = latest
                 .get("at")
                 .and_then(Value::as_str)
@@ -403,8 +414,7 @@ impl Transaction<'_> {
         for (f, v) in scope.iter() {
             row.insert(f.key().into(), Value::String(v.to_owned()));
         }
-        keep(&mut self.kept, &row);
-        self.last = Some(row);
+        self.held.push(row);
         self.count += 1;
         if let Some(k) = key {
             self.ids.insert(k);
