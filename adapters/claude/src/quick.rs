@@ -36,6 +36,7 @@ use transcope_core::entry::{Entry, EntryKind, LinePos, TimeValue};
 use transcope_core::Usage;
 
 /// A wanted value as [`Loose`] reads it, when it is a plain string or a literal.
+#[inline(always)]
 fn loose<'a>(w: &Walk<'a>, at: usize) -> Option<(Loose<'a>, usize)> {
     match w.peek(at)? {
         b'"' => w

@@ -271,6 +271,7 @@ impl<'a> Walk<'a> {
     /// One past the closing quote of the string opening at `open`: the next pair of
     /// the index's quotes, which must start there (the walk meets strings in order;
     /// a string read twice, or out of order, answers `None`).
+    #[inline]
     fn string_end(&self, open: usize) -> Option<usize> {
         let n = self.next.get();
         match self.quotes.get(n..n + 2) {
@@ -285,11 +286,17 @@ impl<'a> Walk<'a> {
     /// One past the value at `at` (white space before it allowed), checked as
     /// serde_json checks a value it skips; `None` when it is not such a value (or is
     /// nested deeper than [`MAX_DEPTH`]).
+    #[inline]
     pub fn skip(&self, at: usize) -> Option<usize> {
         self.skip_within(at, MAX_DEPTH)
     }
 
     fn skip_within(&self, at: usize, depth: u32) -> Option<usize> {
+        // A string starting at `at` (most values of a compact line) is found by its
+        // quote alone, without looking at the byte first.
+        if let Some(e) = self.string_end(at) {
+            return Some(e);
+        }
         let b = self.bytes();
         let i = skip_ws(b, at);
         match *b.get(i)? {
@@ -303,7 +310,10 @@ impl<'a> Walk<'a> {
                 }
                 loop {
                     if open == b'{' {
-                        let k = self.string_end(j)?;
+                        let k = match self.string_end(j) {
+                            Some(k) => k,
+                            None => self.string_end(skip_ws(b, j))?,
+                        };
                         let c = skip_ws(b, k);
                         if b.get(c) != Some(&b':') {
                             return None;
@@ -312,7 +322,7 @@ impl<'a> Walk<'a> {
                     }
                     j = skip_ws(b, self.skip_within(j, depth)?);
                     match *b.get(j)? {
-                        b',' => j = skip_ws(b, j + 1),
+                        b',' => j += 1,
                         c if c == close => return Some(j + 1),
                         _ => return None,
                     }
@@ -325,38 +335,60 @@ impl<'a> Walk<'a> {
 
     /// The string at `at` (white space before it allowed) when it holds no escape —
     /// exactly the text serde_json would decode it to — and one past it.
+    #[inline]
     pub fn plain_str(&self, at: usize) -> Option<(&'a str, usize)> {
-        let i = skip_ws(self.bytes(), at);
         let n = self.next.get();
-        let end = self.string_end(i)?;
-        if self.quotes[n + 1] & ESCAPED != 0 {
-            // Not read: the string may still be skipped.
-            self.next.set(n);
+        let (open, close) = match self.quotes.get(n..n + 2) {
+            Some(&[o, c]) => (o as usize, c),
+            _ => return None,
+        };
+        // The string opens at `at` itself (a compact line: no byte to look at first),
+        // or after white space.
+        if open != at && open != skip_ws(self.bytes(), at) {
             return None;
         }
+        if close & ESCAPED != 0 {
+            // Not read: the string may still be skipped.
+            return None;
+        }
+        self.next.set(n + 2);
+        let close = close as usize;
         // Quotes are ASCII: both ends are character boundaries.
-        Some((&self.text[i + 1..end - 1], end))
+        Some((self.text.get(open + 1..close)?, close + 1))
     }
 
     /// The literal at `at` (white space before it allowed), and one past it.
+    #[inline]
     pub fn literal(&self, at: usize) -> Option<(Lit, usize)> {
         literal_at(self.bytes(), skip_ws(self.bytes(), at))
     }
 
     /// The number at `at` when it is an unsigned integer of at most 19 digits (no
     /// fraction, no exponent: the `u64` serde_json would read), and one past it.
+    #[inline]
     pub fn uint(&self, at: usize) -> Option<(u64, usize)> {
         let b = self.bytes();
         let i = skip_ws(b, at);
-        let end = number_end(b, i)?;
-        let digits = b.get(i..end)?;
-        if digits.len() > 19 || !digits.iter().all(u8::is_ascii_digit) {
+        // Read as the digits go by (19 digits always fit a `u64`).
+        let (mut j, mut v) = (i, 0u64);
+        while let Some(d) = b.get(j).filter(|c| c.is_ascii_digit()) {
+            if j - i == 19 {
+                return None;
+            }
+            v = v * 10 + u64::from(d - b'0');
+            j += 1;
+        }
+        // No digit (a sign, another value), a leading zero, or a fraction or exponent
+        // to come: not such a number.
+        let leading_zero = j - i > 1 && b[i] == b'0';
+        if j == i || leading_zero || matches!(b.get(j), Some(b'.' | b'e' | b'E')) {
             return None;
         }
-        Some((self.text[i..end].parse().ok()?, end))
+        Some((v, j))
     }
 
     /// The first byte of the value at `at` (after white space).
+    #[inline]
     pub fn peek(&self, at: usize) -> Option<u8> {
         self.bytes().get(skip_ws(self.bytes(), at)).copied()
     }
@@ -387,7 +419,8 @@ impl<'a> Walk<'a> {
             }
             j = skip_ws(b, each(key, c + 1)?);
             match *b.get(j)? {
-                b',' => j = skip_ws(b, j + 1),
+                // The next key, found by `plain_str` where it starts.
+                b',' => j += 1,
                 b'}' => return Some(j + 1),
                 _ => return None,
             }
@@ -502,6 +535,39 @@ mod tests {
         // A key with an escape: the full decode decides.
         let w = Walk::new(r#"{"c\u0077d": 1}"#);
         assert_eq!(w.object(0, |_, at| w.skip(at)), None);
+    }
+
+    /// A number is read as the `u64` serde_json reads it, or not at all: never a
+    /// different value, and every plain integer of up to 19 digits.
+    #[test]
+    fn unsigned_integers_read_as_serde_reads_them() {
+        let cases = [
+            ("0", Some(0)),
+            ("7", Some(7)),
+            (" 42", Some(42)),
+            ("9999999999999999999", Some(9_999_999_999_999_999_999)),
+            ("10000000000000000000", None),
+            ("00", None),
+            ("01", None),
+            ("-1", None),
+            ("-0", None),
+            ("1.5", None),
+            ("1e3", None),
+            ("1E3", None),
+            ("0.0", None),
+            ("", None),
+            ("x", None),
+        ];
+        for (n, want) in cases {
+            let text = format!("[{n}]");
+            let w = Walk::new(&text);
+            let got = w.uint(1);
+            assert_eq!(got.map(|g| g.0), want, "{n:?}");
+            if let Some((v, end)) = got {
+                assert_eq!(serde_json::from_str::<u64>(n.trim()).ok(), Some(v), "{n:?}");
+                assert_eq!(&text[end..], "]", "{n:?}");
+            }
+        }
     }
 
     #[test]
