@@ -268,19 +268,36 @@ impl<'a> Walk<'a> {
         self.text.as_bytes()
     }
 
-    /// One past the closing quote of the string opening at `open`: the next pair of
-    /// the index's quotes, which must start there (the walk meets strings in order;
-    /// a string read twice, or out of order, answers `None`).
+    /// The index's next pair of quotes, `(open, close)` (`close` with its
+    /// [`ESCAPED`] bit), when it opens at `at` or after white space from there — looked
+    /// at, not taken. The walk meets strings in order: a string read twice, or out of
+    /// order, is not the next pair.
     #[inline]
-    fn string_end(&self, open: usize) -> Option<usize> {
+    fn pair_at(&self, at: usize) -> Option<(usize, u32)> {
         let n = self.next.get();
         match self.quotes.get(n..n + 2) {
-            Some(&[o, c]) if o as usize == open => {
-                self.next.set(n + 2);
-                Some((c & !ESCAPED) as usize + 1)
+            // At `at` itself (a compact line: no byte to look at first), or past white
+            // space.
+            Some(&[o, c]) if o as usize == at || o as usize == skip_ws(self.bytes(), at) => {
+                Some((o as usize, c))
             }
             _ => None,
         }
+    }
+
+    /// Take the pair [`Walk::pair_at`] gave, closing at `close`: one past that quote.
+    #[inline]
+    fn take_pair(&self, close: u32) -> usize {
+        self.next.set(self.next.get() + 2);
+        (close & !ESCAPED) as usize + 1
+    }
+
+    /// One past the closing quote of the string at `at` (white space before it
+    /// allowed), taken from the index.
+    #[inline]
+    fn string_end(&self, at: usize) -> Option<usize> {
+        let (_, close) = self.pair_at(at)?;
+        Some(self.take_pair(close))
     }
 
     /// One past the value at `at` (white space before it allowed), checked as
@@ -292,15 +309,15 @@ impl<'a> Walk<'a> {
     }
 
     fn skip_within(&self, at: usize, depth: u32) -> Option<usize> {
-        // A string starting at `at` (most values of a compact line) is found by its
-        // quote alone, without looking at the byte first.
+        // A string (most values of a compact line) is found by its quotes alone.
         if let Some(e) = self.string_end(at) {
             return Some(e);
         }
         let b = self.bytes();
         let i = skip_ws(b, at);
         match *b.get(i)? {
-            b'"' => self.string_end(i),
+            // A quote that is not the index's next: out of step with it.
+            b'"' => None,
             open @ (b'{' | b'[') => {
                 let depth = depth.checked_sub(1)?;
                 let close = if open == b'{' { b'}' } else { b']' };
@@ -310,10 +327,7 @@ impl<'a> Walk<'a> {
                 }
                 loop {
                     if open == b'{' {
-                        let k = match self.string_end(j) {
-                            Some(k) => k,
-                            None => self.string_end(skip_ws(b, j))?,
-                        };
+                        let k = self.string_end(j)?;
                         let c = skip_ws(b, k);
                         if b.get(c) != Some(&b':') {
                             return None;
@@ -337,24 +351,14 @@ impl<'a> Walk<'a> {
     /// exactly the text serde_json would decode it to — and one past it.
     #[inline]
     pub fn plain_str(&self, at: usize) -> Option<(&'a str, usize)> {
-        let n = self.next.get();
-        let (open, close) = match self.quotes.get(n..n + 2) {
-            Some(&[o, c]) => (o as usize, c),
-            _ => return None,
-        };
-        // The string opens at `at` itself (a compact line: no byte to look at first),
-        // or after white space.
-        if open != at && open != skip_ws(self.bytes(), at) {
-            return None;
-        }
+        let (open, close) = self.pair_at(at)?;
         if close & ESCAPED != 0 {
-            // Not read: the string may still be skipped.
+            // Not read (nor taken): the string may still be skipped.
             return None;
         }
-        self.next.set(n + 2);
-        let close = close as usize;
+        let end = self.take_pair(close);
         // Quotes are ASCII: both ends are character boundaries.
-        Some((self.text.get(open + 1..close)?, close + 1))
+        Some((self.text.get(open + 1..end - 1)?, end))
     }
 
     /// The literal at `at` (white space before it allowed), and one past it.

@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use transcope_backfill::{backfill_iter, walk, MarkersOut, Options};
 use transcope_brain::{BrainClient, BrainConfig, HttpSink, OutboxSink, DEFAULT_TIMEOUT};
 use transcope_change_detect::Env;
-use transcope_index::{Index, LedgerFilter, SessionFilter, State, TimelineItem};
+use transcope_index::{seen_key, Index, LedgerFilter, SessionFilter, State, TimelineItem};
 
 use crate::table::{cut, local_time, Table};
 use crate::transcript_cmd::{bare_env, process_env, resolver_for};
@@ -349,28 +349,28 @@ fn sync(home: &Path, how: Sync) -> Result<(Index, Synced)> {
             Default::default()
         };
         let listed: Vec<_> = walk(&paths, opts.pipeline.registry()).collect();
+        // What is not read to its end as it is now (and what could not be listed, for
+        // the run to report).
         let changed: Vec<_> = listed
             .iter()
             .filter(|j| match j {
-                Ok(job) => seen.get(bytes(&job.path)) != Some(&job.stamp()),
+                Ok(job) => seen.get(seen_key(&job.path)) != Some(&job.stamp()),
                 Err(_) => true,
             })
-            .cloned()
             .collect();
-        let summary = backfill_iter(changed.into_iter(), &opts, &|_, _| {});
+        let summary = backfill_iter(changed.iter().map(|j| (*j).clone()), &opts, &|_, _| {});
         // Read to their end now, unless the read failed: stamped as listed (a file
         // that grew meanwhile differs from its stamp, and is looked at next time).
         let failed: rustc_hash::FxHashSet<&[u8]> =
-            summary.errors.iter().map(|p| bytes(&p.path)).collect();
-        let stamps: Vec<_> = listed
+            summary.errors.iter().map(|p| seen_key(&p.path)).collect();
+        let stamps: Vec<_> = changed
             .iter()
-            .flatten()
-            .filter(|j| !failed.contains(bytes(&j.path)))
-            .filter(|j| seen.get(bytes(&j.path)) != Some(&j.stamp()))
-            .map(|j| (bytes(&j.path), j.stamp()))
+            .filter_map(|j| j.as_ref().ok())
+            .filter(|j| !failed.contains(seen_key(&j.path)))
+            .map(|j| (seen_key(&j.path), j.stamp()))
             .collect();
         let here: rustc_hash::FxHashSet<&[u8]> =
-            listed.iter().flatten().map(|j| bytes(&j.path)).collect();
+            listed.iter().flatten().map(|j| seen_key(&j.path)).collect();
         let gone: Vec<&[u8]> = seen
             .keys()
             .map(Vec::as_slice)
@@ -384,11 +384,6 @@ fn sync(home: &Path, how: Sync) -> Result<(Index, Synced)> {
     }
     let logs = index.sync_logs(home)?;
     Ok((index, Synced { summary, logs }))
-}
-
-/// A path's bytes, as the index keys the transcripts it has seen.
-fn bytes(p: &Path) -> &[u8] {
-    std::os::unix::ffi::OsStrExt::as_bytes(p.as_os_str())
 }
 
 /// The index, synced first unless `no_sync`.

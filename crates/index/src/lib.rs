@@ -59,9 +59,15 @@ pub const PAGE_SIZE: i64 = 16 * 1024;
 /// inode.
 pub type FileStamp = (u64, i128, u64);
 
-/// The transcripts a sync found read to their end ([`Index::seen`]): a path's bytes →
-/// its [`FileStamp`] then.
+/// The transcripts a sync found read to their end ([`Index::seen`]): a path's bytes
+/// ([`seen_key`]) → its [`FileStamp`] then.
 pub type SeenFiles = rustc_hash::FxHashMap<Vec<u8>, FileStamp>;
+
+/// A transcript's key among the [`SeenFiles`] (and in [`Index::set_seen`]): its path's
+/// bytes, as the walk listed it.
+pub fn seen_key(path: &Path) -> &[u8] {
+    std::os::unix::ffi::OsStrExt::as_bytes(path.as_os_str())
+}
 
 /// `<home>/transcope/index.sqlite`.
 pub fn index_path(home: &Path) -> PathBuf {
