@@ -119,18 +119,17 @@ macro_rules! indexer {
         mod $name {
             use super::*;
 
-            /// Index `l`: its unescaped quotes' positions into `quotes` (a closing quote
-            /// with [`ESCAPED`] set when its string holds an escape), checking every
-            /// string as serde_json checks a string it skips: no control character,
-            /// every escape valid. `false` when a string fails (or the line ends
-            /// inside one).
+            /// Index `l`: for each 64-byte block, its unescaped quotes and the closing
+            /// ones of strings that hold an escape ([`Bits`]), checking every string as
+            /// serde_json checks a string it skips: no control character, every escape
+            /// valid. `false` when a string fails (or the line ends inside one).
             $(#[$attr])*
-            pub(super) fn index(l: &Line<'_>, quotes: &mut Vec<u32>) -> bool {
+            pub(super) fn index(l: &Line<'_>, blocks: &mut Vec<Bits>) -> bool {
                 let mut carry = 0u64;
                 // All ones when the block starts inside a string.
                 let mut inside_before = 0u64;
-                // The string open at the block's start holds an escape already.
-                let mut pending = false;
+                // An escape's mark carried into the block (its string goes on).
+                let mut marked = 0u64;
                 let mut p = 0;
                 while let Some(block) = l.block_at(p) {
                     let m = $masks::<false, true>(block);
@@ -158,33 +157,16 @@ macro_rules! indexer {
                             }
                         }
                     }
-                    // The escapes not yet given to a string's closing quote: each lies
-                    // inside the string the next closing quote ends.
-                    let mut left = inside_escapes;
-                    let mut q = quote;
-                    if left == 0 && !pending {
-                        // No escape to give (most blocks): every quote goes in as it is.
-                        while q != 0 {
-                            quotes.push((p + q.trailing_zeros() as usize) as u32);
-                            q &= q - 1;
-                        }
-                    }
-                    while q != 0 {
-                        let i = q.trailing_zeros();
-                        q &= q - 1;
-                        let mut at = (p + i as usize) as u32;
-                        // Quotes pair in order: an odd one closes a string.
-                        if quotes.len() % 2 == 1 {
-                            let before = (1u64 << i) - 1;
-                            if pending || left & before != 0 {
-                                at |= ESCAPED;
-                            }
-                            left &= !before;
-                            pending = false;
-                        }
-                        quotes.push(at);
-                    }
-                    pending |= left != 0;
+                    // Each string is a run of ones in `inside` ending just below its
+                    // closing quote: adding its escapes to it carries out of the run into
+                    // that quote exactly when it holds one.
+                    let (sum, over) = inside.overflowing_add(inside_escapes);
+                    let (sum, over_mark) = sum.overflowing_add(marked);
+                    marked = u64::from(over | over_mark);
+                    blocks.push(Bits {
+                        quote,
+                        escaped_close: sum & quote & !inside,
+                    });
                     p += 64;
                 }
                 inside_before == 0
@@ -197,30 +179,37 @@ indexer!(baseline, masks_baseline, #[inline(always)]);
 #[cfg(target_arch = "x86_64")]
 indexer!(avx2, masks_avx2, #[target_feature(enable = "avx2")] #[inline]);
 
-/// The bit of a closing quote's position in the index that says its string holds an
-/// escape (positions are below it: a longer line is left to the full decode).
-const ESCAPED: u32 = 1 << 31;
+/// A 64-byte block of a line as the index keeps it (bit `i`: the block's byte `i`).
+#[derive(Clone, Copy, Default)]
+struct Bits {
+    /// Its unescaped quotes.
+    quote: u64,
+    /// The closing quotes of strings that hold an escape.
+    escaped_close: u64,
+}
 
 thread_local! {
     /// The index room of the thread's last walk, kept for its next: a caller walks
     /// line after line.
-    static ROOM: std::cell::Cell<Vec<u32>> = const { std::cell::Cell::new(Vec::new()) };
+    static ROOM: std::cell::Cell<Vec<Bits>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
 /// A line being walked: its text and its string index, made in one pass.
 ///
-/// The index pairs the line's unescaped quotes in order, which is how the walk meets
-/// them: it looks at every byte outside strings itself (a backslash there, which
-/// could shift the pairing, is no value and ends the walk), so each string it meets
-/// starts at a quote of the index and ends at the next one.
+/// The index holds the line's unescaped quotes, a bit each, which pair in order. The
+/// walk meets them in that order: it looks at every byte outside strings itself (a
+/// backslash there, which could escape a quote, is no value and ends the walk) and
+/// passes over a string from its opening quote to the index's next quote, so the
+/// quote it stands at is always an opening one and the next quote closes it.
 pub struct Walk<'a> {
     text: &'a str,
-    /// The unescaped quotes, in order: the strings' ends, in pairs, a closing one
-    /// marked [`ESCAPED`] when its string holds an escape. Empty when a string of the
-    /// line failed the index's checks (then no string is read or skipped).
-    quotes: Vec<u32>,
-    /// The next string the walk meets opens at `quotes[next]`.
-    next: std::cell::Cell<usize>,
+    /// Each block's bits. Empty when a string of the line failed the index's checks
+    /// (then no string is read or skipped).
+    blocks: Vec<Bits>,
+    /// The quotes not yet passed: those of block `.0` left in `.1`, then the later
+    /// blocks'. The walk takes them two by two, a string at a time (its next
+    /// string's ends never wait on where the walk stands).
+    left: std::cell::Cell<(usize, u64)>,
 }
 
 impl<'a> Walk<'a> {
@@ -235,32 +224,28 @@ impl<'a> Walk<'a> {
     pub fn with_avx2(text: &'a str, avx2: bool) -> Walk<'a> {
         let line = Line::new(text.as_bytes());
         // The room of the thread's last walk (handed back when a walk is dropped).
-        let mut quotes = ROOM.take();
-        // About one quote in sixteen bytes of a transcript line: room for most lines
-        // at once.
-        quotes.reserve(64 + text.len() / 16);
-        // Positions stay below [`ESCAPED`]: a longer line is left to the full decode.
-        let fits = text.len() < ESCAPED as usize;
+        let mut blocks = ROOM.take();
+        blocks.reserve(text.len().div_ceil(64));
         #[cfg(target_arch = "x86_64")]
-        let valid = fits
-            && if avx2 && std::arch::is_x86_feature_detected!("avx2") {
-                // SAFETY: the CPU has AVX2 (checked just above).
-                unsafe { avx2::index(&line, &mut quotes) }
-            } else {
-                baseline::index(&line, &mut quotes)
-            };
+        let valid = if avx2 && std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2 (checked just above).
+            unsafe { avx2::index(&line, &mut blocks) }
+        } else {
+            baseline::index(&line, &mut blocks)
+        };
         #[cfg(not(target_arch = "x86_64"))]
         let valid = {
             let _ = avx2;
-            fits && baseline::index(&line, &mut quotes)
+            baseline::index(&line, &mut blocks)
         };
         if !valid {
-            quotes.clear();
+            blocks.clear();
         }
+        let first = blocks.first().map_or(0, |b| b.quote);
         Walk {
             text,
-            quotes,
-            next: Default::default(),
+            blocks,
+            left: std::cell::Cell::new((0, first)),
         }
     }
 
@@ -268,36 +253,38 @@ impl<'a> Walk<'a> {
         self.text.as_bytes()
     }
 
-    /// The index's next pair of quotes, `(open, close)` (`close` with its
-    /// [`ESCAPED`] bit), when it opens at `at` or after white space from there — looked
-    /// at, not taken. The walk meets strings in order: a string read twice, or out of
-    /// order, is not the next pair.
-    #[inline]
-    fn pair_at(&self, at: usize) -> Option<(usize, u32)> {
-        let n = self.next.get();
-        match self.quotes.get(n..n + 2) {
-            // At `at` itself (a compact line: no byte to look at first), or past white
-            // space.
-            Some(&[o, c]) if o as usize == at || o as usize == skip_ws(self.bytes(), at) => {
-                Some((o as usize, c))
-            }
-            _ => None,
+    /// The first quote of `left`, and what is left after it.
+    #[inline(always)]
+    fn next_quote(&self, (mut k, mut q): (usize, u64)) -> Option<(usize, (usize, u64))> {
+        while q == 0 {
+            k += 1;
+            q = self.blocks.get(k)?.quote;
         }
+        Some((k * 64 + q.trailing_zeros() as usize, (k, q & (q - 1))))
     }
 
-    /// Take the pair [`Walk::pair_at`] gave, closing at `close`: one past that quote.
+    /// The next string's quotes, `(open, close)`, when it opens at `at` or after white
+    /// space from there, and the quotes left past it — looked at, not taken. The walk
+    /// meets strings in order: a string read twice, or out of order, is not the next.
     #[inline]
-    fn take_pair(&self, close: u32) -> usize {
-        self.next.set(self.next.get() + 2);
-        (close & !ESCAPED) as usize + 1
+    fn pair_at(&self, at: usize) -> Option<(usize, usize, (usize, u64))> {
+        let (open, left) = self.next_quote(self.left.get())?;
+        // At `at` itself (a compact line: no byte to look at first), or past white
+        // space.
+        if open != at && open != skip_ws(self.bytes(), at) {
+            return None;
+        }
+        let (close, left) = self.next_quote(left)?;
+        Some((open, close, left))
     }
 
     /// One past the closing quote of the string at `at` (white space before it
     /// allowed), taken from the index.
     #[inline]
     fn string_end(&self, at: usize) -> Option<usize> {
-        let (_, close) = self.pair_at(at)?;
-        Some(self.take_pair(close))
+        let (_, close, left) = self.pair_at(at)?;
+        self.left.set(left);
+        Some(close + 1)
     }
 
     /// One past the value at `at` (white space before it allowed), checked as
@@ -351,14 +338,14 @@ impl<'a> Walk<'a> {
     /// exactly the text serde_json would decode it to — and one past it.
     #[inline]
     pub fn plain_str(&self, at: usize) -> Option<(&'a str, usize)> {
-        let (open, close) = self.pair_at(at)?;
-        if close & ESCAPED != 0 {
+        let (open, close, left) = self.pair_at(at)?;
+        if (self.blocks[close / 64].escaped_close >> (close % 64)) & 1 == 1 {
             // Not read (nor taken): the string may still be skipped.
             return None;
         }
-        let end = self.take_pair(close);
+        self.left.set(left);
         // Quotes are ASCII: both ends are character boundaries.
-        Some((self.text.get(open + 1..end - 1)?, end))
+        Some((self.text.get(open + 1..close)?, close + 1))
     }
 
     /// The literal at `at` (white space before it allowed), and one past it.
@@ -435,10 +422,10 @@ impl<'a> Walk<'a> {
 impl Drop for Walk<'_> {
     fn drop(&mut self) {
         // A rare huge line's room is not kept.
-        if self.quotes.capacity() <= 1 << 16 {
-            let mut quotes = std::mem::take(&mut self.quotes);
-            quotes.clear();
-            ROOM.set(quotes);
+        if self.blocks.capacity() <= 1 << 14 {
+            let mut blocks = std::mem::take(&mut self.blocks);
+            blocks.clear();
+            ROOM.set(blocks);
         }
     }
 }
@@ -587,6 +574,9 @@ mod tests {
             format!("{}\\u00e9", "f".repeat(62)),
             "g".to_owned(),
             String::new(),
+            // An escape whose string closes two blocks later: its mark is carried
+            // through a block that lies wholly inside the string.
+            format!("\\t{}", "h".repeat(140)),
         ];
         for shift in 0..64 {
             let mut text = format!("{{\"k{}\": 0", "k".repeat(shift));
