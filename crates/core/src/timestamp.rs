@@ -97,6 +97,51 @@ impl fmt::Display for Instant {
 /// Parse `s` as Python 3.11 `datetime.fromisoformat` would; naive results are UTC.
 /// `None` where Python raises.
 pub fn parse(s: &str) -> Option<Instant> {
+    match s.as_bytes().try_into() {
+        Ok(b) => parse_millis_z(b).or_else(|| parse_general(s)),
+        Err(_) => parse_general(s),
+    }
+}
+
+/// The form agents write (`2025-07-26T22:21:25.043Z`: milliseconds, `Z`), read
+/// without the general parser's search for separators and forms — the same instant
+/// [`parse_general`] gives it. `None` when the string is not of that form, or its
+/// date or time is out of range (the general parser decides then).
+#[inline]
+fn parse_millis_z(b: &[u8; 24]) -> Option<Instant> {
+    const PUNCT: [(usize, u8); 7] = [
+        (4, b'-'),
+        (7, b'-'),
+        (10, b'T'),
+        (13, b':'),
+        (16, b':'),
+        (19, b'.'),
+        (23, b'Z'),
+    ];
+    if PUNCT.iter().any(|&(i, c)| b[i] != c) {
+        return None;
+    }
+    let num = |from: usize, to: usize| -> Option<i64> {
+        b[from..to].iter().try_fold(0i64, |v, &c| {
+            c.is_ascii_digit().then(|| v * 10 + i64::from(c - b'0'))
+        })
+    };
+    let (year, month, day) = (num(0, 4)?, num(5, 7)?, num(8, 10)?);
+    let (hour, minute, second) = (num(11, 13)?, num(14, 16)?, num(17, 19)?);
+    let millis = num(20, 23)?;
+    if !(1..=9999).contains(&year) || !(1..=12).contains(&month) {
+        return None;
+    }
+    if day < 1 || day > days_in_month(year, month) || hour > 23 || minute > 59 || second > 59 {
+        return None;
+    }
+    let days = days_from_civil(year, month, day);
+    let secs = days * 86_400 + hour * 3600 + minute * 60 + second;
+    Some(Instant(secs * 1_000_000 + millis * 1000))
+}
+
+/// [`parse`] for any form Python accepts.
+fn parse_general(s: &str) -> Option<Instant> {
     // All valid strings are at least 7 characters long (checked in characters, and
     // only as far as the seventh).
     s.chars().nth(6)?;
@@ -499,6 +544,60 @@ fn iso_to_ymd(iso_year: i64, week: i64, day: i64) -> Option<(i64, i64, i64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The agents' form read by the short path as the general parser reads it, in
+    /// and out of range, and every near miss left to the general parser.
+    #[test]
+    fn the_millis_form_reads_as_the_general_parser_reads_it() {
+        for s in [
+            "2025-07-26T22:21:25.043Z",
+            "1970-01-01T00:00:00.000Z",
+            "0001-01-01T00:00:00.000Z",
+            "9999-12-31T23:59:59.999Z",
+            "2024-02-29T12:00:00.500Z",
+            "2023-02-29T12:00:00.500Z",
+            "2025-13-01T00:00:00.000Z",
+            "2025-00-01T00:00:00.000Z",
+            "2025-01-00T00:00:00.000Z",
+            "0000-01-01T00:00:00.000Z",
+            "2025-01-01T24:00:00.000Z",
+            "2025-01-01T23:60:00.000Z",
+            "2025-01-01T23:00:60.000Z",
+            "2025-01-01 23:00:00.000Z",
+            "2025-01-01T23:00:00,000Z",
+            "2025-01-01T23:00:00.000z",
+            "2025-01-01T23:00:00.0001",
+            "+025-01-01T23:00:00.000Z",
+        ] {
+            let b: &[u8; 24] = s.as_bytes().try_into().unwrap();
+            if let Some(t) = parse_millis_z(b) {
+                assert_eq!(Some(t), parse_general(s), "{s}");
+            }
+            assert_eq!(parse(s), parse_general(s), "{s}");
+        }
+        assert!(parse_millis_z(b"2025-07-26T22:21:25.043Z").is_some());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_short_path_never_differs(
+            date in (0i64..=10_000, 0i64..=13, 0i64..=32),
+            time in (0i64..=24, 0i64..=60, 0i64..=60, 0i64..1000),
+            byte in 0usize..24,
+            c in proptest::sample::select(b"0912-:.TZ +x".to_vec()),
+        ) {
+            let (y, mo, d) = date;
+            let (h, mi, sec, ms) = time;
+            let mut v = format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{sec:02}.{ms:03}Z").into_bytes();
+            for edit in [false, true] {
+                if edit && v.len() == 24 {
+                    v[byte] = c;
+                }
+                let s = std::str::from_utf8(&v).unwrap();
+                proptest::prop_assert_eq!(parse(s), parse_general(s), "{}", s);
+            }
+        }
+    }
 
     #[test]
     fn go_rfc3339() {
