@@ -35,18 +35,48 @@ use transcope_adapter_common::walk::{Lit, Walk};
 use transcope_core::entry::{Entry, EntryKind, LinePos, TimeValue};
 use transcope_core::Usage;
 
-/// A wanted value as [`Loose`] reads it, when it is a plain string or a literal.
+/// A wanted value the walk read: a plain string or a literal. Small and `Copy`, so
+/// storing one moves a few words; it becomes the [`Loose`] the full decode reads
+/// ([`Val::loose`]) once the line is walked.
+#[derive(Clone, Copy, Default)]
+enum Val<'a> {
+    #[default]
+    Missing,
+    Null,
+    Bool(bool),
+    Str(&'a str),
+}
+
+impl<'a> Val<'a> {
+    /// The value as [`Loose`] decodes it.
+    fn loose(self) -> Loose<'a> {
+        match self {
+            Val::Missing => Loose::Missing,
+            Val::Null => Loose::Null,
+            Val::Bool(b) => Loose::Bool(b),
+            Val::Str(s) => Loose::Str(Cow::Borrowed(s)),
+        }
+    }
+
+    /// The string, when it is one ([`Loose::into_str`]).
+    fn str(self) -> Option<Cow<'a, str>> {
+        match self {
+            Val::Str(s) => Some(Cow::Borrowed(s)),
+            _ => None,
+        }
+    }
+}
+
+/// The wanted value at `at`, when it is a plain string or a literal.
 #[inline(always)]
-fn loose<'a>(w: &Walk<'a>, at: usize) -> Option<(Loose<'a>, usize)> {
+fn val<'a>(w: &Walk<'a>, at: usize) -> Option<(Val<'a>, usize)> {
     match w.peek(at)? {
-        b'"' => w
-            .plain_str(at)
-            .map(|(s, e)| (Loose::Str(Cow::Borrowed(s)), e)),
+        b'"' => w.plain_str(at).map(|(s, e)| (Val::Str(s), e)),
         _ => w.literal(at).map(|(l, e)| {
             let v = match l {
-                Lit::Null => Loose::Null,
-                Lit::True => Loose::Bool(true),
-                Lit::False => Loose::Bool(false),
+                Lit::Null => Val::Null,
+                Lit::True => Val::Bool(true),
+                Lit::False => Val::Bool(false),
             };
             (v, e)
         }),
@@ -119,11 +149,11 @@ pub struct UsageRead<'a> {
 
 /// A top-level value as the probe reads a folder or branch: `Some(None)` when missing,
 /// null or empty, `None` when it is neither a string nor null.
-fn probed<'a>(v: &Loose<'a>) -> Option<Option<&'a str>> {
+fn probed(v: Val<'_>) -> Option<Option<&str>> {
     match v {
-        Loose::Missing | Loose::Null => Some(None),
-        Loose::Str(Cow::Borrowed(s)) => Some((!s.is_empty()).then_some(*s)),
-        _ => None,
+        Val::Missing | Val::Null => Some(None),
+        Val::Str(s) => Some((!s.is_empty()).then_some(s)),
+        Val::Bool(_) => None,
     }
 }
 
@@ -146,11 +176,13 @@ pub fn usage_read(line: &[u8], pos: LinePos) -> Option<UsageRead<'_>> {
     }
     let text = line_text(line, false).ok()?;
     let w = Walk::new(text);
-    let mut base = Base::default();
+    let mut ty = None;
+    let mut timestamp = None;
     // A plain string timestamp, which is the entry's time as it is.
     let mut time = None;
-    let mut request_id = Loose::Missing;
-    let (mut id, mut model, mut usage) = (Loose::Missing, Loose::Missing, None);
+    // The top-level values read, by key (the bits below).
+    let mut top = [Val::Missing; 12];
+    let (mut id, mut model, mut usage) = (Val::Missing, Val::Missing, None);
     let mut seen = 0u32;
     let end = w.object(0, |key, v| {
         let bit = match key {
@@ -171,11 +203,11 @@ pub fn usage_read(line: &[u8], pos: LinePos) -> Option<UsageRead<'_>> {
             _ => return w.skip(v),
         };
         once(&mut seen, bit)?;
-        let (value, e) = match bit {
+        match bit {
             0 => {
                 let (t, e) = w.plain_str(v)?;
-                base.ty = TypeField::Str(Cow::Borrowed(t));
-                return Some(e);
+                ty = Some(t);
+                Some(e)
             }
             1 => {
                 if let Some((t, e)) = w.plain_str(v) {
@@ -183,12 +215,12 @@ pub fn usage_read(line: &[u8], pos: LinePos) -> Option<UsageRead<'_>> {
                     return Some(e);
                 }
                 let e = w.skip(v)?;
-                base.timestamp = Some(serde_json::from_str(&text[v..e]).ok()?);
-                return Some(e);
+                timestamp = Some(serde_json::from_str(&text[v..e]).ok()?);
+                Some(e)
             }
             10 => {
                 let mut inner = 0u32;
-                let e = w.object(v, |k, v| {
+                w.object(v, |k, v| {
                     let (slot, value) = match k {
                         "id" => (0, &mut id),
                         "model" => (1, &mut model),
@@ -201,36 +233,39 @@ pub fn usage_read(line: &[u8], pos: LinePos) -> Option<UsageRead<'_>> {
                         _ => return w.skip(v),
                     };
                     once(&mut inner, slot)?;
-                    let (l, e) = loose(&w, v)?;
+                    let (l, e) = val(&w, v)?;
                     *value = l;
                     Some(e)
-                })?;
-                return Some(e);
+                })
             }
-            _ => loose(&w, v)?,
-        };
-        *match bit {
-            2 => &mut base.cwd,
-            3 => &mut base.git_branch,
-            4 => &mut base.session_id,
-            5 => &mut base.agent_id,
-            6 => &mut base.uuid,
-            7 => &mut base.parent_uuid,
-            8 => &mut base.logical_parent_uuid,
-            9 => &mut base.is_sidechain,
-            _ => &mut request_id,
-        } = value;
-        Some(e)
+            _ => {
+                let (value, e) = val(&w, v)?;
+                top[bit as usize] = value;
+                Some(e)
+            }
+        }
     })?;
     if end != text.len() {
         return None;
     }
-    let kind = base.ty.as_str().and_then(crate::record::kind);
+    let kind = ty.and_then(crate::record::kind);
     if kind != Some(EntryKind::Assistant) {
         return None;
     }
     let tokens = usage?.tokens();
-    let folder_and_branch = probed(&base.cwd).zip(probed(&base.git_branch));
+    let folder_and_branch = probed(top[2]).zip(probed(top[3]));
+    let mut base = Base {
+        ty: ty.map_or(TypeField::Missing, |t| TypeField::Str(Cow::Borrowed(t))),
+        timestamp,
+        cwd: top[2].loose(),
+        git_branch: top[3].loose(),
+        session_id: top[4].loose(),
+        agent_id: top[5].loose(),
+        uuid: top[6].loose(),
+        parent_uuid: top[7].loose(),
+        logical_parent_uuid: top[8].loose(),
+        is_sidechain: top[9].loose(),
+    };
     let mut entry = base.base_entry(pos, None);
     if let Some(t) = time {
         // What `time_value` makes of an unescaped string.
@@ -238,9 +273,9 @@ pub fn usage_read(line: &[u8], pos: LinePos) -> Option<UsageRead<'_>> {
     }
     entry.kind = kind;
     entry.usage = Some(Usage {
-        message_id: id.into_str(),
-        request_id: request_id.into_str(),
-        model: model.into_str(),
+        message_id: id.str(),
+        request_id: top[11].str(),
+        model: model.str(),
         tokens: Some(tokens),
         cumulative: false,
     });
