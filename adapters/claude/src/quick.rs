@@ -25,74 +25,12 @@
 //! assert_eq!(e.cwd.as_deref(), Some("/w"));
 //! ```
 
-use std::borrow::Cow;
-
-use transcope_adapter_common::de::Loose;
-use transcope_adapter_common::record::{Base, TypeField};
+use transcope_adapter_common::quick::{once, val, Context, Field, Val};
 use transcope_adapter_common::text::line_text;
 use transcope_adapter_common::usage::ClaudeUsage;
-use transcope_adapter_common::walk::{Lit, Walk};
-use transcope_core::entry::{Entry, EntryKind, LinePos, TimeValue};
+use transcope_adapter_common::walk::Walk;
+use transcope_core::entry::{Entry, EntryKind, LinePos};
 use transcope_core::Usage;
-
-/// A wanted value the walk read: a plain string or a literal. Small and `Copy`, so
-/// storing one moves a few words; it becomes the [`Loose`] the full decode reads
-/// ([`Val::loose`]) once the line is walked.
-#[derive(Clone, Copy, Default)]
-enum Val<'a> {
-    #[default]
-    Missing,
-    Null,
-    Bool(bool),
-    Str(&'a str),
-}
-
-impl<'a> Val<'a> {
-    /// The value as [`Loose`] decodes it.
-    fn loose(self) -> Loose<'a> {
-        match self {
-            Val::Missing => Loose::Missing,
-            Val::Null => Loose::Null,
-            Val::Bool(b) => Loose::Bool(b),
-            Val::Str(s) => Loose::Str(Cow::Borrowed(s)),
-        }
-    }
-
-    /// The string, when it is one ([`Loose::into_str`]).
-    fn str(self) -> Option<Cow<'a, str>> {
-        match self {
-            Val::Str(s) => Some(Cow::Borrowed(s)),
-            _ => None,
-        }
-    }
-}
-
-/// The wanted value at `at`, when it is a plain string or a literal.
-#[inline(always)]
-fn val<'a>(w: &Walk<'a>, at: usize) -> Option<(Val<'a>, usize)> {
-    match w.peek(at)? {
-        b'"' => w.plain_str(at).map(|(s, e)| (Val::Str(s), e)),
-        _ => w.literal(at).map(|(l, e)| {
-            let v = match l {
-                Lit::Null => Val::Null,
-                Lit::True => Val::Bool(true),
-                Lit::False => Val::Bool(false),
-            };
-            (v, e)
-        }),
-    }
-}
-
-/// Set bit `bit` of `seen`; `None` when it was set (a repeated key: the full decode
-/// decides).
-fn once(seen: &mut u32, bit: u32) -> Option<()> {
-    let b = 1 << bit;
-    if *seen & b != 0 {
-        return None;
-    }
-    *seen |= b;
-    Some(())
-}
 
 /// `message.usage`: the four counts and the `cache_creation` split.
 fn claude_usage(w: &Walk<'_>, at: usize) -> Option<(ClaudeUsage, usize)> {
@@ -147,16 +85,6 @@ pub struct UsageRead<'a> {
     pub folder_and_branch: Option<(Option<&'a str>, Option<&'a str>)>,
 }
 
-/// A top-level value as the probe reads a folder or branch: `Some(None)` when missing,
-/// null or empty, `None` when it is neither a string nor null.
-fn probed(v: Val<'_>) -> Option<Option<&str>> {
-    match v {
-        Val::Missing | Val::Null => Some(None),
-        Val::Str(s) => Some((!s.is_empty()).then_some(s)),
-        Val::Bool(_) => None,
-    }
-}
-
 /// Whether `line` ends as Claude Code ends an assistant line: its `"type":"assistant"`
 /// among its last 256 bytes (after `message`, with `uuid` and `timestamp`). Only a
 /// guess at which reading to try first, never an answer.
@@ -176,49 +104,19 @@ pub fn usage_read(line: &[u8], pos: LinePos) -> Option<UsageRead<'_>> {
     }
     let text = line_text(line, false).ok()?;
     let w = Walk::new(text);
-    let mut ty = None;
-    let mut timestamp = None;
-    // A plain string timestamp, which is the entry's time as it is.
-    let mut time = None;
-    // The top-level values read, by key (the bits below).
-    let mut top = [Val::Missing; 12];
+    let mut context = Context::default();
+    let mut request_id = Val::Missing;
     let (mut id, mut model, mut usage) = (Val::Missing, Val::Missing, None);
     let mut seen = 0u32;
     let end = w.object(0, |key, v| {
-        let bit = match key {
-            "type" => 0,
-            "timestamp" => 1,
-            "cwd" => 2,
-            "gitBranch" => 3,
-            "sessionId" => 4,
-            "agentId" => 5,
-            "uuid" => 6,
-            "parentUuid" => 7,
-            "logicalParentUuid" => 8,
-            "isSidechain" => 9,
-            "message" => 10,
-            "requestId" => 11,
-            // Decoded (and checked) by the full decode.
-            "payload" | "id" | "role" => return None,
-            _ => return w.skip(v),
-        };
-        once(&mut seen, bit)?;
-        match bit {
-            0 => {
-                let (t, e) = w.plain_str(v)?;
-                ty = Some(t);
-                Some(e)
-            }
-            1 => {
-                if let Some((t, e)) = w.plain_str(v) {
-                    time = Some(t);
-                    return Some(e);
-                }
-                let e = w.skip(v)?;
-                timestamp = Some(serde_json::from_str(&text[v..e]).ok()?);
-                Some(e)
-            }
-            10 => {
+        match context.field(&w, text, key, v) {
+            Field::Read(e) => return Some(e),
+            Field::Unsure => return None,
+            Field::Other => {}
+        }
+        match key {
+            "message" => {
+                once(&mut seen, 0)?;
                 let mut inner = 0u32;
                 w.object(v, |k, v| {
                     let (slot, value) = match k {
@@ -238,43 +136,33 @@ pub fn usage_read(line: &[u8], pos: LinePos) -> Option<UsageRead<'_>> {
                     Some(e)
                 })
             }
-            _ => {
-                let (value, e) = val(&w, v)?;
-                top[bit as usize] = value;
+            "requestId" => {
+                once(&mut seen, 1)?;
+                let (l, e) = val(&w, v)?;
+                request_id = l;
                 Some(e)
             }
+            // Decoded (and checked) by the full decode.
+            "payload" | "id" | "role" => None,
+            _ => w.skip(v),
         }
     })?;
     if end != text.len() {
         return None;
     }
-    let kind = ty.and_then(crate::record::kind);
+    let kind = context.ty().and_then(crate::record::kind);
     if kind != Some(EntryKind::Assistant) {
         return None;
     }
     let tokens = usage?.tokens();
-    let folder_and_branch = probed(top[2]).zip(probed(top[3]));
-    let mut base = Base {
-        ty: ty.map_or(TypeField::Missing, |t| TypeField::Str(Cow::Borrowed(t))),
-        timestamp,
-        cwd: top[2].loose(),
-        git_branch: top[3].loose(),
-        session_id: top[4].loose(),
-        agent_id: top[5].loose(),
-        uuid: top[6].loose(),
-        parent_uuid: top[7].loose(),
-        logical_parent_uuid: top[8].loose(),
-        is_sidechain: top[9].loose(),
-    };
+    let folder_and_branch = context.folder_and_branch();
+    let mut base = context.base();
     let mut entry = base.base_entry(pos, None);
-    if let Some(t) = time {
-        // What `time_value` makes of an unescaped string.
-        entry.time = TimeValue::Str(Cow::Borrowed(t));
-    }
+    context.set_time(&mut entry);
     entry.kind = kind;
     entry.usage = Some(Usage {
         message_id: id.str(),
-        request_id: top[11].str(),
+        request_id: request_id.str(),
         model: model.str(),
         tokens: Some(tokens),
         cumulative: false,
@@ -288,17 +176,13 @@ pub fn usage_read(line: &[u8], pos: LinePos) -> Option<UsageRead<'_>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use transcope_core::adapter::from_fn;
+    use transcope_testkit::{decode::last_entry, mutate};
 
     /// What the full usage-only decode gives, owned.
     fn full(line: &[u8], pos: LinePos) -> Option<Entry<'static>> {
-        let mut got = None;
-        let _ = crate::decode_claude_usage(
-            line,
-            pos,
-            &mut from_fn(|e: &Entry<'_>| got = Some(transcope_adapter_common::owned_entry(e))),
-        );
-        got
+        last_entry(|sink| {
+            let _ = crate::decode_claude_usage(line, pos, sink);
+        })
     }
 
     fn quick(line: &[u8], pos: LinePos) -> Option<Entry<'static>> {
@@ -379,19 +263,15 @@ mod tests {
     #[test]
     fn every_one_byte_change() {
         for l in LINES {
-            let (mut answered, mut tried) = (0, 0);
-            for at in 0..l.len() {
-                for byte in *b"\"\\{}[],:0 u1e.-\x01a\x7f" {
-                    let mut v = l.as_bytes().to_vec();
-                    v[at] = byte;
-                    tried += 1;
-                    if let Some(q) = quick(&v, POS) {
-                        answered += 1;
-                        assert_eq!(Some(q), full(&v, POS), "{}", String::from_utf8_lossy(&v));
-                        same_folder_as_the_probe(&v);
-                    }
+            let (answered, tried) = mutate::one_byte_changes(l.as_bytes(), mutate::BYTES, |v| {
+                let q = quick(v, POS);
+                let read = q.is_some();
+                if read {
+                    assert_eq!(q, full(v, POS), "{}", String::from_utf8_lossy(v));
+                    same_folder_as_the_probe(v);
                 }
-            }
+                read
+            });
             assert!(answered * 4 > tried, "{answered} of {tried} answered: {l}");
         }
     }
@@ -403,11 +283,7 @@ mod tests {
             which in 0usize..3,
             edits in proptest::collection::vec((0usize..1000, proptest::sample::select(b"\"\\{}[],:0 u1e.-\x01az".to_vec())), 1..4),
         ) {
-            let mut v = LINES[which].as_bytes().to_vec();
-            for (at, byte) in edits {
-                let at = at % v.len();
-                v[at] = byte;
-            }
+            let v = mutate::edited(LINES[which].as_bytes(), &edits);
             if let Some(q) = quick(&v, POS) {
                 proptest::prop_assert_eq!(Some(q), full(&v, POS), "{}", String::from_utf8_lossy(&v));
             }

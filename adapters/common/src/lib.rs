@@ -35,6 +35,8 @@
 //! * [`walk`]: reading a few values of a line without decoding it, every byte passed
 //!   over checked as serde_json's skip checks it ([`walk::Walk`]): a line wanted for its
 //!   usage alone is read this way, and decoded in full when the walk is unsure.
+//! * [`quick`]: the shared context keys read by the walk ([`quick::Context`]), for an
+//!   adapter's quick path.
 //! * [`head`]: reading a file's head for a layout's scope key ([`head::find_line`],
 //!   [`head::checked_key`]).
 //! * [`owned`]: [`owned::owned_entry`], [`owned::decode_owned`].
@@ -60,6 +62,7 @@ pub mod head;
 pub mod message;
 pub mod owned;
 pub mod probe;
+pub mod quick;
 pub mod record;
 pub mod text;
 pub mod usage;

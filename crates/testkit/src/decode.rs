@@ -56,3 +56,24 @@ pub fn decode_bytes(adapter: &mut dyn Adapter, framing: Framing, data: &[u8]) ->
     );
     (entries, skips)
 }
+
+/// The last entry `decode` hands its sink, owned (`None` when it hands none): what a
+/// quick path's answer is compared with.
+///
+/// ```
+/// use transcope_core::{Entry, LinePos};
+/// use transcope_testkit::decode::last_entry;
+/// let line = br#"{"type":"user","cwd":"/w"}"#;
+/// let pos = LinePos { offset: 5, line: 2 };
+/// let e = last_entry(|sink| {
+///     let _ = transcope_adapter_claude::decode_claude(line, pos, sink);
+/// });
+/// assert_eq!(e.unwrap().cwd.as_deref(), Some("/w"));
+/// ```
+pub fn last_entry(
+    decode: impl FnOnce(&mut dyn transcope_core::adapter::EntrySink),
+) -> Option<Entry<'static>> {
+    let mut got = None;
+    decode(&mut from_fn(|e: &Entry<'_>| got = Some(e.to_static())));
+    got
+}

@@ -48,6 +48,7 @@ pub mod decode;
 pub mod engine;
 mod git;
 mod json;
+pub mod mutate;
 mod rng;
 pub use rng::Rng;
 mod sink;

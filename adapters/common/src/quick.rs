@@ -1,0 +1,217 @@
+//! The shared context keys of a line ([`Base`]'s), read by the [`Walk`] for an
+//! adapter's quick path: a line wanted for its usage alone, read without serde.
+//!
+//! [`Context::field`] reads a top-level key when it is one of [`Base`]'s, as the full
+//! decode reads it, or says it is unsure (a repeated key, a string with an escape, a
+//! value of an unusual type such as a number as `cwd`): the caller then leaves the
+//! whole line to the full decode. [`Context::base`] makes the [`Base`] the full decode
+//! would have made, so the entry comes from the same [`Base::base_entry`].
+//!
+//! ```
+//! use transcope_adapter_common::quick::{Context, Field};
+//! use transcope_adapter_common::walk::Walk;
+//! use transcope_core::LinePos;
+//! let text = r#"{"type":"note","cwd":"/w","n":1}"#;
+//! let w = Walk::new(text);
+//! let mut c = Context::default();
+//! let end = w.object(0, |key, at| match c.field(&w, text, key, at) {
+//!     Field::Read(end) => Some(end),
+//!     Field::Unsure => None,
+//!     Field::Other => w.skip(at),
+//! });
+//! assert_eq!(end, Some(text.len()));
+//! assert_eq!((c.ty(), c.folder_and_branch()), (Some("note"), Some((Some("/w"), None))));
+//! let entry = c.base().base_entry(LinePos::default(), None);
+//! assert_eq!(entry.cwd.as_deref(), Some("/w"));
+//! ```
+
+use std::borrow::Cow;
+
+use serde_json::value::RawValue;
+use transcope_core::entry::TimeValue;
+use transcope_core::Entry;
+
+use crate::de::Loose;
+use crate::record::{Base, TypeField};
+use crate::walk::{Lit, Walk};
+
+/// A wanted value the walk read: a plain string or a literal. Small and `Copy`, so
+/// storing one moves a few words; it becomes the [`Loose`] the full decode reads
+/// ([`Val::loose`]) once the line is walked.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Val<'a> {
+    /// The key is absent.
+    #[default]
+    Missing,
+    /// `null`.
+    Null,
+    /// `true` or `false`.
+    Bool(bool),
+    /// A string without escapes.
+    Str(&'a str),
+}
+
+impl<'a> Val<'a> {
+    /// The value as [`Loose`] decodes it.
+    pub fn loose(self) -> Loose<'a> {
+        match self {
+            Val::Missing => Loose::Missing,
+            Val::Null => Loose::Null,
+            Val::Bool(b) => Loose::Bool(b),
+            Val::Str(s) => Loose::Str(Cow::Borrowed(s)),
+        }
+    }
+
+    /// The string, when it is one ([`Loose::into_str`]).
+    pub fn str(self) -> Option<Cow<'a, str>> {
+        match self {
+            Val::Str(s) => Some(Cow::Borrowed(s)),
+            _ => None,
+        }
+    }
+
+    /// The value as the probe reads a folder or branch: `Some(None)` when missing,
+    /// null or empty, `None` when it is neither a string nor null.
+    pub fn probed(self) -> Option<Option<&'a str>> {
+        match self {
+            Val::Missing | Val::Null => Some(None),
+            Val::Str(s) => Some((!s.is_empty()).then_some(s)),
+            Val::Bool(_) => None,
+        }
+    }
+}
+
+/// The value at `at`, when it is a plain string or a literal.
+#[inline(always)]
+pub fn val<'a>(w: &Walk<'a>, at: usize) -> Option<(Val<'a>, usize)> {
+    match w.peek(at)? {
+        b'"' => w.plain_str(at).map(|(s, e)| (Val::Str(s), e)),
+        _ => w.literal(at).map(|(l, e)| {
+            let v = match l {
+                Lit::Null => Val::Null,
+                Lit::True => Val::Bool(true),
+                Lit::False => Val::Bool(false),
+            };
+            (v, e)
+        }),
+    }
+}
+
+/// Set bit `bit` of `seen`; `None` when it was set (a repeated key: the full decode
+/// decides).
+#[inline]
+pub fn once(seen: &mut u32, bit: u32) -> Option<()> {
+    let b = 1 << bit;
+    if *seen & b != 0 {
+        return None;
+    }
+    *seen |= b;
+    Some(())
+}
+
+/// What [`Context::field`] made of a key.
+pub enum Field {
+    /// One of the context keys, read: one past its value.
+    Read(usize),
+    /// One of them, but not read as the full decode would read it: leave the line to
+    /// the full decode.
+    Unsure,
+    /// Not a context key.
+    Other,
+}
+
+/// The context keys of a line as the walk read them.
+#[derive(Default)]
+pub struct Context<'a> {
+    ty: Option<&'a str>,
+    /// A timestamp that is not a plain string, as the full decode keeps it.
+    timestamp: Option<&'a RawValue>,
+    /// A plain string timestamp, which is the entry's time as it is.
+    time: Option<&'a str>,
+    /// `cwd`, `gitBranch`, `sessionId`, `agentId`, `uuid`, `parentUuid`,
+    /// `logicalParentUuid`, `isSidechain`.
+    vals: [Val<'a>; 8],
+    seen: u32,
+}
+
+impl<'a> Context<'a> {
+    /// Read `key`'s value at `at` of the line `text` (walked by `w`) when it is one of
+    /// [`Base`]'s keys.
+    #[inline]
+    pub fn field(&mut self, w: &Walk<'a>, text: &'a str, key: &str, at: usize) -> Field {
+        let slot = match key {
+            "type" => 8,
+            "timestamp" => 9,
+            "cwd" => 0,
+            "gitBranch" => 1,
+            "sessionId" => 2,
+            "agentId" => 3,
+            "uuid" => 4,
+            "parentUuid" => 5,
+            "logicalParentUuid" => 6,
+            "isSidechain" => 7,
+            _ => return Field::Other,
+        };
+        let read = once(&mut self.seen, slot).and_then(|()| match slot {
+            8 => w.plain_str(at).map(|(t, e)| {
+                self.ty = Some(t);
+                e
+            }),
+            9 => match w.plain_str(at) {
+                Some((t, e)) => {
+                    self.time = Some(t);
+                    Some(e)
+                }
+                None => {
+                    let e = w.skip(at)?;
+                    self.timestamp = Some(serde_json::from_str(&text[at..e]).ok()?);
+                    Some(e)
+                }
+            },
+            _ => val(w, at).map(|(v, e)| {
+                self.vals[slot as usize] = v;
+                e
+            }),
+        });
+        read.map_or(Field::Unsure, Field::Read)
+    }
+
+    /// The `type`, when it is a plain string.
+    pub fn ty(&self) -> Option<&'a str> {
+        self.ty
+    }
+
+    /// The top-level `cwd` and `gitBranch` as the probe gives them
+    /// ([`transcope_core::adapter::Probe`]: `None` when missing, null or empty), or
+    /// `None` when either is neither a string nor null (the probe is unsure then).
+    pub fn folder_and_branch(&self) -> Option<(Option<&'a str>, Option<&'a str>)> {
+        self.vals[0].probed().zip(self.vals[1].probed())
+    }
+
+    /// The [`Base`] the full decode would have made of these keys.
+    pub fn base(&self) -> Base<'a> {
+        let v = &self.vals;
+        Base {
+            ty: self
+                .ty
+                .map_or(TypeField::Missing, |t| TypeField::Str(Cow::Borrowed(t))),
+            timestamp: self.timestamp,
+            cwd: v[0].loose(),
+            git_branch: v[1].loose(),
+            session_id: v[2].loose(),
+            agent_id: v[3].loose(),
+            uuid: v[4].loose(),
+            parent_uuid: v[5].loose(),
+            logical_parent_uuid: v[6].loose(),
+            is_sidechain: v[7].loose(),
+        }
+    }
+
+    /// Give `entry` (made from [`Context::base`]) the plain string timestamp as its
+    /// time, as the full decode's `time_value` makes it.
+    pub fn set_time(&self, entry: &mut Entry<'a>) {
+        if let Some(t) = self.time {
+            entry.time = TimeValue::Str(Cow::Borrowed(t));
+        }
+    }
+}
