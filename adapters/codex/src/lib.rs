@@ -82,6 +82,7 @@
 
 pub mod detect;
 pub mod layout;
+pub mod quick;
 pub mod record;
 
 use std::borrow::Cow;
@@ -90,7 +91,9 @@ use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess};
 use serde_json::value::RawValue;
 use transcope_adapter_common::de::{deserialize_shape, skip_value, FromMap, FromShape, Loose, Obj};
 use transcope_adapter_common::record::{emit, parse};
-use transcope_core::adapter::{Adapter, AdapterFactory, Confidence, EntrySink, Layout, Skip};
+use transcope_core::adapter::{
+    Adapter, AdapterFactory, Confidence, EntrySink, Layout, Probe, Skip,
+};
 use transcope_core::entry::{Entry, EntryKind, LinePos, TimeValue};
 
 pub use detect::{classify, FirstLine};
@@ -154,6 +157,14 @@ impl Adapter for CodexAdapter {
             if let Some(p) = probe(line) {
                 if !sink.wants(&p) {
                     return Ok(());
+                }
+                // A `token_count` event wanted for its usage alone: read by the walk
+                // when it is certain (the entry the full decode would give).
+                if p.usage && !sink.wants(&Probe { usage: false, ..p }) {
+                    if let Some(entry) = quick::token_count_entry(line, pos) {
+                        sink.entry(&entry);
+                        return Ok(());
+                    }
                 }
             }
         }

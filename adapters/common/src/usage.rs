@@ -130,6 +130,17 @@ impl<'de> FromMap<'de> for CodexTokens {
 }
 
 impl CodexTokens {
+    /// The four counts as an event gives them: input (cached included), cached input,
+    /// output (reasoning included), reasoning output.
+    pub fn new(input: u64, cached: u64, output: u64, reasoning: u64) -> CodexTokens {
+        CodexTokens {
+            input,
+            cached,
+            output,
+            reasoning,
+        }
+    }
+
     /// The counts, the cached tokens taken out of the input.
     pub fn tokens(&self) -> Tokens {
         let cached = self.cached.min(self.input);
