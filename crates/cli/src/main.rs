@@ -139,6 +139,33 @@ pub fn println_out(out: &mut impl Write, text: &str) -> io::Result<()> {
     }
 }
 
+/// Print one JSON object a line, written in large pieces (not a write a line: a
+/// query of a thousand rows made a thousand system calls); a closed pipe ends it
+/// quietly, as [`println_out`] does.
+pub fn print_ndjson(
+    out: &mut impl Write,
+    values: impl Iterator<Item = serde_json::Value>,
+) -> io::Result<()> {
+    let mut text = Vec::with_capacity(1 << 16);
+    for v in values {
+        serde_json::to_writer(&mut text, &v)?;
+        text.push(b'\n');
+        if text.len() >= 1 << 16 {
+            println_bytes(out, &text)?;
+            text.clear();
+        }
+    }
+    println_bytes(out, &text)
+}
+
+/// Write `bytes` as they are; a closed pipe is no error.
+fn println_bytes(out: &mut impl Write, bytes: &[u8]) -> io::Result<()> {
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+        r => r,
+    }
+}
+
 fn main() -> ExitCode {
     let plain = hook::HookCommand::from_plain_args(std::env::args_os()).map(|(home, cmd)| Cli {
         home,

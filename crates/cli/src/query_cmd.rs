@@ -18,7 +18,7 @@ use transcope_index::{seen_key, Index, LedgerFilter, SessionFilter, State, Timel
 
 use crate::table::{cut, local_time, Table};
 use crate::transcript_cmd::{bare_env, process_env, resolver_for};
-use crate::{exit, println_out};
+use crate::{exit, print_ndjson, println_out};
 
 /// What every query takes.
 #[derive(Args, Debug, Clone, Copy)]
@@ -209,9 +209,7 @@ pub fn run_usage(home: &Path, a: UsageArgs) -> Result<u8> {
     )?;
     let mut out = std::io::stdout().lock();
     if a.common.json {
-        for g in &groups {
-            println_out(&mut out, &g.to_json(&by).to_string())?;
-        }
+        print_ndjson(&mut out, groups.iter().map(|g| g.to_json(&by)))?;
         return Ok(exit::OK);
     }
     let mut header: Vec<&str> = by.iter().map(|k| k.json_key()).collect();
@@ -470,9 +468,7 @@ pub fn run_sessions(home: &Path, a: SessionsArgs) -> Result<u8> {
     })?;
     let mut out = std::io::stdout().lock();
     if a.common.json {
-        for s in &sessions {
-            println_out(&mut out, &s.to_json().to_string())?;
-        }
+        print_ndjson(&mut out, sessions.iter().map(|s| s.to_json()))?;
         return Ok(exit::OK);
     }
     let mut t = Table::new(&[
@@ -508,9 +504,7 @@ pub fn run_timeline(home: &Path, a: TimelineArgs) -> Result<u8> {
     let items = index.timeline(&a.session)?;
     let mut out = std::io::stdout().lock();
     if a.common.json {
-        for i in &items {
-            println_out(&mut out, &i.to_json().to_string())?;
-        }
+        print_ndjson(&mut out, items.iter().map(|i| i.to_json()))?;
         return Ok(exit::OK);
     }
     let mut t = Table::new(&["time (local)", "kind", "what", "attribution"]);
@@ -596,9 +590,7 @@ pub fn run_ledger(home: &Path, a: LedgerArgs) -> Result<u8> {
     })?;
     let mut out = std::io::stdout().lock();
     if a.common.json {
-        for r in &rows {
-            println_out(&mut out, &r.to_json().to_string())?;
-        }
+        print_ndjson(&mut out, rows.iter().map(|r| r.to_json()))?;
         return Ok(exit::OK);
     }
     ledger_table(&rows).print(&mut out, &format!("{} markers", rows.len()))?;
