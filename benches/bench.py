@@ -17,6 +17,15 @@ HOMES = os.environ.get("HOME_DIR", os.path.join(BENCH, "homes"))
 SINGLE = os.path.join(BENCH, "single-100MB.jsonl")
 
 
+def env_for(claude, codex, home):
+    """The environment of a transcope (or ccusage) run reading the agents' folders
+    `claude` and `codex`, with `home` as the user's home."""
+    e = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "TZ")}
+    e.update({"HOME": home, "CLAUDE_CONFIG_DIR": claude, "CODEX_HOME": codex, "GEMINI_CLI_HOME": home,
+              "NO_COLOR": "1"})
+    return e
+
+
 def files_of(d):
     out = []
     for base, _, names in os.walk(d):

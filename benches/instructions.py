@@ -34,9 +34,7 @@ def counted(binary, flags, work):
     """Instructions of one backfill of CORPUS by `binary` into a fresh home, by function."""
     home = tempfile.mkdtemp(dir=work)
     out = os.path.join(work, "cg.out")
-    env = {"PATH": os.environ["PATH"], "HOME": home, "NO_COLOR": "1",
-           "CLAUDE_CONFIG_DIR": os.path.join(CORPUS, "claude"), "CODEX_HOME": os.path.join(CORPUS, "codex"),
-           "GEMINI_CLI_HOME": home}
+    env = bench.env_for(os.path.join(CORPUS, "claude"), os.path.join(CORPUS, "codex"), home)
     cmd = ["valgrind", "--tool=cachegrind", "--cache-sim=no", f"--cachegrind-out-file={out}", binary,
            "--home", home, "backfill", "--jobs", "1", "--json", *flags,
            os.path.join(CORPUS, "claude", "projects"), os.path.join(CORPUS, "codex", "sessions")]

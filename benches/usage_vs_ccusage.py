@@ -23,13 +23,6 @@ RUNS = bench.RUNS
 BIN = bench.BIN
 
 
-def env_for(claude, codex, home):
-    e = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "TZ")}
-    e.update({"HOME": home, "CLAUDE_CONFIG_DIR": claude, "CODEX_HOME": codex, "GEMINI_CLI_HOME": home,
-              "NO_COLOR": "1"})
-    return e
-
-
 def timed(cmd, env, runs=RUNS):
     ts = [bench.timed(cmd, env=env)[0] for _ in range(runs)]
     return statistics.median(ts) * 1e3, min(ts) * 1e3, max(ts) * 1e3
@@ -84,7 +77,7 @@ def main():
     user = tempfile.mkdtemp(dir=HOMES)
     empty = os.path.join(user, "none")
     os.makedirs(empty)
-    env = env_for(claude, codex, user)
+    env = bench.env_for(claude, codex, user)
     srcs = [os.path.join(claude, "projects"), os.path.join(codex, "sessions")]
     rows = []
 
@@ -116,7 +109,7 @@ def main():
     rows.append(("ccusage session --json --offline (Claude + Codex)",
                  *timed([CCUSAGE, "session", "--json", "--offline"], env, runs=max(3, RUNS // 2))))
     # Totals, Claude Code only.
-    cenv = env_for(claude, empty, user)
+    cenv = bench.env_for(claude, empty, user)
     cc_days = {d["period"] if "period" in d else d["date"]: d
                for d in json.loads(out([CCUSAGE, "daily", "--json", "--offline", "-z", "UTC"], cenv))["daily"]}
     cc_sessions = {s["period"]: s for s in json.loads(out([CCUSAGE, "session", "--json", "--offline", "-z", "UTC"], cenv))["session"]}

@@ -130,10 +130,15 @@ pub mod exit {
 
 /// Write `text` and a newline to stdout; a closed pipe is not an error.
 pub fn println_out(out: &mut impl Write, text: &str) -> io::Result<()> {
-    match out
-        .write_all(text.as_bytes())
-        .and_then(|()| out.write_all(b"\n"))
-    {
+    quiet_pipe(
+        out.write_all(text.as_bytes())
+            .and_then(|()| out.write_all(b"\n")),
+    )
+}
+
+/// A closed pipe (the reader went away: `| head`) is no error.
+fn quiet_pipe(r: io::Result<()>) -> io::Result<()> {
+    match r {
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
         r => r,
     }
@@ -151,19 +156,12 @@ pub fn print_ndjson(
         serde_json::to_writer(&mut text, &v)?;
         text.push(b'\n');
         if text.len() >= 1 << 16 {
-            println_bytes(out, &text)?;
+            quiet_pipe(out.write_all(&text))?;
             text.clear();
         }
     }
-    println_bytes(out, &text)
-}
-
-/// Write `bytes` as they are; a closed pipe is no error.
-fn println_bytes(out: &mut impl Write, bytes: &[u8]) -> io::Result<()> {
-    match out.write_all(bytes).and_then(|()| out.flush()) {
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
-        r => r,
-    }
+    // Each piece ends a line: a line-buffered stdout passes it straight through.
+    quiet_pipe(out.write_all(&text))
 }
 
 fn main() -> ExitCode {

@@ -651,9 +651,7 @@ pub fn run_deliver(home: &Path, a: DeliverArgs) -> Result<u8> {
         let index = Index::open(home)?;
         let rows = index.pending(None, None, None)?;
         if a.common.json {
-            for r in &rows {
-                println_out(&mut out, &r.to_json().to_string())?;
-            }
+            print_ndjson(&mut out, rows.iter().map(|r| r.to_json()))?;
         } else {
             ledger_table(&rows).print(
                 &mut out,
