@@ -131,10 +131,19 @@ fn scope_record_killed_at_random_points() {
                 i
             );
             let cut = 1 + rng.below(row.len() as u64 - 1) as usize;
+            // Every record before it may have been killed before making the log's
+            // folder (a loaded machine: each gets under 5 ms); made as a writer makes it.
+            let log = sb.log(session);
+            std::os::unix::fs::DirBuilderExt::mode(
+                std::fs::DirBuilder::new().recursive(true),
+                0o700,
+            )
+            .create(log.parent().unwrap())
+            .unwrap();
             let mut f = std::fs::OpenOptions::new()
                 .append(true)
                 .create(true)
-                .open(sb.log(session))
+                .open(&log)
                 .unwrap();
             f.write_all(format!("{fresh}{}", &row[..cut]).as_bytes())
                 .unwrap();
