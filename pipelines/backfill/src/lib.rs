@@ -52,6 +52,7 @@
 #![warn(missing_docs)]
 
 mod discover;
+mod tail;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fs::OpenOptions;
@@ -170,6 +171,9 @@ pub struct Options {
     /// cursors and without change detection (the scope logs are not written; an
     /// index sync mirrors them).
     pub rebuild: bool,
+    /// How many copies of requests a run gathers before it writes them
+    /// ([`USAGE_FLUSH`]; a flush passes over the usage table in key order once).
+    pub usage_flush: usize,
 }
 
 impl Options {
@@ -187,6 +191,7 @@ impl Options {
             index: true,
             usage: true,
             rebuild: false,
+            usage_flush: USAGE_FLUSH,
         }
     }
 }
@@ -218,6 +223,9 @@ pub struct Summary {
     pub requests: u64,
     /// Markers labelled unknown or refused (of those found).
     pub unattributed: u64,
+    /// Writes of the held requests made near the end, beside the last files' reading
+    /// (at most one a run; not in the `--json` summary).
+    pub early_writes: u64,
     /// Every problem, with its file: a file may have several (its transitions and its
     /// markers can fail apart).
     pub errors: Vec<Problem>,
@@ -357,7 +365,7 @@ where
             return summary;
         }
     };
-    let recorder = match Recorder::new(opts) {
+    let recorder = match Recorder::new(opts, start, pool.current_num_threads()) {
         Ok(r) => r,
         Err(problem) => {
             let mut summary = Summary::default();
@@ -382,7 +390,11 @@ where
     let drained = AtomicBool::new(false);
     // Runs under par_bridge's lock, one file at a time in stream order: the key is
     // claimed (or the file queued behind it) before any later file is looked at.
-    let source = jobs.filter_map(|item| {
+    // Read ahead when requests are held for the index, so they are written beside the
+    // last files' reading rather than after it (`tail`).
+    let early = opts.index && opts.usage;
+    let ahead = if early { tail::LOOKAHEAD } else { 0 };
+    let source = tail::ReadAhead::new(jobs, ahead, &recorder.tail).filter_map(|item| {
         let job = match item {
             Ok(job) => job,
             Err(problem) => {
@@ -395,6 +407,7 @@ where
             Ok(k) => k,
             Err(reason) => {
                 // A file without a key counts as a failed file.
+                recorder.tail.file_done(job.size);
                 lock(&summary).add(
                     &job.path,
                     FileOutcome {
@@ -456,8 +469,20 @@ where
                         let b = bytes_done.fetch_add(o.bytes, Ordering::Relaxed) + o.bytes;
                         progress(f, b);
                         out.add(&job.path, o);
+                        recorder.tail.file_done(job.size);
                         if let Some(written) = waiting.and_then(|w| recorder.push(w)) {
                             out.absorb(written);
+                        }
+                        // Near the end: what is held is written now, beside the other
+                        // workers' last files.
+                        if early && recorder.tail.due(recorder.held()) {
+                            match recorder.flush() {
+                                Some(written) => {
+                                    out.absorb(written);
+                                    out.early_writes += 1;
+                                }
+                                None => recorder.tail.not_written(),
+                            }
                         }
                         // The key's next file, or the key is free again.
                         let mut busy = lock(&busy);
@@ -513,6 +538,7 @@ impl Summary {
             unclosed: o.unclosed,
             requests: o.requests,
             unattributed: o.unattributed,
+            early_writes: 0,
             errors: o
                 .errors
                 .into_iter()
@@ -538,6 +564,7 @@ impl Summary {
         self.unclosed += other.unclosed;
         self.requests += other.requests;
         self.unattributed += other.unattributed;
+        self.early_writes += other.early_writes;
         self.errors.extend(other.errors);
     }
 }
@@ -561,9 +588,10 @@ type MarkersFile = (std::fs::File, HashSet<String>);
 /// How many files' records one index transaction writes.
 const INDEX_BATCH: usize = 256;
 
-/// How many copies of requests a run gathers before it writes them: about 6 MB; a
-/// flush passes over the usage table in key order once.
-const USAGE_FLUSH: usize = 1 << 16;
+/// How many copies of requests a run gathers before it writes them, by default
+/// ([`Options::usage_flush`]): about 6 MB; a flush passes over the usage table in key
+/// order once.
+pub const USAGE_FLUSH: usize = 1 << 16;
 
 /// Requests gathered across batches, and the cursors of the files they came from,
 /// saved once the requests are written.
@@ -587,10 +615,14 @@ struct Recorder {
     usage: Mutex<HeldUsage>,
     /// The markers file and the keys already in it.
     out: Option<(PathBuf, Mutex<MarkersFile>)>,
+    /// What the run knows of its end, and what its flushes cost.
+    tail: tail::Tail,
+    /// [`Options::usage_flush`].
+    usage_flush: usize,
 }
 
 impl Recorder {
-    fn new(opts: &Options) -> Result<Recorder, Problem> {
+    fn new(opts: &Options, start: std::time::Instant, threads: usize) -> Result<Recorder, Problem> {
         let index_path = transcope_index::index_path(&opts.home);
         let index = if opts.index {
             let ix = Index::open(&opts.home).map_err(|e| Problem {
@@ -643,14 +675,23 @@ impl Recorder {
             writing: AtomicBool::new(false),
             usage: Mutex::new(HeldUsage {
                 batch: transcope_index::UsageBatch::with_capacity(if opts.index && opts.usage {
-                    USAGE_FLUSH
+                    opts.usage_flush.clamp(1, USAGE_FLUSH)
                 } else {
                     0
                 }),
                 cursors: Vec::new(),
             }),
             out,
+            tail: tail::Tail::new(start, threads),
+            usage_flush: opts.usage_flush.max(1),
         })
+    }
+
+    /// How many copies of requests a flush would write now: those held, and those of
+    /// the files whose records wait for their batch.
+    fn held(&self) -> usize {
+        let waiting: usize = lock(&self.waiting).iter().map(|w| w.item.usage.len()).sum();
+        waiting + lock(&self.usage).batch.len()
     }
 
     /// Queue one file; a full batch is written now, by the caller's thread — unless
@@ -707,7 +748,10 @@ impl Recorder {
         if held.batch.is_empty() {
             return s;
         }
-        if let Err(e) = lock(ix).record_usage(&mut held.batch) {
+        let (copies, began) = (held.batch.len(), std::time::Instant::now());
+        let recorded = lock(ix).record_usage(&mut held.batch);
+        self.tail.flushed(copies, began.elapsed().as_secs_f64());
+        if let Err(e) = recorded {
             // Not saved: the next run reads those files again.
             held.cursors.clear();
             s.errors.push(Problem {
@@ -817,7 +861,7 @@ impl Recorder {
         if self.index.is_some() {
             let mut usage = lock(&self.usage);
             usage.cursors.append(&mut held);
-            if usage.batch.len() >= USAGE_FLUSH {
+            if usage.batch.len() >= self.usage_flush {
                 s.absorb(self.write_usage(&mut usage));
             }
         }
