@@ -58,7 +58,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -619,6 +619,8 @@ struct Recorder {
     tail: tail::Tail,
     /// [`Options::usage_flush`].
     usage_flush: usize,
+    /// Copies of requests queued and not yet written ([`Recorder::held`]).
+    queued: AtomicUsize,
 }
 
 impl Recorder {
@@ -684,14 +686,15 @@ impl Recorder {
             out,
             tail: tail::Tail::new(start, threads),
             usage_flush: opts.usage_flush.max(1),
+            queued: AtomicUsize::new(0),
         })
     }
 
     /// How many copies of requests a flush would write now: those held, and those of
-    /// the files whose records wait for their batch.
+    /// the files whose records wait for their batch. Read without a lock: a worker
+    /// asks after every file, and the usage lock is held through a flush.
     fn held(&self) -> usize {
-        let waiting: usize = lock(&self.waiting).iter().map(|w| w.item.usage.len()).sum();
-        waiting + lock(&self.usage).batch.len()
+        self.queued.load(Ordering::Relaxed)
     }
 
     /// Queue one file; a full batch is written now, by the caller's thread — unless
@@ -699,6 +702,7 @@ impl Recorder {
     /// reading (the index has one connection; waiting for it would idle a core while
     /// a large usage flush runs).
     fn push(&self, w: Waiting) -> Option<Summary> {
+        self.queued.fetch_add(w.item.usage.len(), Ordering::Relaxed);
         let batch = {
             let mut waiting = lock(&self.waiting);
             waiting.push(w);
@@ -751,6 +755,12 @@ impl Recorder {
         let (copies, began) = (held.batch.len(), std::time::Instant::now());
         let recorded = lock(ix).record_usage(&mut held.batch);
         self.tail.flushed(copies, began.elapsed().as_secs_f64());
+        // Written or given up (a failed batch is not written again): no longer queued.
+        let _ = self
+            .queued
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |q| {
+                Some(q.saturating_sub(copies))
+            });
         if let Err(e) = recorded {
             // Not saved: the next run reads those files again.
             held.cursors.clear();
