@@ -753,14 +753,15 @@ impl Recorder {
             return s;
         }
         let (copies, began) = (held.batch.len(), std::time::Instant::now());
-        let recorded = lock(ix).record_usage(&mut held.batch);
-        self.tail.flushed(copies, began.elapsed().as_secs_f64());
-        // Written or given up (a failed batch is not written again): no longer queued.
+        // Being written (or given up: a failed batch is not written again), so no
+        // longer what a flush would write.
         let _ = self
             .queued
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |q| {
                 Some(q.saturating_sub(copies))
             });
+        let recorded = lock(ix).record_usage(&mut held.batch);
+        self.tail.flushed(copies, began.elapsed().as_secs_f64());
         if let Err(e) = recorded {
             // Not saved: the next run reads those files again.
             held.cursors.clear();
