@@ -19,7 +19,11 @@
 //!   same logs as an uninterrupted one, but for torn lines;
 //! * the environment is the bare one: never the backfilling process's
 //!   `AGENTIHOOKS_SWARM*` variables;
-//! * one bad file is reported (path and reason), counted, and never stops the others.
+//! * one bad file is reported (path and reason), counted, and never stops the others;
+//! * model requests for the index are held and written many files' worth at a time
+//!   ([`USAGE_FLUSH`] copies, in key order); near the end of a run what is held is
+//!   written beside the last files' reading, not after it (the stream is read ahead
+//!   to see its end: the `tail` module).
 //!
 //! Whole files are read through the named [`IoPolicy`]: plain reads by default, or
 //! ([`MAP_QUIET`]) memory-mapped when large and not modified recently (a live agent may
