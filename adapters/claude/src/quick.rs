@@ -156,9 +156,7 @@ pub fn usage_read(line: &[u8], pos: LinePos) -> Option<UsageRead<'_>> {
     }
     let tokens = usage?.tokens();
     let folder_and_branch = context.folder_and_branch();
-    let mut base = context.base();
-    let mut entry = base.base_entry(pos, None);
-    context.set_time(&mut entry);
+    let mut entry = context.entry(pos);
     entry.kind = kind;
     entry.usage = Some(Usage {
         message_id: id.str(),

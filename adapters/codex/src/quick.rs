@@ -148,9 +148,7 @@ pub fn token_count_entry(line: &[u8], pos: LinePos) -> Option<Entry<'_>> {
     if payload_ty != Some("token_count") {
         return None;
     }
-    let mut base = context.base();
-    let mut entry = base.base_entry(pos, None);
-    context.set_time(&mut entry);
+    let mut entry = context.entry(pos);
     entry.kind = Some(EntryKind::Event);
     // The running total when there is one, else the last request's usage (as the
     // full decode chooses).

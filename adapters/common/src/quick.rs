@@ -4,8 +4,9 @@
 //! [`Context::field`] reads a top-level key when it is one of [`Base`]'s, as the full
 //! decode reads it, or says it is unsure (a repeated key, a string with an escape, a
 //! value of an unusual type such as a number as `cwd`): the caller then leaves the
-//! whole line to the full decode. [`Context::base`] makes the [`Base`] the full decode
-//! would have made, so the entry comes from the same [`Base::base_entry`].
+//! whole line to the full decode. [`Context::entry`] makes the entry the full decode
+//! starts from: [`Base::base_entry`] of the [`Base`] it would have made
+//! ([`Context::base`]), built straight from the values read.
 //!
 //! ```
 //! use transcope_adapter_common::quick::{Context, Field};
@@ -21,14 +22,15 @@
 //! });
 //! assert_eq!(end, Some(text.len()));
 //! assert_eq!((c.ty(), c.folder_and_branch()), (Some("note"), Some((Some("/w"), None))));
-//! let entry = c.base().base_entry(LinePos::default(), None);
+//! let entry = c.entry(LinePos::default());
 //! assert_eq!(entry.cwd.as_deref(), Some("/w"));
+//! assert_eq!(entry, c.base().base_entry(LinePos::default(), None));
 //! ```
 
 use std::borrow::Cow;
 
 use serde_json::value::RawValue;
-use transcope_core::entry::TimeValue;
+use transcope_core::entry::{LinePos, TimeValue};
 use transcope_core::Entry;
 
 use crate::de::Loose;
@@ -66,6 +68,15 @@ impl<'a> Val<'a> {
     pub fn str(self) -> Option<Cow<'a, str>> {
         match self {
             Val::Str(s) => Some(Cow::Borrowed(s)),
+            _ => None,
+        }
+    }
+
+    /// [`Loose::py_str_if_truthy`] of the value, without making the [`Loose`].
+    pub fn py_str_if_truthy(self) -> Option<Cow<'a, str>> {
+        match self {
+            Val::Str(s) if !s.is_empty() => Some(Cow::Borrowed(s)),
+            Val::Bool(true) => Some(Cow::Borrowed("True")),
             _ => None,
         }
     }
@@ -207,11 +218,35 @@ impl<'a> Context<'a> {
         }
     }
 
-    /// Give `entry` (made from [`Context::base`]) the plain string timestamp as its
-    /// time, as the full decode's `time_value` makes it.
-    pub fn set_time(&self, entry: &mut Entry<'a>) {
-        if let Some(t) = self.time {
-            entry.time = TimeValue::Str(Cow::Borrowed(t));
+    /// The entry the full decode starts from ([`Base::base_entry`] of
+    /// [`Context::base`], without a payload folder; a plain string timestamp is its
+    /// time as it is, as the full decode's `time_value` makes it), made straight from
+    /// the values as read: no [`Loose`] is made and dropped on the way (2 % of a
+    /// usage-on backfill's instructions, benches/README.md, session 17).
+    pub fn entry(&self, pos: LinePos) -> Entry<'a> {
+        let v = &self.vals;
+        Entry {
+            kind: None,
+            time: match self.time {
+                Some(t) => TimeValue::Str(Cow::Borrowed(t)),
+                None => crate::record::time_value(self.timestamp),
+            },
+            // A `turn_context` takes its folder from its payload (none here).
+            cwd: match self.ty {
+                Some("turn_context") => None,
+                _ => v[0].py_str_if_truthy(),
+            },
+            branch: v[1].py_str_if_truthy(),
+            session_id: v[2].str(),
+            agent_id: v[3].str(),
+            uuid: v[4].str(),
+            parent_uuid: v[5].str(),
+            logical_parent_uuid: v[6].str(),
+            is_sidechain: v[7] == Val::Bool(true),
+            texts: Vec::new(),
+            usage: None,
+            offset: pos.offset,
+            line: pos.line,
         }
     }
 }
