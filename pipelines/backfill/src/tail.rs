@@ -129,7 +129,6 @@ pub(crate) struct ReadAhead<'t, I> {
     inner: I,
     ahead: VecDeque<Result<Job, Problem>>,
     limit: usize,
-    ended: bool,
     tail: &'t Tail,
 }
 
@@ -140,7 +139,6 @@ impl<'t, I> ReadAhead<'t, I> {
             inner,
             ahead: VecDeque::new(),
             limit,
-            ended: false,
             tail,
         }
     }
@@ -152,7 +150,7 @@ impl<I: Iterator<Item = Result<Job, Problem>>> Iterator for ReadAhead<'_, I> {
     fn next(&mut self) -> Option<Self::Item> {
         // Two more read for each one taken, until the window is full.
         for _ in 0..2 {
-            if self.ended || self.ahead.len() > self.limit {
+            if self.tail.ended.load(Ordering::Relaxed) || self.ahead.len() > self.limit {
                 break;
             }
             match self.inner.next() {
@@ -162,10 +160,7 @@ impl<I: Iterator<Item = Result<Job, Problem>>> Iterator for ReadAhead<'_, I> {
                     }
                     self.ahead.push_back(item);
                 }
-                None => {
-                    self.ended = true;
-                    self.tail.ended.store(true, Ordering::Release);
-                }
+                None => self.tail.ended.store(true, Ordering::Release),
             }
         }
         self.ahead.pop_front()
