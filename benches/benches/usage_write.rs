@@ -91,8 +91,8 @@ fn write_all(reads: &[(Observed, Vec<Spending>)]) {
     let home = tempfile::tempdir().unwrap();
     let mut ix = Index::open(home.path()).unwrap();
     let mut batch = UsageBatch::with_capacity(FLUSH);
-    for (o, spent) in reads {
-        batch.add(o, spent.iter().cloned());
+    for ((o, spent), order) in reads.iter().zip(0..) {
+        batch.add(o, order, spent.iter().cloned());
         if batch.len() >= FLUSH {
             ix.record_usage(&mut batch).unwrap();
         }
@@ -111,8 +111,8 @@ fn bench(c: &mut Criterion) {
     g.bench_function("add_only", |b| {
         b.iter(|| {
             let mut batch = UsageBatch::with_capacity(FLUSH);
-            for (o, spent) in &reads {
-                batch.add(o, spent.iter().cloned());
+            for ((o, spent), order) in reads.iter().zip(0..) {
+                batch.add(o, order, spent.iter().cloned());
                 if batch.len() >= FLUSH {
                     black_box(&batch);
                     batch = UsageBatch::with_capacity(FLUSH);

@@ -287,7 +287,8 @@ pub struct LinePos {
 /// `new_root`), is earlier than the copy kept so far (`kept`, `kept_root`): the
 /// copy whose time, session and scope a request keeps is the earliest by time (a
 /// timed copy before an untimed one), a root session's on a tie, else the first
-/// seen.
+/// seen (the index tells copies still tied apart by where each was read:
+/// `transcope_index::UsageBatch::add`).
 pub fn is_earlier_copy<T: Ord>(
     new: Option<T>,
     new_root: bool,

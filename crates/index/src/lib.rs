@@ -384,9 +384,10 @@ impl Index {
                     out.push(rec);
                 }
             }
+            // One run, the items read in the order given.
             let mut batch = UsageBatch::default();
-            for item in items {
-                batch.add(item, item.usage.iter().cloned());
+            for (order, item) in (0..).zip(items) {
+                batch.add(item, order, item.usage.iter().cloned());
             }
             usage::write(&tx, ids, fresh_ids, &mut batch)?;
             tx.commit()?;
@@ -455,7 +456,9 @@ impl Index {
         run(&mut self.conn).map_err(|e| self.sqlite(e))
     }
 
-    /// Write `batch`'s requests in one transaction (not synced) and empty it.
+    /// Write `batch`'s requests in one transaction (not synced) and empty it. The
+    /// batch keeps the run its first write took: its later writes are of the same
+    /// run ([`UsageBatch::add`]).
     pub fn record_usage(&mut self, batch: &mut UsageBatch) -> Result<(), IndexError> {
         let ids = &self.ids;
         let mut fresh_ids = Ids::default();

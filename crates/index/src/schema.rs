@@ -11,8 +11,9 @@
 //!   with the request body to deliver and the delivery state.
 //! * `usage`: one row per model request, appended (its key, the first 16 bytes of its
 //!   SHA-256, in a compact unique index rather than as the table's key, so a batch's
-//!   inserts touch the index's pages and the table's last ones, not the whole table: every copy of a request shares
-//!   it, and the earliest copy is kept, a root session's on a tie), with its time,
+//!   inserts touch the index's pages and the table's last ones, not the whole
+//!   table: every copy of a request shares it, and the earliest copy is kept, a root
+//!   session's on a tie, since version 5 then the one read first), with its time,
 //!   model, tokens and the scope in force when it was spent. Since version 2 the
 //!   key is the table's key (`WITHOUT ROWID`: one B-tree, which a backfill fills in
 //!   key order, many files' requests at a time), and the scope and model are
@@ -24,9 +25,14 @@
 //! * `usage_meta`, `usage_parts_of`, `usage_parts` (version 4): the sums a usage
 //!   query made by scope, model and day for a price list, kept until the next
 //!   request is written (`generation`).
+//! * `usage.place` and `usage_meta.places` (version 5): where a request's kept copy
+//!   was read — its run's first place plus its file's place in that run's stream;
+//!   a run's places follow every earlier run's (`places` is one past the largest
+//!   given) — which decides between copies tied by time and by being a root
+//!   session's. Rows of version 4 have 0: read before any run since.
 
 /// The migrations, in order: migration `i` takes version `i` to `i + 1`.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
 
 const V1: &str = "
 CREATE TABLE sessions (
@@ -198,4 +204,11 @@ CREATE TABLE usage_parts (
     unpriced INTEGER NOT NULL
 );
 CREATE INDEX usage_parts_pricing ON usage_parts (pricing);
+";
+
+/// Version 5: where each request's kept copy was read, to break a tie of time and
+/// root-ness the same way whichever worker read which file first.
+const V5: &str = "
+ALTER TABLE usage ADD COLUMN place INTEGER NOT NULL DEFAULT 0;
+INSERT INTO usage_meta (k, v) VALUES ('places', 1);
 ";

@@ -29,6 +29,12 @@ pub struct UsageBatch {
     /// The copies in key order while they are written (its room kept for the next
     /// write).
     sorted: Vec<(u128, Request)>,
+    /// The place of its run's first read, after every place an earlier run gave:
+    /// taken from the index at the batch's first write and kept for the next
+    /// ([`UsageBatch::add`]).
+    base: Option<i64>,
+    /// One past the largest `order` added.
+    orders: u32,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -37,14 +43,31 @@ struct Request {
     scope: u32,
     is_root: bool,
     at_us: Option<i64>,
-    /// Index into [`UsageBatch::models`].
-    model: Option<u32>,
+    /// Index into [`UsageBatch::models`] ([`NO_MODEL`]: none; an `Option` would
+    /// make each copy a word longer, and a backfill sorts millions).
+    model: u32,
     tokens: Tokens,
+    /// The read's place in its run's stream ([`UsageBatch::add`]).
+    order: u32,
 }
 
+/// [`Request::model`] of a copy that names none.
+const NO_MODEL: u32 = u32::MAX;
+
+// A copy with its key is 96 bytes: the sort moves millions of them.
+const _: () = assert!(std::mem::size_of::<(u128, Request)>() == 96);
+
 impl UsageBatch {
-    /// Add `usage`, spent by `item`'s session.
-    pub fn add(&mut self, item: &Observed, usage: impl IntoIterator<Item = Spending>) {
+    /// Add `usage`, spent by `item`'s session, read `order`-th in its run's stream.
+    ///
+    /// Two copies of a request that tie by time and by being a root session's (a
+    /// resumed Claude Code session replays its parent's lines, times and all) are
+    /// told apart by where they were read: the copy of the read earlier in the run's
+    /// stream is kept, and a copy kept by an earlier run (or batch written alone) is
+    /// never taken by a later one — whichever worker read a file and whenever its
+    /// requests were written. A batch is one run: its reads' places follow every
+    /// place an earlier batch gave, in `order`.
+    pub fn add(&mut self, item: &Observed, order: u32, usage: impl IntoIterator<Item = Spending>) {
         let mut usage = usage.into_iter().peekable();
         if usage.peek().is_none() {
             return;
@@ -78,7 +101,7 @@ impl UsageBatch {
                     slot
                 }
             };
-            let model = u.model.map(|m| match &last_model {
+            let model = u.model.map_or(NO_MODEL, |m| match &last_model {
                 Some((l, slot)) if Arc::ptr_eq(l, &m) => *slot,
                 _ => {
                     let slot = match self.model_slots.get(&*m) {
@@ -100,7 +123,9 @@ impl UsageBatch {
                 at_us: u.at_us,
                 model,
                 tokens: u.tokens,
+                order,
             };
+            self.orders = self.orders.max(order.saturating_add(1));
             self.requests.push((u.key, new));
         }
     }
@@ -129,20 +154,23 @@ impl UsageBatch {
 impl Request {
     /// [`UPSERT_USAGE`] in memory: `self` is the copy kept so far.
     fn merge(&mut self, new: Request) {
-        let earlier = transcope_core::entry::is_earlier_copy(
-            new.at_us,
-            new.is_root,
-            self.at_us,
-            self.is_root,
-        );
+        let tied = new.at_us == self.at_us && new.is_root == self.is_root;
+        let earlier = if tied {
+            new.order < self.order
+        } else {
+            transcope_core::entry::is_earlier_copy(new.at_us, new.is_root, self.at_us, self.is_root)
+        };
         self.tokens.max_each(&new.tokens);
         if earlier {
             self.scope = new.scope;
             self.is_root = new.is_root;
             self.at_us = new.at_us;
-            self.model = new.model.or(self.model);
-        } else {
-            self.model = self.model.or(new.model);
+            self.order = new.order;
+            if new.model != NO_MODEL {
+                self.model = new.model;
+            }
+        } else if self.model == NO_MODEL {
+            self.model = new.model;
         }
     }
 }
@@ -175,6 +203,23 @@ pub(crate) fn write(
     }
     // The sums kept by queries are of the requests before these.
     tx.execute("UPDATE usage_meta SET v = v + 1 WHERE k = 'generation'", [])?;
+    // The place of the batch's first read: after every place given before it (its
+    // first write takes it), and its reads' places kept from the next run's.
+    let base = match batch.base {
+        Some(base) => base,
+        None => {
+            let base: i64 =
+                tx.query_row("SELECT v FROM usage_meta WHERE k = 'places'", [], |r| {
+                    r.get(0)
+                })?;
+            batch.base = Some(base);
+            base
+        }
+    };
+    tx.execute(
+        "UPDATE usage_meta SET v = max(v, ?1) WHERE k = 'places'",
+        [base + i64::from(batch.orders)],
+    )?;
     // The copies in key order, a key's in the order added (which decides a tie).
     let sorted = in_key_order(&batch.requests, &mut batch.sorted);
     // Each scope and model by number, looked up once (and once a connection).
@@ -192,8 +237,8 @@ pub(crate) fn write(
             }
         };
         let model = match r.model {
-            None => None,
-            Some(m) => Some(match model_ids[m as usize] {
+            NO_MODEL => None,
+            m => Some(match model_ids[m as usize] {
                 Some(id) => id,
                 None => {
                     let id = model_id(tx, known, fresh, &batch.models[m as usize])?;
@@ -209,6 +254,7 @@ pub(crate) fn write(
             at_us: r.at_us,
             model,
             counts: counts(&r.tokens),
+            place: base + i64::from(r.order),
         })
     };
     // Each key's copies (a run of `sorted`) merged into its row, and the rows written
@@ -308,10 +354,12 @@ struct Row {
     at_us: Option<i64>,
     model: Option<i64>,
     counts: [i64; 6],
+    /// Where the copy was read: its run's first place and its read's `order`.
+    place: i64,
 }
 
 /// The columns of a row (and the parameters of one row's insert).
-const COLUMNS: usize = 11;
+const COLUMNS: usize = 12;
 
 /// Rows inserted by one statement.
 const CHUNK: usize = 64;
@@ -327,12 +375,14 @@ impl Row {
         for (i, c) in self.counts.iter().enumerate() {
             st.raw_bind_parameter(first + 6 + i, c)?;
         }
+        st.raw_bind_parameter(first + 12, self.place)?;
         Ok(())
     }
 }
 
 /// Every copy of a request is one row. Its time, session and scope are the earliest
-/// copy's (a root session's on a tie), whichever file is read first; its counts are
+/// copy's (a root session's on a tie, then the one read first: `place`, by run, then
+/// by the file's place in the run's stream); its counts are
 /// the largest any copy reports, field by field: Claude Code writes a line per
 /// content block of a streamed message, each with the usage so far (the output count
 /// grows), and a resumed session replays the last of them, so the largest is the
@@ -340,12 +390,13 @@ impl Row {
 const UPSERT_USAGE: &str = "
 INSERT INTO usage (message_key, scope, is_root, at_us, model, input_tokens, output_tokens,
     cache_creation_input_tokens, cache_creation_1h_input_tokens, cache_read_input_tokens,
-    reasoning_output_tokens)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+    reasoning_output_tokens, place)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
 ON CONFLICT(message_key) DO UPDATE SET
     scope = CASE WHEN e THEN excluded.scope ELSE scope END,
     is_root = CASE WHEN e THEN excluded.is_root ELSE is_root END,
     at_us = CASE WHEN e THEN excluded.at_us ELSE at_us END,
+    place = CASE WHEN e THEN excluded.place ELSE place END,
     model = coalesce(CASE WHEN e THEN excluded.model ELSE model END, model, excluded.model),
     input_tokens = max(input_tokens, excluded.input_tokens),
     output_tokens = max(output_tokens, excluded.output_tokens),
@@ -417,10 +468,12 @@ fn model_id(
     Ok(id)
 }
 
-/// The copy being inserted is the earlier one (a root session's on a tie).
+/// The copy being inserted is the earlier one (a root session's on a tie, then the
+/// one read first).
 const EARLIER: &str =
     "((excluded.at_us IS NOT NULL AND (usage.at_us IS NULL OR excluded.at_us < usage.at_us))
-    OR (excluded.at_us IS usage.at_us AND excluded.is_root > usage.is_root))";
+    OR (excluded.at_us IS usage.at_us AND (excluded.is_root > usage.is_root
+        OR (excluded.is_root = usage.is_root AND excluded.place < usage.place))))";
 
 /// A request not seen before: [`UPSERT_USAGE`] without its conflict clause.
 static INSERT_USAGE_SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {

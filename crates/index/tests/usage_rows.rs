@@ -212,9 +212,9 @@ fn a_batch_merges_like_the_table() {
         let rest = items.split_off(split.min(items.len()));
         ix.record(&items, Origin::Backfill, false).unwrap();
         let mut batch = UsageBatch::default();
-        for mut item in rest {
+        for (mut item, order) in rest.into_iter().zip(0..) {
             let usage = std::mem::take(&mut item.usage);
-            batch.add(&item, usage);
+            batch.add(&item, order, usage);
         }
         ix.record_usage(&mut batch).unwrap();
         assert!(batch.is_empty());
@@ -248,6 +248,15 @@ fn a_version_1_index_moves_to_version_2_with_its_totals() {
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .unwrap();
     assert_eq!(version, schema::MIGRATIONS.len() as i64);
+    // Read before any run that keeps places (version 5): a later run's tie never
+    // takes them.
+    let unplaced: i64 = Connection::open(&path)
+        .unwrap()
+        .query_row("SELECT count(*) FROM usage WHERE place = 0", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(unplaced, 4);
     assert_eq!(
         groups(&ix, &[UsageKey::RootSession, UsageKey::Model]),
         vec![
@@ -413,7 +422,7 @@ fn a_large_batch_merges_the_rows_it_meets() {
     let usage: Vec<Spending> = (0..n)
         .map(|i| spent(&key(i), Some(100), Some("m"), tokens(1, i), "new"))
         .collect();
-    batch.add(&observed("root", None, Vec::new()), usage);
+    batch.add(&observed("root", None, Vec::new()), 0, usage);
     ix.record_usage(&mut batch).unwrap();
     assert!(batch.is_empty());
     let by_task = groups(&ix, &[UsageKey::Task]);
@@ -443,12 +452,10 @@ fn a_large_batch_merges_the_rows_it_meets() {
 }
 
 #[test]
-fn a_batch_keeps_the_first_copy_added_on_a_tie_whatever_comes_between() {
-    let home = tempfile::tempdir().unwrap();
-    let mut ix = Index::open(home.path()).unwrap();
+fn a_tie_goes_to_the_copy_read_first_in_its_run_whatever_the_order_added() {
     // Two copies of "a" at the same time, of two root sessions, other requests added
-    // around them (the batch sorts by key when written: a key's copies keep the order
-    // they were added in, and the first of a tie is kept).
+    // around them. The batch sorts by key when written; a tie is decided by where
+    // each copy was read (`order`), not by which was added first.
     let others = |from: u64| -> Vec<Spending> {
         (from..from + 50)
             .map(|i| {
@@ -462,25 +469,77 @@ fn a_batch_keeps_the_first_copy_added_on_a_tie_whatever_comes_between() {
             })
             .collect()
     };
-    let mut batch = UsageBatch::with_capacity(4);
-    let mut first = others(0);
-    first.push(spent("a", Some(500), Some("m"), tokens(3, 1), "first"));
-    batch.add(&observed("s1", None, Vec::new()), first);
-    let mut second = others(100);
-    second.insert(0, spent("a", Some(500), Some("m"), tokens(1, 8), "second"));
-    batch.add(&observed("s2", None, Vec::new()), second);
-    assert_eq!(batch.len(), 102, "every copy is held until written");
-    ix.record_usage(&mut batch).unwrap();
-    assert!(batch.is_empty());
-    let by_task = groups(&ix, &[UsageKey::Task]);
-    // One request "a": the first copy's task, the largest counts of both.
-    let first = by_task
-        .iter()
-        .find(|r| r.0 == [Some("first".to_owned())])
+    for (first_order, second_order, kept) in [(0, 1, "first"), (7, 3, "second")] {
+        let home = tempfile::tempdir().unwrap();
+        let mut ix = Index::open(home.path()).unwrap();
+        let mut batch = UsageBatch::with_capacity(4);
+        let mut first = others(0);
+        first.push(spent("a", Some(500), Some("m"), tokens(3, 1), "first"));
+        batch.add(&observed("s1", None, Vec::new()), first_order, first);
+        let mut second = others(100);
+        second.insert(0, spent("a", Some(500), Some("m"), tokens(1, 8), "second"));
+        batch.add(&observed("s2", None, Vec::new()), second_order, second);
+        assert_eq!(batch.len(), 102, "every copy is held until written");
+        ix.record_usage(&mut batch).unwrap();
+        assert!(batch.is_empty());
+        let by_task = groups(&ix, &[UsageKey::Task]);
+        // One request "a": the copy read first keeps its task; the largest counts of
+        // both.
+        let row = by_task
+            .iter()
+            .find(|r| r.0 == [Some(kept.to_owned())])
+            .unwrap();
+        assert_eq!((row.1, row.2, row.4), (3, 8, 1), "{kept}");
+        assert_eq!(by_task.len(), 2, "{by_task:?}");
+        assert_eq!(by_task.iter().map(|r| r.4).sum::<u64>(), 101);
+    }
+}
+
+/// The task kept for request "a".
+fn task_of_a(ix: &Index) -> String {
+    let by = [UsageKey::Task];
+    let rows = groups(ix, &by);
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    rows[0].0[0].clone().unwrap()
+}
+
+#[test]
+fn a_tie_across_writes_keeps_the_earlier_place_of_one_run_and_the_earlier_run() {
+    let home = tempfile::tempdir().unwrap();
+    let mut ix = Index::open(home.path()).unwrap();
+    let a = |task: &str| vec![spent("a", Some(500), Some("m"), tokens(1, 1), task)];
+    // One run written in two flushes: the copy of the file read 5th, then the one
+    // read 3rd (written later: a worker finished it later) — the 3rd is kept.
+    let mut run = UsageBatch::with_capacity(4);
+    run.add(&observed("s5", None, Vec::new()), 5, a("fifth"));
+    ix.record_usage(&mut run).unwrap();
+    assert_eq!(task_of_a(&ix), "fifth");
+    run.add(&observed("s3", None, Vec::new()), 3, a("third"));
+    ix.record_usage(&mut run).unwrap();
+    assert_eq!(task_of_a(&ix), "third");
+    // A later run's copy ties with it and is not kept, read first in its run or not.
+    let mut later = UsageBatch::with_capacity(4);
+    later.add(&observed("s0", None, Vec::new()), 0, a("later run"));
+    ix.record_usage(&mut later).unwrap();
+    assert_eq!(task_of_a(&ix), "third");
+    // Nor through `record` (a hook's or a query's sync: a run each call).
+    ix.record(&[observed("s9", None, a("hook"))], Origin::Hook, true)
         .unwrap();
-    assert_eq!((first.1, first.2, first.4), (3, 8, 1));
-    assert!(by_task.iter().all(|r| r.0 != [Some("second".to_owned())]));
-    assert_eq!(by_task.iter().map(|r| r.4).sum::<u64>(), 101);
+    assert_eq!(task_of_a(&ix), "third");
+    // The place stored: the first run's first place (1: a new index's rows of
+    // version 4 have 0) plus the read's; every place given is below `places`.
+    let conn = Connection::open(transcope_index::index_path(home.path())).unwrap();
+    let place: i64 = conn
+        .query_row("SELECT place FROM usage", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(place, 1 + 3);
+    let places: i64 = conn
+        .query_row("SELECT v FROM usage_meta WHERE k = 'places'", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    // Run 1 gave 1..=6, run 2 7, the hook's 8.
+    assert_eq!(places, 9);
 }
 
 #[test]

@@ -388,8 +388,10 @@ where
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     // The keys being worked on, each with the files of that key that came since, in
-    // stream order. A worker finishing a key's file takes the next one waiting.
-    let busy: Mutex<HashMap<String, VecDeque<Job>>> = Mutex::new(HashMap::new());
+    // stream order (each with its place in the stream: the index breaks a tie between
+    // two files' copies of a request by it). A worker finishing a key's file takes the
+    // next one waiting.
+    let busy: Mutex<HashMap<String, VecDeque<(u32, Job)>>> = Mutex::new(HashMap::new());
     // Set once the stream has given its last file.
     let drained = AtomicBool::new(false);
     // Runs under par_bridge's lock, one file at a time in stream order: the key is
@@ -398,7 +400,10 @@ where
     // last files' reading rather than after it (`tail`).
     let early = opts.index && opts.usage;
     let ahead = if early { tail::LOOKAHEAD } else { 0 };
+    let mut order = 0u32;
     let source = tail::ReadAhead::new(jobs, ahead, &recorder.tail).filter_map(|item| {
+        let place = order;
+        order = order.saturating_add(1);
         let job = match item {
             Ok(job) => job,
             Err(problem) => {
@@ -426,12 +431,12 @@ where
         match busy.get_mut(&key) {
             // Queued behind its key's other file: opened again when its turn comes.
             Some(waiting) => {
-                waiting.push_back(job);
+                waiting.push_back((place, job));
                 None
             }
             None => {
                 busy.insert(key.clone(), VecDeque::new());
-                Some((key, job, opened))
+                Some((key, (place, job), opened))
             }
         }
     });
@@ -454,7 +459,7 @@ where
                     let mut next = Some(first);
                     // The first file goes on from the open that named it.
                     let mut opened = opened;
-                    while let Some(job) = next {
+                    while let Some((place, job)) = next {
                         let policy = match opts.io {
                             IoPolicy::Read => ReadPolicy::Read,
                             IoPolicy::MapQuiet { quiet, min_size } => {
@@ -467,8 +472,11 @@ where
                                 }
                             }
                         };
-                        let (o, waiting) =
+                        let (o, mut waiting) =
                             process_file(w, opts, (&key, &job, opened.take()), policy);
+                        if let Some(w) = &mut waiting {
+                            w.place = place;
+                        }
                         let f = files_done.fetch_add(1, Ordering::Relaxed) + 1;
                         let b = bytes_done.fetch_add(o.bytes, Ordering::Relaxed) + o.bytes;
                         progress(f, b);
@@ -584,6 +592,8 @@ struct Waiting {
     path: PathBuf,
     item: Observed,
     cursor: Option<PendingCursor>,
+    /// The file's place in the run's stream.
+    place: u32,
 }
 
 /// The markers file, open for appending, and the keys already in it.
@@ -791,6 +801,7 @@ impl Recorder {
         if batch.is_empty() {
             return s;
         }
+        let places: Vec<u32> = batch.iter().map(|w| w.place).collect();
         let (mut items, rest): (Vec<Observed>, Vec<(PathBuf, Option<PendingCursor>)>) = batch
             .into_iter()
             .map(|w| (w.item, (w.path, w.cursor)))
@@ -800,10 +811,10 @@ impl Recorder {
         let mut spent = Vec::with_capacity(items.len());
         if self.index.is_some() {
             let mut held = lock(&self.usage);
-            for item in &mut items {
+            for (item, place) in items.iter_mut().zip(places) {
                 let usage = std::mem::take(&mut item.usage);
                 spent.push(!usage.is_empty());
-                held.batch.add(item, usage);
+                held.batch.add(item, place, usage);
             }
         }
         let found = |i: &Observed| i.markers.len() as u64;
@@ -974,6 +985,7 @@ fn process_file(
         path: job.path.clone(),
         item,
         cursor,
+        place: 0,
     };
     (o, Some(waiting))
 }
@@ -1062,6 +1074,7 @@ fn rebuild_file(
         path: job.path.clone(),
         item,
         cursor: None,
+        place: 0,
     };
     (o, Some(waiting))
 }
