@@ -12,9 +12,8 @@
 //!   the caller wants one made, so a read that finds nothing creates nothing;
 //! * **shared by processes:** a busy timeout, and ([`use_wal`]) a write-ahead log that
 //!   stays when the last connection closes (no file created and deleted per process);
-//! * **versioned:** [`migrate`] runs the migrations past `PRAGMA user_version`, each in
-//!   its own `BEGIN IMMEDIATE` transaction, and refuses a database a newer transcope
-//!   made.
+//! * **versioned:** [`migrate`] runs the migrations past `PRAGMA user_version` in one
+//!   `BEGIN IMMEDIATE` transaction, and refuses a database a newer transcope made.
 //!
 //! ```
 //! let dir = tempfile::tempdir().unwrap();
@@ -152,9 +151,11 @@ pub fn use_wal(conn: &Connection) -> rusqlite::Result<()> {
 }
 
 /// Bring the schema to `migrations.len()`: migration `i` (SQL, no transaction
-/// statements of its own) takes version `i` to `i + 1`, each in one `BEGIN IMMEDIATE`
-/// transaction that rechecks the version (another process may have run it first).
-/// Returns the version found; a version past `migrations.len()` is [`Error::Newer`].
+/// statements of its own) takes version `i` to `i + 1`. Those past the version found
+/// run in one `BEGIN IMMEDIATE` transaction that reads the version again (another
+/// process may have run some first): one commit, one sync, however many there are,
+/// and a migration that fails leaves the database as it was. Returns the version
+/// found; a version past `migrations.len()` is [`Error::Newer`].
 pub fn migrate(conn: &Connection, migrations: &[&str]) -> Result<i64, Error> {
     let known = migrations.len() as i64;
     let version = |c: &Connection| -> rusqlite::Result<i64> {
@@ -164,33 +165,35 @@ pub fn migrate(conn: &Connection, migrations: &[&str]) -> Result<i64, Error> {
     if found > known {
         return Err(Error::Newer { found, known });
     }
-    let mut at = found;
-    while at < known {
-        conn.execute_batch("BEGIN IMMEDIATE")?;
-        let step = (|| -> rusqlite::Result<i64> {
-            let now = version(conn)?;
-            if now == at {
-                conn.execute_batch(migrations[at as usize])?;
-                conn.pragma_update(None, "user_version", at + 1)?;
-                return Ok(at + 1);
+    if found == known {
+        return Ok(found);
+    }
+    conn.execute_batch("BEGIN IMMEDIATE")?;
+    let step = (|| -> rusqlite::Result<i64> {
+        let now = version(conn)?;
+        if now < known {
+            // (A negative version is no version of ours: every migration runs, and
+            // the first table that is there already refuses it.)
+            for m in &migrations[now.max(0) as usize..] {
+                conn.execute_batch(m)?;
             }
-            Ok(now)
-        })();
-        match step {
-            Ok(v) => {
-                conn.execute_batch("COMMIT")?;
-                at = v;
-            }
-            Err(e) => {
-                let _ = conn.execute_batch("ROLLBACK");
-                return Err(e.into());
-            }
+            conn.pragma_update(None, "user_version", known)?;
         }
-        if at > known {
-            return Err(Error::Newer { found: at, known });
+        Ok(now)
+    })();
+    match step {
+        Ok(now) => {
+            conn.execute_batch("COMMIT")?;
+            if now > known {
+                return Err(Error::Newer { found: now, known });
+            }
+            Ok(found)
+        }
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK");
+            Err(e.into())
         }
     }
-    Ok(found)
 }
 
 /// Keep the database's `-wal` and `-shm` files when the last connection closes
@@ -215,5 +218,74 @@ pub fn persist_wal(conn: &Connection) -> rusqlite::Result<()> {
         Ok(())
     } else {
         Err(rusqlite::Error::SqliteFailure(ffi::Error::new(rc), None))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn db() -> (tempfile::TempDir, Connection) {
+        let dir = tempfile::tempdir().unwrap();
+        let (conn, _) = open(&dir.path().join("t/x.sqlite"), || true)
+            .unwrap()
+            .unwrap();
+        use_wal(&conn).unwrap();
+        (dir, conn)
+    }
+
+    fn version(conn: &Connection) -> i64 {
+        conn.pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap()
+    }
+
+    fn tables(conn: &Connection) -> Vec<String> {
+        let mut st = conn
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+            .unwrap();
+        let names = st.query_map([], |r| r.get(0)).unwrap();
+        names.map(Result::unwrap).collect()
+    }
+
+    const STEPS: [&str; 3] = [
+        "CREATE TABLE a (x INTEGER);",
+        "CREATE TABLE b (x INTEGER); INSERT INTO a VALUES (1);",
+        "ALTER TABLE a ADD COLUMN y INTEGER NOT NULL DEFAULT 7;",
+    ];
+
+    #[test]
+    fn pending_migrations_run_in_one_transaction_from_the_version_found() {
+        let (_dir, conn) = db();
+        assert_eq!(migrate(&conn, &STEPS[..1]).unwrap(), 0);
+        assert_eq!(version(&conn), 1);
+        // The two left, from version 1.
+        assert_eq!(migrate(&conn, &STEPS).unwrap(), 1);
+        assert_eq!(version(&conn), 3);
+        assert_eq!(tables(&conn), ["a", "b"]);
+        let y: i64 = conn.query_row("SELECT y FROM a", [], |r| r.get(0)).unwrap();
+        assert_eq!(y, 7);
+        // Up to date: nothing runs (a migration run twice would fail).
+        assert_eq!(migrate(&conn, &STEPS).unwrap(), 3);
+        // Newer than this build.
+        assert!(matches!(
+            migrate(&conn, &STEPS[..2]),
+            Err(Error::Newer { found: 3, known: 2 })
+        ));
+    }
+
+    #[test]
+    fn a_failing_migration_leaves_the_database_as_it_was() {
+        let (_dir, conn) = db();
+        let broken = [
+            STEPS[0],
+            STEPS[1],
+            "ALTER TABLE nowhere ADD COLUMN z INTEGER;",
+        ];
+        assert!(matches!(migrate(&conn, &broken), Err(Error::Sqlite(_))));
+        assert_eq!(version(&conn), 0);
+        assert!(tables(&conn).is_empty());
+        // Not left inside a transaction: the good ones run after.
+        assert_eq!(migrate(&conn, &STEPS).unwrap(), 0);
+        assert_eq!(version(&conn), 3);
     }
 }
