@@ -3,7 +3,7 @@
 //! rule (one request per Claude `message.id` + `requestId` across the archive, at its
 //! earliest copy's time, with the largest counts any copy reports; Codex running
 //! totals by their growth; Gemini messages by session and id), and compares per UTC
-//! day with `transcope usage --by day --json`.
+//! day and per root session with `transcope usage --by day|root-session --json`.
 
 mod common;
 
@@ -35,8 +35,17 @@ fn n(v: &Value, k: &str) -> u64 {
     v.get(k).and_then(Value::as_u64).unwrap_or(0)
 }
 
-/// A Gemini CLI message with tokens: once per (session, id), its first copy.
-fn gemini_message(gemini: &mut BTreeMap<(String, String), (String, Counts)>, sid: &str, m: &Value) {
+/// A request counted: its UTC day, its root session, its counts.
+type Counted = (String, String, Counts);
+
+/// A Gemini CLI message with tokens: once per (session, id), its first copy, of root
+/// session `root`.
+fn gemini_message(
+    gemini: &mut BTreeMap<(String, String), Counted>,
+    sid: &str,
+    root: &str,
+    m: &Value,
+) {
     let (Some(id), Some(t), Some(tok)) =
         (m["id"].as_str(), m["timestamp"].as_str(), m.get("tokens"))
     else {
@@ -56,7 +65,7 @@ fn gemini_message(gemini: &mut BTreeMap<(String, String), (String, Counts)>, sid
     if let Some(d) = day(t) {
         gemini
             .entry((sid.to_owned(), id.to_owned()))
-            .or_insert((d, c));
+            .or_insert((d, root.to_owned(), c));
     }
 }
 
@@ -65,18 +74,58 @@ fn day(t: &str) -> Option<String> {
     (t.len() >= 10 && (t.ends_with('Z') || t.ends_with("+00:00"))).then(|| t[..10].to_owned())
 }
 
-/// The independent count, per UTC day.
-fn expected(roots: &[PathBuf]) -> BTreeMap<String, Counts> {
+/// The root session of the Claude Code transcript `f` whose lines are `lines`: the
+/// session a sub-agent's file (`agent-*.jsonl`) belongs to — the folder before
+/// `subagents`, else the `sessionId` its lines carry — or the file's own name.
+fn claude_root(f: &Path, lines: &[(u64, Value)]) -> (String, bool) {
+    let stem = f.file_stem().unwrap().to_str().unwrap();
+    if !stem.starts_with("agent-") {
+        return (stem.to_owned(), true);
+    }
+    let parts: Vec<&str> = f.iter().map(|c| c.to_str().unwrap()).collect();
+    let root = match parts.iter().rposition(|c| *c == "subagents") {
+        Some(i) => parts[i - 1].to_owned(),
+        None => lines
+            .iter()
+            .find_map(|(_, j)| j["sessionId"].as_str())
+            .unwrap()
+            .to_owned(),
+    };
+    (root, false)
+}
+
+/// The root session of the Gemini CLI session `sid` kept at `f`: a sub-agent's file
+/// sits in a folder named after its parent session inside `chats`.
+fn gemini_root(f: &Path, sid: &str) -> String {
+    let folder = f
+        .parent()
+        .and_then(Path::file_name)
+        .unwrap()
+        .to_str()
+        .unwrap();
+    if folder == "chats" {
+        sid.to_owned()
+    } else {
+        folder.to_owned()
+    }
+}
+
+/// The independent count: per UTC day, and per root session.
+fn expected(roots: &[PathBuf]) -> (BTreeMap<String, Counts>, BTreeMap<String, Counts>) {
+    // Read in path order, as a backfill streams them.
+    let mut roots = roots.to_vec();
+    roots.sort();
     let mut all = Vec::new();
-    for r in roots {
+    for r in &roots {
         files(r, &mut all);
     }
-    // Claude: one request per (message.id, requestId), the earliest copy.
-    let mut claude: BTreeMap<(String, String), (String, Counts)> = BTreeMap::new();
+    // Claude: one request per (message.id, requestId), the earliest copy (a root
+    // session's on a tie, then the first read), with whether it is a root session's.
+    let mut claude: BTreeMap<(String, String), (String, bool, String, Counts)> = BTreeMap::new();
     // Codex: per session, the growth of the running total, by line offset.
-    let mut codex: BTreeMap<(String, u64), (String, Counts)> = BTreeMap::new();
+    let mut codex: BTreeMap<(String, u64), Counted> = BTreeMap::new();
     // Gemini: one request per (session, message id).
-    let mut gemini: BTreeMap<(String, String), (String, Counts)> = BTreeMap::new();
+    let mut gemini: BTreeMap<(String, String), Counted> = BTreeMap::new();
     for f in &all {
         let text = std::fs::read_to_string(f).unwrap_or_default();
         if f.extension().is_some_and(|e| e == "json") {
@@ -84,8 +133,9 @@ fn expected(roots: &[PathBuf]) -> BTreeMap<String, Counts> {
                 continue;
             };
             let sid = doc["sessionId"].as_str().unwrap_or("").to_owned();
+            let root = gemini_root(f, &sid);
             for m in doc["messages"].as_array().into_iter().flatten() {
-                gemini_message(&mut gemini, &sid, m);
+                gemini_message(&mut gemini, &sid, &root, m);
             }
             continue;
         }
@@ -107,8 +157,9 @@ fn expected(roots: &[PathBuf]) -> BTreeMap<String, Counts> {
             .and_then(|(_, j)| j.get("projectHash").and(j["sessionId"].as_str()))
         {
             let sid = sid.to_owned();
+            let root = gemini_root(f, &sid);
             for (_, m) in &lines[1..] {
-                gemini_message(&mut gemini, &sid, m);
+                gemini_message(&mut gemini, &sid, &root, m);
             }
             continue;
         }
@@ -156,11 +207,14 @@ fn expected(roots: &[PathBuf]) -> BTreeMap<String, Counts> {
                     continue;
                 }
                 if let Some(d) = j["timestamp"].as_str().and_then(day) {
-                    codex.entry((sid.clone(), *off)).or_insert((d, c));
+                    codex
+                        .entry((sid.clone(), *off))
+                        .or_insert((d, sid.clone(), c));
                 }
             }
             continue;
         }
+        let (root, is_root) = claude_root(f, &lines);
         for (_, j) in &lines {
             let u = &j["message"]["usage"];
             if j["type"] != "assistant" || !u.is_object() {
@@ -180,35 +234,69 @@ fn expected(roots: &[PathBuf]) -> BTreeMap<String, Counts> {
             if day(t).is_none() {
                 continue;
             }
-            // The earliest copy's time; the largest counts any copy reports (a
-            // streamed message's lines carry its usage so far).
-            let e = claude
-                .entry((id.to_owned(), req))
-                .or_insert((t.to_owned(), c));
-            if t < e.0.as_str() {
-                e.0 = t.to_owned();
+            // The earliest copy's time and root session (a root session's on a tie,
+            // else the first read); the largest counts any copy reports (a streamed
+            // message's lines carry its usage so far).
+            let e = claude.entry((id.to_owned(), req)).or_insert((
+                t.to_owned(),
+                is_root,
+                root.clone(),
+                c,
+            ));
+            if t < e.0.as_str() || (t == e.0 && is_root && !e.1) {
+                (e.0, e.1, e.2) = (t.to_owned(), is_root, root.clone());
             }
-            for (kept, new) in e.1.iter_mut().zip(c).take(4) {
+            for (kept, new) in e.3.iter_mut().zip(c).take(4) {
                 *kept = (*kept).max(new);
             }
         }
     }
     let mut per_day: BTreeMap<String, Counts> = BTreeMap::new();
-    let claude = claude.into_values().map(|(t, c)| (day(&t).unwrap(), c));
-    for (d, c) in claude
+    let mut per_root: BTreeMap<String, Counts> = BTreeMap::new();
+    let claude = claude
+        .into_values()
+        .map(|(t, _, root, c)| (day(&t).unwrap(), root, c));
+    for (d, root, c) in claude
         .chain(codex.into_values())
         .chain(gemini.into_values())
     {
-        let e = per_day.entry(d).or_default();
-        for i in 0..5 {
-            e[i] += c[i];
+        for e in [
+            per_day.entry(d).or_default(),
+            per_root.entry(root).or_default(),
+        ] {
+            for i in 0..5 {
+                e[i] += c[i];
+            }
         }
     }
-    per_day
+    (per_day, per_root)
+}
+
+/// `transcope usage --by KEY --json --no-sync`, each group's [`Counts`] by its key.
+fn usage_by(sb: &Sandbox, key: &str, field: &str) -> BTreeMap<String, Counts> {
+    let out = run(sb.cmd(&["usage", "--by", key, "--json", "--no-sync"]), b"");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    text(&out.stdout)
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            let k = |f: &str| v[f].as_u64().unwrap();
+            (
+                v[field].as_str().unwrap_or("none").to_owned(),
+                [
+                    k("input_tokens"),
+                    k("output_tokens"),
+                    k("cache_creation_input_tokens"),
+                    k("cache_read_input_tokens"),
+                    k("messages"),
+                ],
+            )
+        })
+        .collect()
 }
 
 #[test]
-fn usage_per_day_equals_an_independent_count() {
+fn usage_per_day_and_root_session_equals_an_independent_count() {
     let sb = Sandbox::new();
     let roots = vec![
         testdata().join("sample-archive/claude/projects"),
@@ -226,42 +314,21 @@ fn usage_per_day_equals_an_independent_count() {
         b"",
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let out = run(
-        sb.cmd(&["usage", "--by", "day", "--json", "--no-sync"]),
-        b"",
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let got: BTreeMap<String, Counts> = text(&out.stdout)
-        .lines()
-        .map(|l| {
-            let v: Value = serde_json::from_str(l).unwrap();
-            let k = |f: &str| v[f].as_u64().unwrap();
-            (
-                v["day"].as_str().unwrap_or("none").to_owned(),
-                [
-                    k("input_tokens"),
-                    k("output_tokens"),
-                    k("cache_creation_input_tokens"),
-                    k("cache_read_input_tokens"),
-                    k("messages"),
-                ],
-            )
-        })
-        .collect();
-    let want = expected(&roots);
+    let got = usage_by(&sb, "day", "day");
+    let got_roots = usage_by(&sb, "root-session", "root_session");
+    let (want, want_roots) = expected(&roots);
     assert!(want.len() > 5, "{want:?}");
     assert_eq!(got, want);
+    assert!(want_roots.len() > 10, "{want_roots:?}");
+    assert_eq!(got_roots, want_roots);
     // Reading the same archive again counts nothing twice.
     let out = run(
         sb.cmd(&args.iter().map(String::as_str).collect::<Vec<_>>()),
         b"",
     );
     assert_eq!(out.status.code(), Some(0));
-    let again = run(
-        sb.cmd(&["usage", "--by", "day", "--json", "--no-sync"]),
-        b"",
-    );
-    assert_eq!(text(&again.stdout).lines().count(), got.len());
+    assert_eq!(usage_by(&sb, "day", "day"), got);
+    assert_eq!(usage_by(&sb, "root-session", "root_session"), got_roots);
 }
 
 #[test]
