@@ -2,9 +2,10 @@
 //!
 //! Every copy of a request (a streamed message's lines, a resumed session's replay)
 //! shares its key. A [`UsageBatch`] keeps the copies it is given in the order given
-//! and, when written, sorts them by key (a key's copies stay in that order) and merges each key's copies by the index's own rule, so a batch writes each
-//! request once, in key order: a backfill gathers many files' requests and writes them
-//! in one pass over the key index's pages, which on a fresh index is an append. (An
+//! and, when written, sorts them by key (a key's copies stay in that order) and
+//! merges each key's copies by the index's own rule, so a batch writes each request
+//! once, in key order: a backfill gathers many files' requests and writes them in
+//! one pass over the key index's pages, which on a fresh index is an append. (An
 //! append and one sort cost less than a hash map's insert of each copy: the map of a
 //! large batch does not fit the CPU's caches, and every insert missed them.)
 
@@ -382,11 +383,11 @@ impl Row {
 
 /// Every copy of a request is one row. Its time, session and scope are the earliest
 /// copy's (a root session's on a tie, then the one read first: `place`, by run, then
-/// by the file's place in the run's stream); its counts are
-/// the largest any copy reports, field by field: Claude Code writes a line per
-/// content block of a streamed message, each with the usage so far (the output count
-/// grows), and a resumed session replays the last of them, so the largest is the
-/// request's whole usage and a replay adds nothing.
+/// by the file's place in the run's stream); its counts are the largest any copy
+/// reports, field by field: Claude Code writes a line per content block of a
+/// streamed message, each with the usage so far (the output count grows), and a
+/// resumed session replays the last of them, so the largest is the request's whole
+/// usage and a replay adds nothing.
 const UPSERT_USAGE: &str = "
 INSERT INTO usage (message_key, scope, is_root, at_us, model, input_tokens, output_tokens,
     cache_creation_input_tokens, cache_creation_1h_input_tokens, cache_read_input_tokens,
