@@ -6,7 +6,7 @@
 ccusage is npm `ccusage@20.0.24`; its native binary is
 node_modules/@ccusage/ccusage-linux-x64/bin/ccusage. Times (median, min–max of RUNS):
 backfill with usage on and off, `transcope usage` (sync + query) over the indexed
-archive, ccusage `session` and `daily`. Then the totals: input, output, cache-creation
+archive, `transcope statusline` for one of its sessions, ccusage `session`. Then the totals: input, output, cache-creation
 and cache-read tokens per UTC day and per root session, Claude Code only (ccusage and
 transcope read Codex differently; see the closing note), with every difference
 listed. Appends its report to benches/results.md."""
@@ -23,8 +23,8 @@ RUNS = bench.RUNS
 BIN = bench.BIN
 
 
-def timed(cmd, env, runs=RUNS):
-    ts = [bench.timed(cmd, env=env)[0] for _ in range(runs)]
+def timed(cmd, env, runs=RUNS, stdin=None):
+    ts = [bench.timed(cmd, stdin=stdin, env=env)[0] for _ in range(runs)]
     return statistics.median(ts) * 1e3, min(ts) * 1e3, max(ts) * 1e3
 
 
@@ -106,6 +106,13 @@ def main():
                  *timed([BIN, "--home", home, "usage", "--by", "root-session", "--json", "--since", "1970-01-01"], env)))
     rows.append(("usage --by root-session --no-sync (query)",
                  *timed([BIN, "--home", home, "usage", "--by", "root-session", "--json", "--no-sync"], env)))
+    # Claude Code's status line for one of the archive's sessions: its scope now, and
+    # what its project and the session have cost (two sums over the indexed requests).
+    first = json.loads(out([BIN, "--home", home, "usage", "--by", "root-session", "--json", "--no-sync"],
+                           env).splitlines()[0])["root_session"]
+    payload = json.dumps({"session_id": first}).encode()
+    rows.append(("statusline (scope now, the project's and the session's cost)",
+                 *timed([BIN, "--home", home, "statusline"], env, runs=max(RUNS, 15), stdin=payload)))
     rows.append(("ccusage session --json --offline (Claude + Codex)",
                  *timed([CCUSAGE, "session", "--json", "--offline"], env, runs=max(3, RUNS // 2))))
     # Totals, Claude Code only.
