@@ -5,11 +5,12 @@
 //! decode reads it, or says it is unsure (a repeated key, a string with an escape, a
 //! value of an unusual type such as a number as `cwd`): the caller then leaves the
 //! whole line to the full decode. [`Context::entry`] makes the entry the full decode
-//! starts from: [`Base::base_entry`] of the [`Base`] it would have made
-//! ([`Context::base`]), built straight from the values read.
+//! starts from ([`Base::base_entry`] of the [`Base`] it makes), built straight from
+//! the values read.
 //!
 //! ```
 //! use transcope_adapter_common::quick::{Context, Field};
+//! use transcope_adapter_common::record::{self, Base};
 //! use transcope_adapter_common::walk::Walk;
 //! use transcope_core::LinePos;
 //! let text = r#"{"type":"note","cwd":"/w","n":1}"#;
@@ -24,7 +25,9 @@
 //! assert_eq!((c.ty(), c.folder_and_branch()), (Some("note"), Some((Some("/w"), None))));
 //! let entry = c.entry(LinePos::default());
 //! assert_eq!(entry.cwd.as_deref(), Some("/w"));
-//! assert_eq!(entry, c.base().base_entry(LinePos::default(), None));
+//! // The full decode's entry.
+//! let mut full: Base<'_> = record::parse(text.as_bytes(), LinePos::default()).unwrap();
+//! assert_eq!(entry, full.base_entry(LinePos::default(), None));
 //! ```
 
 use std::borrow::Cow;
@@ -33,13 +36,15 @@ use serde_json::value::RawValue;
 use transcope_core::entry::{LinePos, TimeValue};
 use transcope_core::Entry;
 
-use crate::de::Loose;
-use crate::record::{Base, TypeField};
+// Named in the docs.
+#[cfg(doc)]
+use crate::{de::Loose, record::Base};
+
 use crate::walk::{Lit, Walk};
 
 /// A wanted value the walk read: a plain string or a literal. Small and `Copy`, so
-/// storing one moves a few words; it becomes the [`Loose`] the full decode reads
-/// ([`Val::loose`]) once the line is walked.
+/// storing one moves a few words; the entry is made from it as the full decode makes
+/// it from the [`Loose`] it reads ([`Context::entry`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Val<'a> {
     /// The key is absent.
@@ -54,16 +59,6 @@ pub enum Val<'a> {
 }
 
 impl<'a> Val<'a> {
-    /// The value as [`Loose`] decodes it.
-    pub fn loose(self) -> Loose<'a> {
-        match self {
-            Val::Missing => Loose::Missing,
-            Val::Null => Loose::Null,
-            Val::Bool(b) => Loose::Bool(b),
-            Val::Str(s) => Loose::Str(Cow::Borrowed(s)),
-        }
-    }
-
     /// The string, when it is one ([`Loose::into_str`]).
     pub fn str(self) -> Option<Cow<'a, str>> {
         match self {
@@ -72,10 +67,10 @@ impl<'a> Val<'a> {
         }
     }
 
-    /// [`Loose::py_str_if_truthy`] of the value: the same rule for the four values a
-    /// `Val` can be, written out because going through [`Val::loose`] calls Loose's
-    /// out-of-line truthiness for every context key of every walked line (+5.9 M
-    /// instructions of a 200 MB backfill, benches/README.md, session 17).
+    /// [`Loose::py_str_if_truthy`] of the value as [`Loose`] decodes it: the same rule
+    /// for the four values a `Val` can be, written out because going through a
+    /// `Loose` calls its out-of-line truthiness for every context key of every walked
+    /// line (+5.9 M instructions of a 200 MB backfill, benches/README.md, session 17).
     pub fn py_str_if_truthy(self) -> Option<Cow<'a, str>> {
         match self {
             Val::Str(s) if !s.is_empty() => Some(Cow::Borrowed(s)),
@@ -202,27 +197,8 @@ impl<'a> Context<'a> {
         self.vals[0].probed().zip(self.vals[1].probed())
     }
 
-    /// The [`Base`] the full decode would have made of these keys.
-    pub fn base(&self) -> Base<'a> {
-        let v = &self.vals;
-        Base {
-            ty: self
-                .ty
-                .map_or(TypeField::Missing, |t| TypeField::Str(Cow::Borrowed(t))),
-            timestamp: self.timestamp,
-            cwd: v[0].loose(),
-            git_branch: v[1].loose(),
-            session_id: v[2].loose(),
-            agent_id: v[3].loose(),
-            uuid: v[4].loose(),
-            parent_uuid: v[5].loose(),
-            logical_parent_uuid: v[6].loose(),
-            is_sidechain: v[7].loose(),
-        }
-    }
-
-    /// The entry the full decode starts from ([`Base::base_entry`] of
-    /// [`Context::base`], without a payload folder; a plain string timestamp is its
+    /// The entry the full decode starts from ([`Base::base_entry`] of the [`Base`] it
+    /// makes of these keys, without a payload folder; a plain string timestamp is its
     /// time as it is, as the full decode's `time_value` makes it), made straight from
     /// the values as read: no [`Loose`] is made and dropped on the way (2 % of a
     /// usage-on backfill's instructions, benches/README.md, session 17).

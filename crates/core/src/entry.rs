@@ -283,23 +283,35 @@ pub struct LinePos {
     pub line: u64,
 }
 
-/// Whether a new copy of a request, stamped `new` (a root session's when
-/// `new_root`), is earlier than the copy kept so far (`kept`, `kept_root`): the
-/// copy whose time, session and scope a request keeps is the earliest by time (a
-/// timed copy before an untimed one), a root session's on a tie, else the first
-/// seen (the index tells copies still tied apart by where each was read:
-/// `transcope_index::UsageBatch::add`).
-pub fn is_earlier_copy<T: Ord>(
+/// How a new copy of a request, stamped `new` (a root session's when `new_root`),
+/// ranks against the copy kept so far (`kept`, `kept_root`): the copy whose time,
+/// session and scope a request keeps is the earliest by time (a timed copy before an
+/// untimed one), a root session's on a tie. `Less`: the new copy goes first. `Equal`
+/// is a tie the caller breaks (the first seen within a file; the index, by where each
+/// copy was read: `transcope_index::UsageBatch::add`).
+///
+/// ```
+/// use std::cmp::Ordering::{Equal, Greater, Less};
+/// use transcope_core::entry::copy_order;
+/// assert_eq!(copy_order(Some(1), false, Some(2), true), Less);
+/// assert_eq!(copy_order(None, true, Some(2), false), Greater);
+/// assert_eq!(copy_order(Some(2), true, Some(2), false), Less);
+/// assert_eq!(copy_order::<i64>(None, false, None, true), Greater);
+/// assert_eq!(copy_order(Some(2), false, Some(2), false), Equal);
+/// ```
+pub fn copy_order<T: Ord>(
     new: Option<T>,
     new_root: bool,
     kept: Option<T>,
     kept_root: bool,
-) -> bool {
-    let root_first = new_root && !kept_root;
-    match (new, kept) {
-        (Some(a), Some(b)) => a < b || (a == b && root_first),
-        (Some(_), None) => true,
-        (None, None) => root_first,
-        (None, Some(_)) => false,
-    }
+) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    let time = match (new, kept) {
+        (Some(a), Some(b)) => a.cmp(&b),
+        (Some(_), None) => Ordering::Less,
+        (None, None) => Ordering::Equal,
+        (None, Some(_)) => Ordering::Greater,
+    };
+    // A root session's copy before a sub-agent's.
+    time.then(kept_root.cmp(&new_root))
 }

@@ -155,12 +155,10 @@ impl UsageBatch {
 impl Request {
     /// [`UPSERT_USAGE`] in memory: `self` is the copy kept so far.
     fn merge(&mut self, new: Request) {
-        let tied = new.at_us == self.at_us && new.is_root == self.is_root;
-        let earlier = if tied {
-            new.order < self.order
-        } else {
-            transcope_core::entry::is_earlier_copy(new.at_us, new.is_root, self.at_us, self.is_root)
-        };
+        let earlier =
+            transcope_core::entry::copy_order(new.at_us, new.is_root, self.at_us, self.is_root)
+                .then(new.order.cmp(&self.order))
+                .is_lt();
         self.tokens.max_each(&new.tokens);
         if earlier {
             self.scope = new.scope;

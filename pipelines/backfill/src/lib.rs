@@ -796,27 +796,26 @@ impl Recorder {
         s
     }
 
-    fn write(&self, batch: Vec<Waiting>) -> Summary {
+    fn write(&self, mut batch: Vec<Waiting>) -> Summary {
         let mut s = Summary::default();
         if batch.is_empty() {
             return s;
         }
-        let places: Vec<u32> = batch.iter().map(|w| w.place).collect();
-        let (mut items, rest): (Vec<Observed>, Vec<(PathBuf, Option<PendingCursor>)>) = batch
+        // The requests wait to be written with many other files' (their cursors with
+        // them); the rest is written now.
+        let mut spent = Vec::with_capacity(batch.len());
+        if self.index.is_some() {
+            let mut held = lock(&self.usage);
+            for w in &mut batch {
+                let usage = std::mem::take(&mut w.item.usage);
+                spent.push(!usage.is_empty());
+                held.batch.add(&w.item, w.place, usage);
+            }
+        }
+        let (items, rest): (Vec<Observed>, Vec<(PathBuf, Option<PendingCursor>)>) = batch
             .into_iter()
             .map(|w| (w.item, (w.path, w.cursor)))
             .unzip();
-        // The requests wait to be written with many other files' (their cursors with
-        // them); the rest is written now.
-        let mut spent = Vec::with_capacity(items.len());
-        if self.index.is_some() {
-            let mut held = lock(&self.usage);
-            for (item, place) in items.iter_mut().zip(places) {
-                let usage = std::mem::take(&mut item.usage);
-                spent.push(!usage.is_empty());
-                held.batch.add(item, place, usage);
-            }
-        }
         let found = |i: &Observed| i.markers.len() as u64;
         // The records first.
         let recorded = match &self.index {

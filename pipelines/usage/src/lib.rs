@@ -186,7 +186,7 @@ impl EntrySink for UsageStage {
                 last.copies += 1;
                 last.tokens.max_each(&tokens);
                 // One file's copies are all of one session, root or not.
-                if transcope_core::entry::is_earlier_copy(at, false, last.at, false) {
+                if transcope_core::entry::copy_order(at, false, last.at, false).is_lt() {
                     last.at = at;
                 }
                 return;
