@@ -361,8 +361,16 @@ fn sync(home: &Path, how: Sync) -> Result<(Index, Synced)> {
         // that grew meanwhile differs from its stamp, and is looked at next time).
         let failed: rustc_hash::FxHashSet<&[u8]> =
             summary.errors.iter().map(|p| seen_key(&p.path)).collect();
+        // A batch the index could not take (its lock held past the wait, a full
+        // disk) is reported against the index, not its files: none is stamped, so
+        // the next query looks at them all again (their cursors did not move).
+        let index_failed = summary
+            .errors
+            .iter()
+            .any(|p| p.path == transcope_index::index_path(home));
         let stamps: Vec<_> = changed
             .iter()
+            .filter(|_| !index_failed)
             .filter_map(|j| j.as_ref().ok())
             .filter(|j| !failed.contains(seen_key(&j.path)))
             .map(|j| (seen_key(&j.path), j.stamp()))

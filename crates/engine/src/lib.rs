@@ -241,6 +241,14 @@ pub struct Request<'a> {
     /// The transcript already opened by the caller, its head read ([`Handoff`]);
     /// `None`: the read opens it.
     pub opened: Option<&'a Handoff>,
+    /// The caller commits what the read found after it (an index transaction taking
+    /// the session, its markers and its usage), and only then saves the cursor: a read
+    /// stopped before that is **read again**, never taken as made. No intent is stored
+    /// for such a read, and an intent an earlier read left is resolved to the cursor
+    /// before it. Every effect of a read made twice is idempotent (transition ids, the
+    /// ledger's idempotency keys, the usage merge rule), so exactly-once needs only
+    /// that the cursor never runs ahead of the commit.
+    pub committed_after: bool,
 }
 
 impl<'a> Request<'a> {
@@ -252,7 +260,15 @@ impl<'a> Request<'a> {
             read: ReadPolicy::Read,
             until: None,
             opened: None,
+            committed_after: false,
         }
+    }
+
+    /// The same request, its results committed by the caller after the read
+    /// ([`Request::committed_after`]).
+    pub fn committed_after(mut self, yes: bool) -> Request<'a> {
+        self.committed_after = yes;
+        self
     }
 
     /// The same request reading the file `opened` holds ([`Request::opened`]).
@@ -414,9 +430,12 @@ impl Pipeline {
                 saved = Some(c);
                 break;
             };
-            let made = stages
-                .iter_mut()
-                .all(|s| intent.tokens.get(s.name()).is_none_or(|t| s.recover(t)));
+            // A caller that commits after the read never counts a stopped read as
+            // made: what it found may not have reached the caller's commit.
+            let made = !req.committed_after
+                && stages
+                    .iter_mut()
+                    .all(|s| intent.tokens.get(s.name()).is_none_or(|t| s.recover(t)));
             obs.recovered = Some(made);
             if made {
                 for s in stages.iter_mut() {
@@ -558,7 +577,8 @@ impl Pipeline {
         // Encoded once, for the intent and the cursor saved after it.
         let next = next.and_then(|n| Encoded::new(&n).ok());
         // The intent: what finish is about to make durable, beside both cursors.
-        if let (Some(n), Some(st), false) = (&next, &store, tokens.is_empty()) {
+        let journaled = !tokens.is_empty() && !req.committed_after;
+        if let (Some(n), Some(st), true) = (&next, &store, journaled) {
             let intent = Intent {
                 // What stands if this read is stopped: the cursor as it was on disk,
                 // its own unresolved intent included.

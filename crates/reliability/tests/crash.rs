@@ -514,27 +514,18 @@ fn raw_logs(home: &Path) -> BTreeMap<String, Vec<u8>> {
 
 #[test]
 fn backfill_killed_and_rerun_equals_an_uninterrupted_run() {
-    let corpus = tempfile::tempdir().unwrap();
-    transcope_testkit::generate(
-        &transcope_testkit::CorpusSpec::new(7, 3_000_000),
-        corpus.path(),
-    )
-    .expect("generating the corpus");
+    let corpus = generated_corpus(7, 3_000_000);
     let paths: Vec<PathBuf> = vec![
         testdata().join("sample-archive/claude/projects"),
         testdata().join("sample-archive/codex/sessions"),
         corpus.path().join("claude/projects"),
         corpus.path().join("codex/sessions"),
     ];
-    let mut args: Vec<String> = vec!["backfill".into(), "--json".into()];
-    args.extend(paths.iter().map(|p| p.display().to_string()));
+    let args = backfill_args(&paths);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
 
     let clean = Sandbox::new();
-    let started = Instant::now();
-    let out = run(clean.cmd(&args), b"");
-    let took = started.elapsed();
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let took = run_timed(&clean, &args);
     let want = all_logs(&clean.home);
     let want_markers = ledger(&clean.home);
     assert!(want.len() > 10 && !want_markers.is_empty());

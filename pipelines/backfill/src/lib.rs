@@ -923,6 +923,7 @@ fn process_file(
     let observe = Observe {
         read: policy,
         opened: opened.as_ref(),
+        indexed: opts.index,
         ..Observe::new(&log, &job.path, &opts.env)
     };
     let mut usage = opts.usage.then(transcope_usage::UsageStage::default);

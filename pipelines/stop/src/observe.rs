@@ -42,6 +42,9 @@ pub struct Observe<'a> {
     pub until: Option<std::time::Instant>,
     /// The transcript, opened already by the caller ([`Request::opened`]).
     pub opened: Option<&'a transcope_engine::Handoff>,
+    /// The caller records what the read found in the index before it saves the cursor
+    /// ([`Request::committed_after`]): a read stopped before then is read again.
+    pub indexed: bool,
 }
 
 impl<'a> Observe<'a> {
@@ -54,7 +57,15 @@ impl<'a> Observe<'a> {
             read: ReadPolicy::Read,
             until: None,
             opened: None,
+            indexed: false,
         }
+    }
+
+    /// The same, its results recorded in the index before its cursor is saved
+    /// ([`Observe::indexed`]).
+    pub fn indexed(mut self, yes: bool) -> Observe<'a> {
+        self.indexed = yes;
+        self
     }
 
     /// The same, its read stopping at the first line boundary past `until`.
@@ -111,7 +122,8 @@ pub fn observe_deferred<'o: 'x, 'x, R: ProjectResolver + Send + 'x>(
     let req = Request::new(o.transcript, key)
         .read(o.read)
         .until(o.until)
-        .opened(o.opened);
+        .opened(o.opened)
+        .committed_after(o.indexed);
     let mut listed = pipeline
         .stages()
         .build(&BuildContext::new(o.transcript, key, o.env));
@@ -213,6 +225,7 @@ pub fn observe_indexed<R: ProjectResolver + Send>(
 ) -> Result<(ObserveReport, Indexed), ScanError> {
     let mut stage = transcope_markers::MarkerStage::default();
     let mut usage = transcope_usage::UsageStage::default();
+    let o = &o.indexed(true);
     let (mut report, pending) = observe_deferred(
         pipeline,
         o,

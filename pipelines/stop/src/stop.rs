@@ -155,7 +155,9 @@ pub fn run_stop<R: ProjectResolver + Send>(
     let mut observed = None;
     if let (Some(t), Some(log)) = (input.transcript, &log) {
         if scope_on {
-            let o = Observe::new(log, t, env).until(input.read_until);
+            let o = Observe::new(log, t, env)
+                .until(input.read_until)
+                .indexed(true);
             let also: &mut [&mut dyn Stage] = &mut [&mut stage, &mut usage];
             match observe_deferred(pipeline, &o, &mut resolver, &mut buffers, also) {
                 Ok((mut r, p)) => {
@@ -275,7 +277,6 @@ pub fn run_stop<R: ProjectResolver + Send>(
         }
     }
     sum.brain_error.clone_from(&brain_down);
-    let mut delivered_all = true;
     if brain.enabled {
         let (mut http, mut plain) = (None, None);
         let sink: &mut dyn Sink = match sink {
@@ -301,7 +302,7 @@ pub fn run_stop<R: ProjectResolver + Send>(
             Some(ix) => deliver_pending(ix, key, &new_keys, brain.max_markers, sink, &mut sum),
             // No ledger: deliver directly, as before it (the first `max` through the
             // sink, the rest to the outbox), so nothing found is lost.
-            None => delivered_all = deliver_direct(&records, brain, sink, &mut sum),
+            None => deliver_direct(&records, brain, sink, &mut sum),
         }
         if let Some(f) = http.and_then(|h: HttpSink| h.last_failure) {
             sum.brain_error = Some(f);
@@ -316,10 +317,12 @@ pub fn run_stop<R: ProjectResolver + Send>(
             Err(e) => sum.errors.push(e.to_string()),
         }
     }
-    // The cursor moves past the markers only once they are in the ledger or delivered.
-    if let Some(p) =
-        pending.filter(|_| recorded || found.is_empty() || (brain.enabled && delivered_all))
-    {
+    // The cursor moves only once the index holds what was read (the session, its
+    // usage, its markers): a Stop that could not record reads the same bytes again
+    // next time, and every effect of a second read is idempotent. Markers delivered
+    // directly meanwhile (no ledger) may be delivered again; their idempotency keys
+    // make that harmless, where a lost request or marker could not be undone.
+    if let Some(p) = pending.filter(|_| recorded) {
         let _ = p.save();
     }
     sum
@@ -368,14 +371,13 @@ fn deliver_pending(
 }
 
 /// Deliver `records` without a ledger: the first `max` through `sink`, the rest to
-/// the outbox. Whether every one was delivered.
+/// the outbox.
 fn deliver_direct(
     records: &[MarkerRecord],
     brain: &BrainConfig,
     sink: &mut dyn Sink,
     sum: &mut StopSummary,
-) -> bool {
-    let mut all = true;
+) {
     let cap = brain.max_markers.min(records.len());
     for rec in &records[..cap] {
         match sink.deliver(rec) {
@@ -383,10 +385,7 @@ fn deliver_direct(
             Ok(Delivery::Outboxed(_)) => sum.outbox += 1,
             Ok(Delivery::Printed) => sum.printed += 1,
             Ok(Delivery::Rejected(_)) => sum.rejected += 1,
-            Err(e) => {
-                all = false;
-                sum.errors.push(e.to_string());
-            }
+            Err(e) => sum.errors.push(e.to_string()),
         }
         sum.records.push(rec.clone());
     }
@@ -398,11 +397,7 @@ fn deliver_direct(
                 sum.outbox += done.len() as u64;
                 sum.records.extend_from_slice(&records[cap..]);
             }
-            Err(e) => {
-                all = false;
-                sum.errors.push(e.to_string());
-            }
+            Err(e) => sum.errors.push(e.to_string()),
         }
     }
-    all
 }

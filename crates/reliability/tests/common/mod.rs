@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 
+pub mod count;
+
 /// The workspace root.
 pub fn workspace() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -637,4 +639,32 @@ pub fn kill_after(mut c: Command, stdin: &[u8], after: Duration) -> Option<ExitS
 pub fn git_repo(dir: &Path) {
     transcope_testkit::git_repo(dir, "https://github.com/fixture/alpha.git", "main")
         .expect("a fixture repository");
+}
+
+/// A generated corpus (`transcope_testkit::generate`) of about `bytes` bytes in a
+/// temporary folder.
+pub fn generated_corpus(seed: u64, bytes: u64) -> tempfile::TempDir {
+    let corpus = tempfile::tempdir().unwrap();
+    transcope_testkit::generate(
+        &transcope_testkit::CorpusSpec::new(seed, bytes),
+        corpus.path(),
+    )
+    .expect("generating the corpus");
+    corpus
+}
+
+/// `backfill --json` over `roots`, as arguments.
+pub fn backfill_args(roots: &[PathBuf]) -> Vec<String> {
+    let mut args = vec!["backfill".to_owned(), "--json".to_owned()];
+    args.extend(roots.iter().map(|p| p.display().to_string()));
+    args
+}
+
+/// Run `args` in `sb` to a successful end, and how long that took.
+pub fn run_timed(sb: &Sandbox, args: &[&str]) -> Duration {
+    let started = Instant::now();
+    let out = run(sb.cmd(args), b"");
+    let took = started.elapsed();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    took
 }
