@@ -332,8 +332,10 @@ impl Index {
         let (conn, _) = transcope_sqlite::open_whole(path, true, init)
             .map_err(open)?
             .expect("created when missing");
-        transcope_sqlite::use_wal(&conn).map_err(|e| open(e.into()))?;
+        // Migrated (or refused: another program's, a newer one) before anything
+        // writes, so a refused file is left exactly as it was.
         transcope_sqlite::migrate(&conn, schema::MIGRATIONS).map_err(open)?;
+        transcope_sqlite::use_wal(&conn).map_err(|e| open(e.into()))?;
         // The write-ahead log makes a committed transaction survive a killed process;
         // `NORMAL` syncs at checkpoints, so a batch's durability costs a few syncs,
         // not one per file. A hook asks for a synced commit (`record(.., true)`).

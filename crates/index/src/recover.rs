@@ -121,16 +121,21 @@ pub(crate) fn journal_states(
     if text.is_empty() {
         return Ok(());
     }
-    let path = states_journal(index);
+    append_private(&states_journal(index), &text)
+}
+
+/// Append `bytes` to the file at `path` in one write (created `0600` in a private
+/// folder, never through a link).
+fn append_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let mut f = transcope_jsonl::in_private_dir(path.parent().unwrap_or(Path::new(".")), || {
         fs::OpenOptions::new()
             .append(true)
             .create(true)
             .mode(0o600)
             .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-            .open(&path)
+            .open(path)
     })?;
-    f.write_all(&text)
+    f.write_all(bytes)
 }
 
 /// The states the journal of `index` records: each key's last (a line that cannot be
@@ -275,14 +280,5 @@ pub fn record_roots(home: &Path, cwd: &Path, paths: &[PathBuf]) -> io::Result<()
     if text.is_empty() {
         return Ok(());
     }
-    let path = roots_file(home);
-    let mut f = transcope_jsonl::in_private_dir(path.parent().unwrap_or(Path::new(".")), || {
-        fs::OpenOptions::new()
-            .append(true)
-            .create(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-            .open(&path)
-    })?;
-    f.write_all(&text)
+    append_private(&roots_file(home), &text)
 }
