@@ -129,6 +129,23 @@ pub fn run_backfill(home: &Path, args: BackfillArgs) -> Result<u8> {
     }
     opts.index = !args.no_index;
     opts.usage = !args.no_usage;
+    if opts.index && !args.paths.is_empty() {
+        // Kept so `index rebuild` walks them again (the default folders it walks
+        // anyway): each as named, with the folder it was named from.
+        let named: Vec<PathBuf> = paths
+            .iter()
+            .filter(|p| std::fs::symlink_metadata(p).is_ok())
+            .cloned()
+            .collect();
+        if let Ok(cwd) = std::env::current_dir() {
+            if let Err(e) = transcope_index::recover::record_roots(home, &cwd, &named) {
+                eprintln!(
+                    "transcope: {}: {e} (`index rebuild` will not know these paths)",
+                    transcope_index::recover::roots_file(home).display()
+                );
+            }
+        }
+    }
     opts.markers = if args.no_markers {
         MarkersOut::Skip
     } else if let Some(f) = &args.markers_out {

@@ -325,7 +325,8 @@ fn brain_check(home: &Path, env: &transcope_change_detect::Env) -> Check {
 fn index_check(home: &Path) -> Check {
     let name = "index";
     let path = transcope_index::index_path(home);
-    if !path.exists() {
+    // A link is looked at, not through: a dangling one is not "not made yet".
+    if std::fs::symlink_metadata(&path).is_err() {
         return check(
             name,
             Status::Ok,
@@ -346,8 +347,8 @@ fn index_check(home: &Path) -> Check {
         Err(e) => check(
             name,
             Status::Fail,
-            format!("{}: {e}", path.display()),
-            Some("`transcope index rebuild` recreates it from the logs and transcripts".into()),
+            e.to_string(),
+            Some("`transcope index rebuild` moves it aside (kept) and rebuilds it from the logs and every transcript it knew".into()),
         ),
     }
 }

@@ -14,6 +14,7 @@ mod hook;
 mod install;
 mod payload;
 mod query_cmd;
+mod rebuild_cmd;
 mod report_cmd;
 mod scope_cmd;
 mod table;

@@ -6,7 +6,7 @@
 //! cut, colour only on a terminal); `--json` gives one JSON object per line.
 
 use std::io::Read as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
@@ -299,13 +299,13 @@ pub enum IndexCommand {
 }
 
 /// What a sync did.
-struct Synced {
-    summary: transcope_backfill::Summary,
-    logs: u64,
+pub(crate) struct Synced {
+    pub(crate) summary: transcope_backfill::Summary,
+    pub(crate) logs: u64,
 }
 
 impl Synced {
-    fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         let mut v = self.summary.to_json();
         v["logs_mirrored"] = json!(self.logs);
         v
@@ -320,13 +320,11 @@ enum Sync {
     Quick,
     /// `index sync`: every transcript's cursor is checked.
     Full,
-    /// `index rebuild`: whole files, no cursors, logs untouched.
-    Rebuild,
 }
 
-/// Backfill the default archive paths into the index, then mirror the changed scope
-/// logs.
-fn sync(home: &Path, how: Sync) -> Result<(Index, Synced)> {
+/// A sync's backfill options (`rebuild`: whole files, no cursors) and the default
+/// archive paths that exist.
+pub(crate) fn sync_options(home: &Path, rebuild: bool) -> Result<(Options, Vec<PathBuf>)> {
     let full = process_env();
     let env = bare_env(&full);
     let mut opts = Options::new(home, crate::compose::pipeline(home, false));
@@ -334,12 +332,17 @@ fn sync(home: &Path, how: Sync) -> Result<(Index, Synced)> {
     opts.env = env.clone();
     opts.resolver = Some(resolver_for(home, &env)?);
     opts.markers = MarkersOut::Ledger;
-    opts.rebuild = how == Sync::Rebuild;
+    opts.rebuild = rebuild;
+    Ok((opts, paths))
+}
+
+/// Backfill the default archive paths into the index, then mirror the changed scope
+/// logs.
+fn sync(home: &Path, how: Sync) -> Result<(Index, Synced)> {
+    let (opts, paths) = sync_options(home, false)?;
     let mut index = Index::open(home)?;
     let summary = if paths.is_empty() {
         transcope_backfill::Summary::default()
-    } else if how == Sync::Rebuild {
-        backfill_iter(walk(&paths, opts.pipeline.registry()), &opts, &|_, _| {})
     } else {
         let seen = if how == Sync::Quick {
             index.seen()?
@@ -413,37 +416,12 @@ pub fn run_index(home: &Path, cmd: IndexCommand) -> Result<u8> {
             let (_, synced) = sync(home, Sync::Full)?;
             summary_line(&mut out, json, &synced)?;
         }
-        IndexCommand::Rebuild { json } => {
-            let path = transcope_index::index_path(home);
-            // The delivery states are the one thing the logs and transcripts cannot
-            // say again: carried over.
-            let states = match path.exists() {
-                true => Index::open(home)?.states()?,
-                false => Vec::new(),
-            };
-            for suffix in ["", "-wal", "-shm", "-journal"] {
-                let p = transcope_sqlite::sidecar(&path, suffix);
-                match std::fs::remove_file(&p) {
-                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                        return Err(e).with_context(|| format!("removing {}", p.display()));
-                    }
-                    _ => {}
-                }
-            }
-            let (mut index, synced) = sync(home, Sync::Rebuild)?;
-            let carried: Vec<_> = states
-                .into_iter()
-                .filter(|(_, s)| *s != State::Pending)
-                .map(|(k, s)| (k, s, None))
-                .collect();
-            index.set_states(&carried)?;
-            summary_line(&mut out, json, &synced)?;
-        }
+        IndexCommand::Rebuild { json } => return crate::rebuild_cmd::run_rebuild(home, json),
     }
     Ok(exit::OK)
 }
 
-fn summary_line(out: &mut impl std::io::Write, json: bool, s: &Synced) -> Result<()> {
+pub(crate) fn summary_line(out: &mut impl std::io::Write, json: bool, s: &Synced) -> Result<()> {
     if json {
         println_out(out, &s.to_json().to_string())?;
     } else {
@@ -845,9 +823,15 @@ pub fn run_statusline(home: &Path) -> Result<u8> {
     if let Some(t) = &task {
         parts.push(format!("task {t}"));
     }
-    let index = transcope_index::index_path(home)
-        .exists()
-        .then(|| Index::open(home).ok())
+    // Never made here (a status line reads); one that cannot be used is said on
+    // stderr, and the line goes on without its costs.
+    let index = std::fs::symlink_metadata(transcope_index::index_path(home))
+        .is_ok()
+        .then(|| {
+            Index::open(home)
+                .map_err(|e| eprintln!("transcope: {e}"))
+                .ok()
+        })
         .flatten();
     if let (Some(ix), Some(s)) = (index, session) {
         let prices = transcope_pricing::Prices::builtin();

@@ -462,6 +462,23 @@ impl CursorStore {
         Ok(())
     }
 
+    /// Every transcript the database holds a cursor for, once each, in path order
+    /// (what `index rebuild` reads again besides the folders it walks); empty when
+    /// there is no database.
+    pub fn transcripts(&self) -> Result<Vec<PathBuf>, StoreError> {
+        let mut guard = self.connection(false)?;
+        let Some(conn) = guard.as_mut() else {
+            return Ok(Vec::new());
+        };
+        let list = |db: &Connection| -> rusqlite::Result<Vec<PathBuf>> {
+            let mut st = db.prepare("SELECT DISTINCT path FROM cursors ORDER BY path")?;
+            let rows = st.query_map([], |r| r.get::<_, Vec<u8>>(0))?;
+            rows.map(|p| p.map(|p| PathBuf::from(OsStr::from_bytes(&p))))
+                .collect()
+        };
+        list(&conn.db).map_err(|e| self.sqlite(e))
+    }
+
     /// The saved cursors and the intents in flight, in one synced transaction, written
     /// after `batch` is released: the other workers go on saving meanwhile, and a load
     /// still finds these rows (`Batch::writing`) until they are in. The journal is

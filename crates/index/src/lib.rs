@@ -32,6 +32,7 @@
 
 mod deliver;
 pub mod query;
+pub mod recover;
 pub mod schema;
 mod span;
 pub mod spend;
@@ -78,6 +79,16 @@ pub fn index_path(home: &Path) -> PathBuf {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum IndexError {
+    /// The file is damaged, foreign, empty, a link or a newer transcope's: reported,
+    /// never replaced ([`transcope_sqlite::Error::is_damage`]).
+    #[error("the index {} cannot be used: {cause}; `transcope index rebuild` moves it aside (kept) and rebuilds it", path.display())]
+    Damaged {
+        /// The database.
+        path: PathBuf,
+        /// What is wrong with it (said in the message, not as a source: the message
+        /// is whole, the fix last).
+        cause: transcope_sqlite::Error,
+    },
     /// Opening or migrating the database failed.
     #[error("the index {}: {source}", path.display())]
     Open {
@@ -102,6 +113,13 @@ pub enum IndexError {
         /// The cause.
         source: io::Error,
     },
+}
+
+impl IndexError {
+    /// Whether the index file itself is the trouble (`index rebuild` is the fix).
+    pub fn is_damage(&self) -> bool {
+        matches!(self, IndexError::Damaged { .. })
+    }
 }
 
 /// A recorded time: the text as recorded and the instant it names.
@@ -286,23 +304,38 @@ impl Index {
         Index::open_at(&index_path(home))
     }
 
-    /// Open the index at `path`, creating it as needed (with pages of [`PAGE_SIZE`]).
+    /// Open the index at `path`, creating it when nothing is there (with pages of
+    /// [`PAGE_SIZE`], whole: see [`transcope_sqlite::open_whole`]). What is there and
+    /// is not an index of ours (empty, a link, garbage, another program's, a newer
+    /// transcope's) is [`IndexError::Damaged`], left as it is.
     pub fn open_at(path: &Path) -> Result<Index, IndexError> {
-        let open = |source| IndexError::Open {
-            path: path.to_path_buf(),
-            source,
+        let open = |source: transcope_sqlite::Error| {
+            if source.is_damage() {
+                IndexError::Damaged {
+                    path: path.to_path_buf(),
+                    cause: source,
+                }
+            } else {
+                IndexError::Open {
+                    path: path.to_path_buf(),
+                    source,
+                }
+            }
         };
-        let (conn, _) = transcope_sqlite::open(path, || true)
+        let init = |conn: &Connection| {
+            // A new index's pages are 16 KiB (SQLite's default is 4 KiB): a backfill
+            // writes rows by the hundred thousand, and larger pages mean fewer of them
+            // to split, log and checkpoint (benches/README.md, session 11).
+            conn.pragma_update(None, "page_size", PAGE_SIZE)?;
+            transcope_sqlite::migrate(conn, schema::MIGRATIONS).map(drop)
+        };
+        let (conn, _) = transcope_sqlite::open_whole(path, true, init)
             .map_err(open)?
             .expect("created when missing");
-        // A new index's pages are 16 KiB (SQLite's default is 4 KiB): a backfill writes
-        // rows by the hundred thousand, and larger pages mean fewer of them to split,
-        // log and checkpoint (benches/README.md, session 11). An index made before
-        // keeps its size: the pragma changes nothing once a table exists.
-        conn.pragma_update(None, "page_size", PAGE_SIZE)
-            .map_err(|e| open(e.into()))?;
-        transcope_sqlite::use_wal(&conn).map_err(|e| open(e.into()))?;
+        // Migrated (or refused: another program's, a newer one) before anything
+        // writes, so a refused file is left exactly as it was.
         transcope_sqlite::migrate(&conn, schema::MIGRATIONS).map_err(open)?;
+        transcope_sqlite::use_wal(&conn).map_err(|e| open(e.into()))?;
         // The write-ahead log makes a committed transaction survive a killed process;
         // `NORMAL` syncs at checkpoints, so a batch's durability costs a few syncs,
         // not one per file. A hook asks for a synced commit (`record(.., true)`).
@@ -330,6 +363,12 @@ impl Index {
     }
 
     fn sqlite(&self, source: rusqlite::Error) -> IndexError {
+        if transcope_sqlite::is_corrupt(&source) {
+            return IndexError::Damaged {
+                path: self.path.clone(),
+                cause: source.into(),
+            };
+        }
         IndexError::Sqlite {
             path: self.path.clone(),
             source,
@@ -619,7 +658,9 @@ impl Index {
             .map_err(|e| self.sqlite(e))
     }
 
-    /// Set the state of each `(key, state, detail)` in one synced transaction.
+    /// Set the state of each `(key, state, detail)` in one synced transaction, then
+    /// append them to the states journal ([`recover`]: what a rebuild of a damaged
+    /// index carries over; best effort, the ledger is the record).
     pub fn set_states(
         &mut self,
         changes: &[(String, State, Option<String>)],
@@ -642,7 +683,9 @@ impl Index {
             }
             tx.commit()
         };
-        run(&mut self.conn).map_err(|e| self.sqlite(e))
+        run(&mut self.conn).map_err(|e| self.sqlite(e))?;
+        let _ = recover::journal_states(&self.path, changes);
+        Ok(())
     }
 
     /// Every ledger key with its state (what `index rebuild` carries over).

@@ -8,7 +8,7 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -82,33 +82,9 @@ fn serve(stream: TcpStream, answer: Answer, seen: &Mutex<BTreeMap<String, u32>>)
     let mut out = stream.try_clone().unwrap();
     let mut reader = BufReader::new(stream);
     loop {
-        let mut key = None;
-        let mut len = 0usize;
-        let mut first = true;
-        loop {
-            let mut line = String::new();
-            if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                return;
-            }
-            let l = line.trim_end().to_ascii_lowercase();
-            if l.is_empty() {
-                if first {
-                    continue;
-                }
-                break;
-            }
-            first = false;
-            if let Some(v) = l.strip_prefix("content-length:") {
-                len = v.trim().parse().unwrap_or(0);
-            }
-            if let Some(v) = l.strip_prefix("idempotency-key:") {
-                key = Some(v.trim().to_owned());
-            }
-        }
-        let mut body = vec![0; len];
-        if reader.read_exact(&mut body).is_err() {
+        let Some((key, _)) = read_request(&mut reader) else {
             return;
-        }
+        };
         match answer {
             Answer::Ok(pause) => {
                 std::thread::sleep(pause);

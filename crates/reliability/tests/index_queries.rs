@@ -180,11 +180,8 @@ fn rebuild_recreates_the_index_and_keeps_delivery_states() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["delivered"]["outbox"], 2, "{v}");
     let before = run(sb.cmd(&["ledger", "--json", "--no-sync"]), b"");
-    // Rebuild reads the transcripts of the default paths: point them at this one.
-    let projects = sb.user.join(".claude/projects/-w-a");
-    std::fs::create_dir_all(&projects).unwrap();
-    std::fs::copy(&t, projects.join("r.jsonl")).unwrap();
-    std::fs::remove_file(&t).unwrap();
+    // Rebuild reads the transcript where the backfill was named it (issue 33), not
+    // only the default folders.
     let out = run(sb.cmd(&["index", "rebuild", "--json"]), b"");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let after = run(sb.cmd(&["ledger", "--json", "--no-sync"]), b"");

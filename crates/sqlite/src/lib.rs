@@ -13,7 +13,13 @@
 //! * **shared by processes:** a busy timeout, and ([`use_wal`]) a write-ahead log that
 //!   stays when the last connection closes (no file created and deleted per process);
 //! * **versioned:** [`migrate`] runs the migrations past `PRAGMA user_version` in one
-//!   `BEGIN IMMEDIATE` transaction, and refuses a database a newer transcope made.
+//!   `BEGIN IMMEDIATE` transaction, and refuses a database a newer transcope made or
+//!   one that holds another program's tables;
+//! * **whole or refused** ([`open_whole`], the index's way): a new database is made
+//!   under a temporary name, given its schema and only then linked into place, so a
+//!   database that is there is never legitimately empty; a link, a non-file, an empty
+//!   file or one without SQLite's header where the database goes is
+//!   [`Error::Damaged`] (reported, never replaced).
 //!
 //! ```
 //! let dir = tempfile::tempdir().unwrap();
@@ -62,6 +68,154 @@ pub enum Error {
         /// The newest version this build knows.
         known: i64,
     },
+    /// What sits where the database goes is not a database of ours ([`open_whole`];
+    /// the message says what, the caller names the file).
+    #[error("{what}")]
+    Damaged {
+        /// The path involved.
+        path: PathBuf,
+        /// What is wrong with it.
+        what: &'static str,
+    },
+    /// The database holds tables but no schema version: another program's.
+    #[error("it holds tables but no schema version: not a database this program made")]
+    Foreign,
+}
+
+impl Error {
+    /// Whether the file itself is the trouble (damaged, foreign, newer, or SQLite
+    /// calls it corrupt or not a database), as opposed to the system refusing.
+    pub fn is_damage(&self) -> bool {
+        match self {
+            Error::Damaged { .. } | Error::Foreign | Error::Newer { .. } => true,
+            Error::Sqlite(e) => is_corrupt(e),
+            Error::Io { .. } => false,
+        }
+    }
+}
+
+/// Whether SQLite says the file is corrupt or not a database.
+pub fn is_corrupt(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase)
+    )
+}
+
+/// SQLite's file header: the first 16 bytes of every database file.
+const HEADER: &[u8; 16] = b"SQLite format 3\0";
+
+/// What sits at `path`: `Ok(false)` nothing, `Ok(true)` a regular file that starts
+/// with SQLite's header; a link (never followed), a non-file, an empty file or one
+/// without the header is [`Error::Damaged`].
+pub fn inspect(path: &Path) -> Result<bool, Error> {
+    let damaged = |what| Error::Damaged {
+        path: path.to_path_buf(),
+        what,
+    };
+    let meta = match fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+        Err(source) => {
+            return Err(Error::Io {
+                path: path.to_path_buf(),
+                source,
+            })
+        }
+    };
+    if meta.file_type().is_symlink() {
+        return Err(damaged("a symbolic link is in its place"));
+    }
+    if meta.is_dir() {
+        return Err(damaged("a directory is in its place"));
+    }
+    if !meta.is_file() {
+        return Err(damaged("not a regular file"));
+    }
+    if meta.len() == 0 {
+        return Err(damaged("empty (zero bytes)"));
+    }
+    let mut head = [0u8; 16];
+    let read = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .and_then(|mut f| io::Read::read_exact(&mut f, &mut head));
+    match read {
+        Ok(()) if &head == HEADER => Ok(true),
+        Ok(()) => Err(damaged("not an SQLite database")),
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+            Err(damaged("truncated: shorter than an SQLite header"))
+        }
+        Err(source) => Err(Error::Io {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// Open the database at `path` as [`open`] does, but whole or refused: what is there
+/// must pass [`inspect`]; when nothing is, and `create`, it is made under a temporary
+/// name beside it, `init` gives it its schema (run it before anything else: no
+/// write-ahead log yet), and only then is it linked into place (another process that
+/// linked first wins, and its database is opened). The flag returned is whether this
+/// call made it.
+pub fn open_whole(
+    path: &Path,
+    create: bool,
+    init: impl FnOnce(&Connection) -> Result<(), Error>,
+) -> Result<Option<(Connection, bool)>, Error> {
+    let mut created = false;
+    if !inspect(path)? {
+        if !create {
+            return Ok(None);
+        }
+        created = create_whole(path, init)?;
+        inspect(path)?;
+    }
+    match open(path, || false)? {
+        Some((conn, _)) => Ok(Some((conn, created))),
+        None => Err(Error::Io {
+            path: path.to_path_buf(),
+            source: io::Error::new(io::ErrorKind::NotFound, "removed while being opened"),
+        }),
+    }
+}
+
+/// Make the database at `path` whole: `<path>.<pid>.new` created private, `init` run
+/// on it, then hard-linked to `path` (never replacing what is there). `false` when
+/// another process linked its own first.
+fn create_whole(
+    path: &Path,
+    init: impl FnOnce(&Connection) -> Result<(), Error>,
+) -> Result<bool, Error> {
+    let tmp = sidecar(path, &format!(".{}.new", std::process::id()));
+    let io = |p: &Path, source| Error::Io {
+        path: p.to_path_buf(),
+        source,
+    };
+    let clean = || {
+        for suffix in ["", "-journal", "-wal", "-shm"] {
+            let _ = fs::remove_file(sidecar(&tmp, suffix));
+        }
+    };
+    clean();
+    create_file(&tmp).map_err(|e| io(&tmp, e))?;
+    let made = (|| {
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_NOFOLLOW;
+        let conn = Connection::open_with_flags(&tmp, flags)?;
+        init(&conn)?;
+        conn.close().map_err(|(_, e)| Error::Sqlite(e))?;
+        match fs::hard_link(&tmp, path) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+            Err(e) => Err(io(path, e)),
+        }
+    })();
+    clean();
+    made
 }
 
 /// `db` with `suffix` appended (`-wal`, `-shm`, `-journal`).
@@ -164,6 +318,16 @@ pub fn migrate(conn: &Connection, migrations: &[&str]) -> Result<i64, Error> {
     let found = version(conn)?;
     if found > known {
         return Err(Error::Newer { found, known });
+    }
+    if found == 0 {
+        let tables: i64 = conn.query_row(
+            "SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'",
+            [],
+            |r| r.get(0),
+        )?;
+        if tables > 0 {
+            return Err(Error::Foreign);
+        }
     }
     if found == known {
         return Ok(found);
@@ -271,6 +435,46 @@ mod tests {
             migrate(&conn, &STEPS[..2]),
             Err(Error::Newer { found: 3, known: 2 })
         ));
+    }
+
+    /// Issue 33: a zero-length file or a link where the index goes was replaced by a
+    /// fresh database without a word.
+    #[test]
+    fn open_whole_refuses_what_is_not_a_database_and_never_replaces_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("x.sqlite");
+        let init = |c: &Connection| migrate(c, &STEPS).map(drop);
+        let damaged = |r: Result<Option<(Connection, bool)>, Error>| matches!(r, Err(ref e @ Error::Damaged { .. }) if e.is_damage());
+        fs::write(&db, b"").unwrap();
+        assert!(damaged(open_whole(&db, true, init)));
+        assert_eq!(fs::metadata(&db).unwrap().len(), 0);
+        fs::write(&db, b"SQLite format").unwrap();
+        assert!(damaged(open_whole(&db, true, init)));
+        fs::write(&db, vec![7u8; 4096]).unwrap();
+        assert!(damaged(open_whole(&db, true, init)));
+        fs::remove_file(&db).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("elsewhere"), &db).unwrap();
+        assert!(damaged(open_whole(&db, true, init)));
+        assert!(fs::symlink_metadata(&db).unwrap().file_type().is_symlink());
+        fs::remove_file(&db).unwrap();
+        fs::create_dir(&db).unwrap();
+        assert!(damaged(open_whole(&db, true, init)));
+        fs::remove_dir(&db).unwrap();
+        // Absent: made whole (schema in, nothing left under a temporary name).
+        assert!(open_whole(&db, false, init).unwrap().is_none());
+        let (conn, created) = open_whole(&db, true, init).unwrap().unwrap();
+        assert!(created);
+        assert_eq!(version(&conn), 3);
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+        drop(conn);
+        // Another program's tables, no version: foreign.
+        let other = dir.path().join("other.sqlite");
+        Connection::open(&other)
+            .unwrap()
+            .execute_batch("CREATE TABLE t (a INTEGER);")
+            .unwrap();
+        let (conn, _) = open_whole(&other, false, init).unwrap().unwrap();
+        assert!(matches!(migrate(&conn, &STEPS), Err(Error::Foreign)));
     }
 
     #[test]

@@ -564,7 +564,7 @@ impl Summary {
     }
 
     /// Add `other`'s counts; its errors go after `self`'s.
-    fn absorb(&mut self, other: Summary) {
+    pub fn absorb(&mut self, other: Summary) {
         self.files += other.files;
         self.bytes += other.bytes;
         self.entries += other.entries;

@@ -668,3 +668,34 @@ pub fn run_timed(sb: &Sandbox, args: &[&str]) -> Duration {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     took
 }
+
+/// One HTTP request read from `reader` (a keep-alive connection): its
+/// `Idempotency-Key` header and its body; `None` once the connection is closed or cut.
+pub fn read_request(reader: &mut impl std::io::BufRead) -> Option<(Option<String>, Vec<u8>)> {
+    let mut key = None;
+    let mut len = 0usize;
+    let mut first = true;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return None;
+        }
+        let l = line.trim_end().to_ascii_lowercase();
+        if l.is_empty() {
+            if first {
+                continue;
+            }
+            break;
+        }
+        first = false;
+        if let Some(v) = l.strip_prefix("content-length:") {
+            len = v.trim().parse().unwrap_or(0);
+        }
+        if let Some(v) = l.strip_prefix("idempotency-key:") {
+            key = Some(v.trim().to_owned());
+        }
+    }
+    let mut body = vec![0; len];
+    reader.read_exact(&mut body).ok()?;
+    Some((key, body))
+}
