@@ -13,7 +13,7 @@ use transcope_change_detect::{scope_enabled, Env, ProjectResolver};
 use transcope_core::{Instant, Marker, Stage};
 use transcope_engine::{Buffers, PendingCursor, Pipeline, Request};
 use transcope_index::{
-    deliver, pending_flag, set_pending_flag, Index, Lease, Observed, Origin, Take,
+    deliver, pending_flag, set_pending_flag, Change, Index, Lease, Observed, Origin, State, Take,
 };
 use transcope_markers::{markers_of_message, MarkerStage};
 use transcope_scopelog::ScopeLog;
@@ -250,11 +250,19 @@ pub fn run_stop<R: ProjectResolver + Send>(
     // The flag matters only to a Stop that would not open the index anyway.
     let flagged =
         !something && brain.enabled && key.is_some_and(|k| pending_flag(home, k).exists());
+    let drained = sum.drained.as_ref().map(drained_states).unwrap_or_default();
     let mut index = None;
-    if something || flagged {
+    if something || flagged || !drained.is_empty() {
         match Index::open(home) {
             Ok(i) => index = Some(i),
             Err(e) => sum.errors.push(e.to_string()),
+        }
+    }
+    // What the drain sent is delivered: the ledger says so (the markers a drain
+    // refused, rejected).
+    if let Some(ix) = index.as_mut() {
+        if let Err(e) = ix.settle_drained(&drained) {
+            sum.errors.push(e.to_string());
         }
     }
     let mut recorded = !something;
@@ -325,6 +333,19 @@ pub fn run_stop<R: ProjectResolver + Send>(
         let _ = p.save();
     }
     sum
+}
+
+/// The ledger states an outbox drain's sends give their keys.
+fn drained_states(d: &DrainReport) -> Vec<Change> {
+    let sent = d
+        .delivered
+        .iter()
+        .map(|k| (k.clone(), State::Delivered, None));
+    let refused = d
+        .refused
+        .iter()
+        .map(|(k, s)| (k.clone(), State::Rejected, Some(format!("HTTP {s}"))));
+    sent.chain(refused).collect()
 }
 
 /// Deliver the oldest pending markers of `key` that hooks recorded (or, with no
