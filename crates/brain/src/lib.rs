@@ -24,7 +24,8 @@
 //!   holding the outbox's drain lock (`.drain.lock`; a drain that finds it held
 //!   leaves the files to the process holding it), deleting what was accepted,
 //!   quarantining unparseable files and 400/404/422 answers as `.bad`, stopping at
-//!   the first other refusal.
+//!   the first other refusal; its report names the keys accepted and refused, for
+//!   the ledger.
 //!
 //! ```
 //! use transcope_brain::{MarkerRecord, NdjsonSink, Sink, Delivery};

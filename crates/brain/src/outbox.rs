@@ -330,6 +330,11 @@ pub struct DrainReport {
     pub post_failed: bool,
     /// Another process holds the drain lock: it sends the files, this drain sent none.
     pub busy: bool,
+    /// The idempotency keys of the files the brain accepted, in order (the ledger
+    /// marks them delivered).
+    pub delivered: Vec<String>,
+    /// The keys of the files the brain refused (400, 404, 422) with its status.
+    pub refused: Vec<(String, u16)>,
 }
 
 /// Builds the replay identity lookup: (attrs, writing session, folder) → identity.
@@ -399,10 +404,12 @@ pub fn drain(
                 PostResult::Accepted => {
                     let _ = fs::remove_file(&f);
                     report.sent += 1;
+                    report.delivered.push(key);
                 }
-                PostResult::Status(400 | 404 | 422) => {
+                PostResult::Status(s @ (400 | 404 | 422)) => {
                     quarantine(&f);
                     report.quarantined += 1;
+                    report.refused.push((key, s));
                 }
                 PostResult::Status(s) => {
                     report.stopped = true;

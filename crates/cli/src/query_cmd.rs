@@ -583,15 +583,17 @@ pub fn run_ledger(home: &Path, a: LedgerArgs) -> Result<u8> {
     Ok(exit::OK)
 }
 
-/// Deliver every pending marker (HTTP when `BRAIN_URL` is set, else the outbox).
+/// Deliver every pending marker (HTTP when `BRAIN_URL` is set, else the outbox), a
+/// claimed batch at a time: a marker another run (`deliver`, a Stop) holds is left to
+/// it, so concurrent runs send each marker once.
 pub fn deliver_all(
     home: &Path,
     env: &Env,
     dry_run: bool,
 ) -> Result<transcope_index::DeliverReport> {
     let mut index = Index::open(home)?;
-    let rows = index.pending(None, None, None)?;
     if dry_run {
+        let rows = index.pending(None, None, None)?;
         return Ok(transcope_index::DeliverReport {
             keys: rows
                 .iter()
@@ -602,24 +604,38 @@ pub fn deliver_all(
     }
     let brain = BrainConfig::from_env(home, env);
     let outbox = OutboxSink::new(&brain.outbox, &brain.agent_name, &brain.project);
-    let mut report = match &brain.url {
+    let (mut http, mut plain) = (None, None);
+    let sink: &mut dyn transcope_brain::Sink = match &brain.url {
         Some(url) => {
             let client = BrainClient::new(url, DEFAULT_TIMEOUT)
                 .within(brain.budget.max(DEFAULT_TIMEOUT * 20));
-            let mut sink = HttpSink::new(client, outbox).rejecting(true);
-            let r = transcope_index::deliver(&mut index, &rows, &mut sink)?;
-            if let Some(f) = sink.last_failure {
-                eprintln!("transcope: {f}; the rest went to the outbox");
-            }
-            r
+            http.insert(HttpSink::new(client, outbox).rejecting(true))
         }
-        None => {
-            let mut sink = outbox;
-            transcope_index::deliver(&mut index, &rows, &mut sink)?
-        }
+        None => plain.insert(outbox),
     };
+    let lease = transcope_index::Lease::new();
+    let mut report = transcope_index::DeliverReport::default();
+    let mut sessions = std::collections::BTreeSet::new();
+    let mut take = transcope_index::Take {
+        limit: Some(transcope_index::CLAIM_BATCH),
+        ..Default::default()
+    };
+    loop {
+        let claimed = index.claim(&take, &lease)?;
+        if claimed.rows.is_empty() {
+            break;
+        }
+        take.after = claimed.next;
+        sessions.extend(claimed.rows.iter().filter_map(|r| r.session.clone()));
+        report.add(transcope_index::deliver(
+            &mut index, &claimed, &lease, sink,
+        )?);
+    }
+    if let Some(f) = http.and_then(|h| h.last_failure) {
+        eprintln!("transcope: {f}; the rest went to the outbox");
+    }
     // The hooks' flags follow the ledger.
-    for k in rows.iter().filter_map(|r| r.session.as_deref()) {
+    for k in &sessions {
         let left = index.pending_count(Some(k), Some(transcope_index::Origin::Hook))?;
         transcope_index::set_pending_flag(home, k, left > 0);
     }

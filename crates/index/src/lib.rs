@@ -13,7 +13,10 @@
 //!   writer's setting: found markers are `pending` until a delivery ([`deliver`])
 //!   marks them `delivered`, `outbox` (written where agentihooks' drains read) or
 //!   `rejected`. A record is written before the transcript's cursor moves past it, so
-//!   a killed run finds it again (and the key keeps it once).
+//!   a killed run finds it again (and the key keeps it once). A delivery first claims
+//!   the rows it sends ([`Index::claim`], a [`Lease`] per row), so concurrent
+//!   deliveries send each marker once; an outbox drain's sends mark their rows
+//!   `delivered` ([`Index::settle_drained`]).
 //! * [`Index::sync_logs`] mirrors the scope logs that changed since (by size), so rows
 //!   another tool appended are seen too; [`query`] answers `sessions`, `timeline`,
 //!   `ledger`.
@@ -47,7 +50,7 @@ use serde_json::{Map, Value};
 use transcope_brain::MarkerRecord;
 use transcope_core::{timestamp, Marker, Scope, ScopeField};
 
-pub use deliver::{deliver, DeliverReport};
+pub use deliver::{deliver, Change, Claimed, DeliverReport, Lease, Take, CLAIM_BATCH, LEASE};
 pub use query::{LedgerFilter, LedgerRow, SessionFilter, SessionInfo, TimelineItem};
 pub use span::{span, Span};
 pub use spend::{UsageFilter, UsageGroup, UsageKey};
@@ -627,20 +630,6 @@ impl Index {
         self.ledger(&filter)
     }
 
-    /// The pending rows among `keys`, in the order found.
-    pub fn pending_keys(&self, keys: &[String]) -> Result<Vec<LedgerRow>, IndexError> {
-        let mut out = Vec::with_capacity(keys.len());
-        for k in keys {
-            let mut rows = self.ledger(&LedgerFilter {
-                key: Some(k.clone()),
-                pending: true,
-                ..LedgerFilter::default()
-            })?;
-            out.append(&mut rows);
-        }
-        Ok(out)
-    }
-
     /// How many markers are pending (of `session`, of `origin`, when given).
     pub fn pending_count(
         &self,
@@ -661,31 +650,8 @@ impl Index {
     /// Set the state of each `(key, state, detail)` in one synced transaction, then
     /// append them to the states journal ([`recover`]: what a rebuild of a damaged
     /// index carries over; best effort, the ledger is the record).
-    pub fn set_states(
-        &mut self,
-        changes: &[(String, State, Option<String>)],
-    ) -> Result<(), IndexError> {
-        if changes.is_empty() {
-            return Ok(());
-        }
-        let now = transcope_core::Instant::now().unix_micros();
-        let run = |conn: &mut Connection| -> rusqlite::Result<()> {
-            conn.pragma_update(None, "synchronous", "FULL")?;
-            let tx = conn.transaction()?;
-            {
-                let mut st = tx.prepare_cached(
-                    "UPDATE markers SET state = ?2, detail = ?3, changed_us = ?4
-                     WHERE idempotency_key = ?1",
-                )?;
-                for (key, state, detail) in changes {
-                    st.execute(params![key, state.as_str(), detail, now])?;
-                }
-            }
-            tx.commit()
-        };
-        run(&mut self.conn).map_err(|e| self.sqlite(e))?;
-        let _ = recover::journal_states(&self.path, changes);
-        Ok(())
+    pub fn set_states(&mut self, changes: &[Change]) -> Result<(), IndexError> {
+        self.change_states(changes, &[], None)
     }
 
     /// Every ledger key with its state (what `index rebuild` carries over).

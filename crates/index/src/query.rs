@@ -220,10 +220,11 @@ impl TimelineItem {
     }
 }
 
-const LEDGER_COLUMNS: &str = "idempotency_key, session, type, content, attrs, at, attribution,
+pub(crate) const LEDGER_COLUMNS: &str =
+    "idempotency_key, session, type, content, attrs, at, attribution,
     project_id, worktree, branch, task, state, body, origin, detail";
 
-fn ledger_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<LedgerRow> {
+pub(crate) fn ledger_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<LedgerRow> {
     let json = |i: usize| -> rusqlite::Result<Value> {
         let text: String = r.get(i)?;
         Ok(serde_json::from_str(&text).unwrap_or(Value::Null))

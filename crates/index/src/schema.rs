@@ -30,9 +30,13 @@
 //!   a run's places follow every earlier run's (`places` is one past the largest
 //!   given) — which decides between copies tied by time and by being a root
 //!   session's. Rows of version 4 have 0: read before any run since.
+//! * `markers.lease_owner`, `markers.lease_until` (version 6): the delivery run that
+//!   took a pending row to send it, and until when (microseconds since the epoch) no
+//!   other run may take it; `NULL` when no run holds it. Rows of version 5 are held
+//!   by none.
 
 /// The migrations, in order: migration `i` takes version `i` to `i + 1`.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6];
 
 const V1: &str = "
 CREATE TABLE sessions (
@@ -211,4 +215,11 @@ CREATE INDEX usage_parts_pricing ON usage_parts (pricing);
 const V5: &str = "
 ALTER TABLE usage ADD COLUMN place INTEGER NOT NULL DEFAULT 0;
 INSERT INTO usage_meta (k, v) VALUES ('places', 1);
+";
+
+/// Version 6: a lease on each pending marker a delivery takes, so concurrent runs
+/// (`deliver`, Stops) send each marker once; a killed run's lease runs out.
+const V6: &str = "
+ALTER TABLE markers ADD COLUMN lease_owner TEXT;
+ALTER TABLE markers ADD COLUMN lease_until INTEGER;
 ";

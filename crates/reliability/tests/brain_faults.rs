@@ -604,3 +604,222 @@ fn a_refused_marker_is_rejected_in_the_ledger_and_never_sent_again() {
     );
     assert!(server.counts().values().all(|&n| n == 1));
 }
+
+// Issue 33, item 3: delivery once. Concurrent `deliver` runs and a writer-on Stop claim
+// the pending markers they send (a lease per ledger row), so each is POSTed once; a
+// killed deliverer's markers go with the next run, a stuck one's when its lease runs
+// out; a drain's sends are `delivered` in the ledger.
+
+/// `transcope deliver --json` against `url`, started but not waited for.
+fn deliver_cmd(sb: &Sandbox, url: &str) -> Command {
+    let mut c = sb.cmd(&["deliver", "--json"]);
+    c.env("BRAIN_URL", url);
+    c
+}
+
+/// Run `c` to its end with `stdin`: its JSON summary ([`timed`]).
+fn summary(c: Command, stdin: &[u8]) -> Value {
+    timed(c, stdin).0
+}
+
+#[test]
+fn concurrent_delivers_and_a_writer_on_stop_post_each_marker_once() {
+    let sb = Sandbox::new();
+    // A slow brain (12 ms a request), so the four runs' sends overlap.
+    let server = Server::start(Answer::Ok(Duration::from_millis(12)));
+    let live = "live";
+    let t = sb.user.join("live.jsonl");
+    for round in 0..4u64 {
+        let base = round * 100;
+        // Pending markers of every origin: two archived transcripts read by a
+        // backfill, the live session's found by a Stop with the writer off, and new
+        // ones in the live transcript that the racing Stop itself records.
+        for j in 0..2 {
+            let b = markers_transcript(&sb, &format!("b{round}-{j}.jsonl"), base + j * 10, 8);
+            let v = summary(sb.cmd(&["backfill", "--json", b.to_str().unwrap()]), b"");
+            assert_eq!(v["markers_pending"].as_u64().unwrap() % 8, 0, "{v}");
+        }
+        markers_transcript(&sb, "live.jsonl", base + 50, 6);
+        summary(sb.cmd(&["hook", "stop", "--json"]), &payload(live, &t));
+        markers_transcript(&sb, "live.jsonl", base + 60, 5);
+        let before = ledger_states(&sb);
+        let pending = before.values().filter(|s| *s == "pending").count();
+        assert_eq!(pending, 22, "{before:?}");
+        // Three `deliver` runs and a writer-on Stop, all at once.
+        let start = Arc::new(Barrier::new(4));
+        let mut runs: Vec<_> = (0..3)
+            .map(|_| {
+                let c = deliver_cmd(&sb, &server.url);
+                let start = start.clone();
+                std::thread::spawn(move || {
+                    start.wait();
+                    summary(c, b"")
+                })
+            })
+            .collect();
+        let mut stop = stop_cmd(&sb, &server.url);
+        stop.env("BRAIN_WRITER_MAX_MARKERS", "1000");
+        let p = payload(live, &t);
+        let start2 = start.clone();
+        runs.push(std::thread::spawn(move || {
+            start2.wait();
+            summary(stop, &p)
+        }));
+        let results: Vec<Value> = runs.into_iter().map(|h| h.join().unwrap()).collect();
+        eprintln!("round {round}: {results:?}");
+        let sent: u64 = results[..3]
+            .iter()
+            .map(|v| v["sent"].as_u64().unwrap())
+            .sum::<u64>()
+            + results[3]["written"]["http"].as_u64().unwrap();
+        assert_eq!(results[3]["markers"], 5, "the Stop read its new markers");
+        let states = ledger_states(&sb);
+        let counts = server.counts();
+        assert_eq!(states.len(), 27 * (round as usize + 1));
+        assert!(
+            states.values().all(|s| s == "delivered"),
+            "round {round}: {states:?}"
+        );
+        assert_eq!(
+            counts.keys().collect::<Vec<_>>(),
+            states.keys().collect::<Vec<_>>(),
+            "every marker POSTed"
+        );
+        assert!(
+            counts.values().all(|&n| n == 1),
+            "round {round}: POSTed more than once: {counts:?}"
+        );
+        assert_eq!(sent, 27, "round {round}: the runs' own counts agree");
+    }
+}
+
+/// Every ledger row's lease owner, straight from the index.
+fn leases(sb: &Sandbox) -> Vec<Option<String>> {
+    let conn = rusqlite::Connection::open(sb.home.join("transcope/index.sqlite")).unwrap();
+    let mut st = conn
+        .prepare("SELECT lease_owner FROM markers ORDER BY rowid")
+        .unwrap();
+    st.query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap()
+}
+
+/// A `deliver --no-sync` against a brain that never answers, returned once it has
+/// claimed every pending ledger row (its first POST then waits).
+fn claiming_deliverer(sb: &Sandbox, hung: &Hung) -> std::process::Child {
+    let mut c = deliver_cmd(sb, &hung.url);
+    c.arg("--no-sync")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let child = c.spawn().unwrap();
+    let t0 = Instant::now();
+    let unheld = "SELECT count(*) FROM markers WHERE state = 'pending' AND lease_owner IS NULL";
+    let db = rusqlite::Connection::open(sb.home.join("transcope/index.sqlite")).unwrap();
+    while db.query_row(unheld, [], |r| r.get::<_, i64>(0)).unwrap() > 0 {
+        assert!(t0.elapsed() < Duration::from_secs(10), "never claimed");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    child
+}
+
+/// `deliver --json --no-sync` against `url`: its summary.
+fn deliver_now(sb: &Sandbox, url: &str) -> Value {
+    let mut c = deliver_cmd(sb, url);
+    c.arg("--no-sync");
+    summary(c, b"")
+}
+
+#[test]
+fn a_killed_deliverers_markers_go_with_the_next_run_and_a_stuck_ones_when_its_lease_ends() {
+    let sb = Sandbox::new();
+    let hung = Hung::start();
+    let server = Server::start(Answer::Ok(Duration::ZERO));
+    let b = markers_transcript(&sb, "b.jsonl", 0, 6);
+    summary(sb.cmd(&["backfill", "--json", b.to_str().unwrap()]), b"");
+    // A deliverer stuck (stopped) after claiming the six: a run meanwhile leaves them,
+    // still pending, sent by no one.
+    let mut stuck = claiming_deliverer(&sb, &hung);
+    let pid = stuck.id().to_string();
+    let stopped = Command::new("kill").args(["-STOP", &pid]).status().unwrap();
+    assert!(stopped.success());
+    let v = deliver_now(&sb, &server.url);
+    assert_eq!(
+        (v["sent"].clone(), v["pending"].clone()),
+        (0.into(), 6.into()),
+        "{v}"
+    );
+    assert!(server.counts().is_empty());
+    // Its lease runs out (moved to the past, as time would): the next run sends each.
+    let db = sb.home.join("transcope/index.sqlite");
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute("UPDATE markers SET lease_until = 0", [])
+        .unwrap();
+    let v = deliver_now(&sb, &server.url);
+    assert_eq!(
+        (v["sent"].clone(), v["pending"].clone()),
+        (6.into(), 0.into()),
+        "{v}"
+    );
+    stuck.kill().unwrap();
+    stuck.wait().unwrap();
+    // A deliverer killed after claiming four more: its lease has not run out, but its
+    // process is gone, so the next run sends them at once.
+    let b = markers_transcript(&sb, "b2.jsonl", 10, 4);
+    summary(sb.cmd(&["backfill", "--json", b.to_str().unwrap()]), b"");
+    let mut killed = claiming_deliverer(&sb, &hung);
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    let v = deliver_now(&sb, &server.url);
+    assert_eq!(
+        (v["sent"].clone(), v["pending"].clone()),
+        (4.into(), 0.into()),
+        "{v}"
+    );
+    let counts = server.counts();
+    assert_eq!(counts.len(), 10);
+    assert!(counts.values().all(|&n| n == 1), "{counts:?}");
+    assert!(ledger_states(&sb).values().all(|s| s == "delivered"));
+    assert!(leases(&sb).iter().all(Option::is_none), "no lease left");
+}
+
+#[test]
+fn a_drain_marks_what_it_sent_delivered_in_the_ledger() {
+    let sb = Sandbox::new();
+    let outbox = sb.home.join("brain-outbox");
+    // Three of a Stop's markers go to the outbox (the brain hangs), and two archived
+    // ones by `deliver` with no brain set.
+    let hung = Hung::start();
+    let t = markers_transcript(&sb, "t.jsonl", 0, 3);
+    let v = summary(stop_cmd(&sb, &hung.url), &payload("o", &t));
+    assert_eq!(v["written"]["outbox"], 3, "{v}");
+    let b = markers_transcript(&sb, "b.jsonl", 10, 2);
+    summary(sb.cmd(&["backfill", "--json", b.to_str().unwrap()]), b"");
+    let v = summary(sb.cmd(&["deliver", "--json", "--no-sync"]), b"");
+    assert_eq!(v["outbox"], 2, "{v}");
+    let states = ledger_states(&sb);
+    assert_eq!(states.len(), 5);
+    assert!(states.values().all(|s| s == "outbox"), "{states:?}");
+    let keys = waiting_keys(&outbox);
+    // The brain is back: another session's Stop drains the five, and the ledger says
+    // delivered for each.
+    let server = Server::start(Answer::Ok(Duration::ZERO));
+    let v = summary(
+        stop_cmd(&sb, &server.url),
+        &payload("other", &sb.user.join("none.jsonl")),
+    );
+    assert_eq!(v["drained"], 5, "{v}");
+    assert_eq!(server.counts().keys().cloned().collect::<Vec<_>>(), keys);
+    let states = ledger_states(&sb);
+    assert_eq!(states.keys().cloned().collect::<Vec<_>>(), keys);
+    assert!(states.values().all(|s| s == "delivered"), "{states:?}");
+    // Nothing is sent again.
+    let v = summary(deliver_cmd(&sb, &server.url), b"");
+    assert_eq!(
+        (v["sent"].clone(), v["pending"].clone()),
+        (0.into(), 0.into()),
+        "{v}"
+    );
+    assert!(server.counts().values().all(|&n| n == 1));
+}

@@ -12,7 +12,9 @@ use transcope_brain::{
 use transcope_change_detect::{scope_enabled, Env, ProjectResolver};
 use transcope_core::{Instant, Marker, Stage};
 use transcope_engine::{Buffers, PendingCursor, Pipeline, Request};
-use transcope_index::{deliver, pending_flag, set_pending_flag, Index, Observed, Origin};
+use transcope_index::{
+    deliver, pending_flag, set_pending_flag, Change, Index, Lease, Observed, Origin, State, Take,
+};
 use transcope_markers::{markers_of_message, MarkerStage};
 use transcope_scopelog::ScopeLog;
 
@@ -250,11 +252,19 @@ pub fn run_stop<R: ProjectResolver + Send>(
     // The flag matters only to a Stop that would not open the index anyway.
     let flagged =
         !something && brain.enabled && key.is_some_and(|k| pending_flag(home, k).exists());
+    let drained = sum.drained.as_ref().map(drained_states).unwrap_or_default();
     let mut index = None;
-    if something || flagged {
+    if something || flagged || !drained.is_empty() {
         match Index::open(home) {
             Ok(i) => index = Some(i),
             Err(e) => sum.errors.push(e.to_string()),
+        }
+    }
+    // What the drain sent is delivered: the ledger says so (the markers a drain
+    // refused, rejected).
+    if let Some(ix) = index.as_mut() {
+        if let Err(e) = ix.settle_drained(&drained) {
+            sum.errors.push(e.to_string());
         }
     }
     let mut recorded = !something;
@@ -328,8 +338,22 @@ pub fn run_stop<R: ProjectResolver + Send>(
     sum
 }
 
+/// The ledger states an outbox drain's sends give their keys.
+fn drained_states(d: &DrainReport) -> Vec<Change> {
+    let sent = d
+        .delivered
+        .iter()
+        .map(|k| (k.clone(), State::Delivered, None));
+    let refused = d
+        .refused
+        .iter()
+        .map(|(k, s)| (k.clone(), State::Rejected, Some(format!("HTTP {s}"))));
+    sent.chain(refused).collect()
+}
+
 /// Deliver the oldest pending markers of `key` that hooks recorded (or, with no
-/// session, the ones this Stop recorded), at most `max`.
+/// session, the ones this Stop recorded), at most `max`: claimed first, as `deliver`
+/// claims them, so a marker another run is sending is not sent twice.
 fn deliver_pending(
     ix: &mut Index,
     key: Option<&str>,
@@ -338,20 +362,30 @@ fn deliver_pending(
     sink: &mut dyn Sink,
     sum: &mut StopSummary,
 ) {
-    let rows = match key {
-        Some(k) => ix.pending(Some(k), Some(Origin::Hook), None),
-        None => ix.pending_keys(new_keys),
+    let take = match key {
+        Some(k) => Take {
+            session: Some(k),
+            origin: Some(Origin::Hook),
+            limit: Some(max),
+            ..Take::default()
+        },
+        None => Take {
+            keys: Some(new_keys),
+            limit: Some(max),
+            ..Take::default()
+        },
     };
-    let mut rows = match rows {
-        Ok(r) => r,
+    let lease = Lease::new();
+    let claimed = match ix.claim(&take, &lease) {
+        Ok(c) => c,
         Err(e) => {
             sum.errors.push(e.to_string());
             return;
         }
     };
-    sum.over_cap = rows.len().saturating_sub(max) as u64;
-    rows.truncate(max);
-    match deliver(ix, &rows, sink) {
+    sum.over_cap = claimed.left;
+    let rows = &claimed.rows;
+    match deliver(ix, &claimed, &lease, sink) {
         Ok(report) => {
             sum.http += report.sent;
             sum.outbox += report.outbox;

@@ -1,0 +1,343 @@
+//! Issue 33, item 3 ("delivery once"): a delivery claims the pending rows it sends
+//! under a lease, so concurrent runs take each row once; a row whose sending failed is
+//! pending again at once; a killed run's rows are taken again once its process is
+//! gone, or (when that cannot be told) once its lease runs out; an outbox drain's sends mark their rows delivered; an index of
+//! version 5 gains the lease columns with its markers unheld.
+
+use std::time::Duration;
+
+use rusqlite::Connection;
+use serde_json::json;
+use transcope_brain::{Delivery, MarkerRecord, Sink, SinkError};
+use transcope_index::{deliver, schema, Found, Index, Lease, Observed, Origin, State, Take, LEASE};
+
+fn key(i: u64) -> String {
+    format!("{i:032x}")
+}
+
+/// A session's `n` markers (keys `key(from)`…), recorded by `origin`.
+fn record(ix: &mut Index, session: &str, from: u64, n: u64, origin: Origin) {
+    let markers = (from..from + n)
+        .map(|i| Found {
+            record: MarkerRecord {
+                body: json!({"type": "lesson", "content": format!("lesson {i}"), "attrs": {}}),
+                content: format!("lesson {i}"),
+                idempotency_key: key(i),
+                session: Some(session.to_owned()),
+            },
+            at: None,
+        })
+        .collect();
+    let item = Observed {
+        markers,
+        ..Observed::new(session)
+    };
+    ix.record(&[item], origin, false).unwrap();
+}
+
+fn keys(rows: &[transcope_index::LedgerRow]) -> Vec<String> {
+    rows.iter().map(|r| r.idempotency_key.clone()).collect()
+}
+
+/// One run through the ledger, `batch` rows a claim, as `deliver` goes: the keys
+/// it took.
+fn claim_through(ix: &mut Index, batch: usize) -> Vec<String> {
+    let lease = Lease::new();
+    let mut take = Take {
+        limit: Some(batch),
+        ..Take::default()
+    };
+    let mut got = Vec::new();
+    loop {
+        let c = ix.claim(&take, &lease).unwrap();
+        if c.rows.is_empty() {
+            return got;
+        }
+        take.after = c.next;
+        got.extend(keys(&c.rows));
+    }
+}
+
+fn states(ix: &Index) -> Vec<(String, State)> {
+    ix.states().unwrap()
+}
+
+/// Accepts every record but those whose content is in `fail`, which it cannot write.
+struct Stub {
+    fail: Vec<String>,
+    sent: Vec<String>,
+}
+
+impl Sink for Stub {
+    fn deliver(&mut self, rec: &MarkerRecord) -> Result<Delivery, SinkError> {
+        if self.fail.contains(&rec.content) {
+            return Err(SinkError::Io {
+                context: "writing",
+                source: std::io::Error::other("full"),
+            });
+        }
+        self.sent.push(rec.idempotency_key.clone());
+        Ok(Delivery::Sent)
+    }
+}
+
+#[test]
+fn a_held_row_is_taken_by_no_other_claim_and_a_failed_one_is_pending_again() {
+    let home = tempfile::tempdir().unwrap();
+    let mut ix = Index::open(home.path()).unwrap();
+    record(&mut ix, "s1", 0, 4, Origin::Hook);
+    let (a, b) = (Lease::new(), Lease::new());
+    assert_ne!(a.owner(), b.owner());
+    let took = ix.claim(&Take::default(), &a).unwrap();
+    assert_eq!(keys(&took.rows), [key(0), key(1), key(2), key(3)]);
+    // Another run (another connection, as another process has) finds nothing to take.
+    let mut other = Index::open(home.path()).unwrap();
+    assert!(other.claim(&Take::default(), &b).unwrap().rows.is_empty());
+    // The first run sends all but "lesson 2", which its sink fails.
+    let mut sink = Stub {
+        fail: vec!["lesson 2".into()],
+        sent: Vec::new(),
+    };
+    let report = deliver(&mut ix, &took, &a, &mut sink).unwrap();
+    assert_eq!((report.sent, report.failed), (3, 1));
+    // The failed row is pending and held by none: the other run takes it at once.
+    let again = other.claim(&Take::default(), &b).unwrap();
+    assert_eq!(keys(&again.rows), [key(2)]);
+    let want: Vec<_> = (0..4)
+        .map(|i| {
+            let s = if i == 2 {
+                State::Pending
+            } else {
+                State::Delivered
+            };
+            (key(i), s)
+        })
+        .collect();
+    assert_eq!(states(&ix), want);
+}
+
+#[test]
+fn a_stuck_runs_rows_wait_for_its_lease_and_are_then_taken_again() {
+    let home = tempfile::tempdir().unwrap();
+    let mut ix = Index::open(home.path()).unwrap();
+    record(&mut ix, "s1", 0, 3, Origin::Backfill);
+    let t0 = 1_800_000_000_000_000i64;
+    let lease_us = LEASE.as_micros() as i64;
+    // A run claims the rows, then never settles (its process lives on, stuck).
+    let stuck = Lease::new();
+    let held = ix.claim_at(&Take::default(), &stuck, t0).unwrap();
+    assert_eq!(held.rows.len(), 3);
+    drop(ix);
+    let mut ix = Index::open(home.path()).unwrap();
+    let later = Lease::new();
+    // Within the lease nothing is taken, and the rows are still pending.
+    let took = ix
+        .claim_at(&Take::default(), &later, t0 + lease_us - 1)
+        .unwrap();
+    assert!(took.rows.is_empty());
+    assert_eq!(ix.pending_count(None, None).unwrap(), 3);
+    // Once it has run out, a later run takes every one of them again, and sends them.
+    let took = ix
+        .claim_at(&Take::default(), &later, t0 + lease_us)
+        .unwrap();
+    assert_eq!(keys(&took.rows), [key(0), key(1), key(2)]);
+    let mut sink = Stub {
+        fail: Vec::new(),
+        sent: Vec::new(),
+    };
+    deliver(&mut ix, &took, &later, &mut sink).unwrap();
+    assert_eq!(sink.sent, [key(0), key(1), key(2)]);
+    assert!(states(&ix).iter().all(|(_, s)| *s == State::Delivered));
+    // A short lease runs out as soon.
+    record(&mut ix, "s1", 10, 1, Origin::Backfill);
+    let short = Lease::new().lasting(Duration::from_secs(1));
+    assert_eq!(
+        ix.claim_at(&Take::default(), &short, t0)
+            .unwrap()
+            .rows
+            .len(),
+        1
+    );
+    let took = ix
+        .claim_at(&Take::default(), &Lease::new(), t0 + 1_000_000)
+        .unwrap();
+    assert_eq!(keys(&took.rows), [key(10)]);
+}
+
+#[test]
+fn a_run_that_has_ended_holds_nothing() {
+    let home = tempfile::tempdir().unwrap();
+    let mut ix = Index::open(home.path()).unwrap();
+    record(&mut ix, "s1", 0, 2, Origin::Hook);
+    // A run in another process claims the rows, then is killed before it settles.
+    let mut run = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let killed = Lease::of_process(run.id());
+    assert_eq!(ix.claim(&Take::default(), &killed).unwrap().rows.len(), 2);
+    assert!(ix
+        .claim(&Take::default(), &Lease::new())
+        .unwrap()
+        .rows
+        .is_empty());
+    run.kill().unwrap();
+    run.wait().unwrap();
+    // Its lease has not run out, but its process is gone: the next run takes them.
+    let took = ix.claim(&Take::default(), &Lease::new()).unwrap();
+    if std::path::Path::new("/proc/self/ns/pid").exists() {
+        assert_eq!(keys(&took.rows), [key(0), key(1)]);
+    }
+}
+
+/// The stuck run comes back after its lease was taken over: its results are recorded on rows still pending, and it never frees the new
+/// holder's lease.
+#[test]
+fn a_late_run_records_its_sends_and_leaves_the_new_holders_lease() {
+    let home = tempfile::tempdir().unwrap();
+    let mut ix = Index::open(home.path()).unwrap();
+    record(&mut ix, "s1", 0, 2, Origin::Backfill);
+    let t0 = 1_800_000_000_000_000i64;
+    let (slow, next) = (Lease::new(), Lease::new());
+    let first = ix.claim_at(&Take::default(), &slow, t0).unwrap();
+    let second = ix
+        .claim_at(&Take::default(), &next, t0 + LEASE.as_micros() as i64)
+        .unwrap();
+    assert_eq!(second.rows.len(), 2);
+    // The slow run sent only the first.
+    let mut sink = Stub {
+        fail: vec!["lesson 1".into()],
+        sent: Vec::new(),
+    };
+    deliver(&mut ix, &first, &slow, &mut sink).unwrap();
+    assert_eq!(
+        states(&ix),
+        [(key(0), State::Delivered), (key(1), State::Pending)]
+    );
+    // The second row is still the new holder's: no one else takes it.
+    let none = ix
+        .claim_at(
+            &Take::default(),
+            &Lease::new(),
+            t0 + LEASE.as_micros() as i64 + 1,
+        )
+        .unwrap();
+    assert!(none.rows.is_empty());
+    let mut sink = Stub {
+        fail: Vec::new(),
+        sent: Vec::new(),
+    };
+    deliver(&mut ix, &second, &next, &mut sink).unwrap();
+    assert!(states(&ix).iter().all(|(_, s)| *s == State::Delivered));
+}
+
+#[test]
+fn a_claim_takes_a_session_an_origin_keys_and_batches_in_the_order_found() {
+    let home = tempfile::tempdir().unwrap();
+    let mut ix = Index::open(home.path()).unwrap();
+    record(&mut ix, "s1", 0, 5, Origin::Hook);
+    record(&mut ix, "s2", 5, 2, Origin::Hook);
+    record(&mut ix, "s1", 7, 2, Origin::Backfill);
+    // The Stop's take: its session's hook rows, at most 2, and how many it left.
+    let stop = Take {
+        session: Some("s1"),
+        origin: Some(Origin::Hook),
+        limit: Some(2),
+        ..Take::default()
+    };
+    let took = ix.claim(&stop, &Lease::new()).unwrap();
+    assert_eq!((keys(&took.rows), took.left), (vec![key(0), key(1)], 3));
+    // By keys (a Stop with no session): only the pending, unheld ones.
+    let wanted = [key(1), key(8), key(6), "f".repeat(32)];
+    let by_keys = Take {
+        keys: Some(&wanted),
+        limit: Some(1),
+        ..Take::default()
+    };
+    let took = ix.claim(&by_keys, &Lease::new()).unwrap();
+    assert_eq!((keys(&took.rows), took.left), (vec![key(6)], 1));
+    // A run through the rest in batches of 2: each row once, then nothing.
+    let seen = claim_through(&mut ix, 2);
+    assert_eq!(seen, [key(2), key(3), key(4), key(5), key(7), key(8)]);
+}
+
+#[test]
+fn concurrent_claims_take_each_row_once() {
+    let home = tempfile::tempdir().unwrap();
+    let mut ix = Index::open(home.path()).unwrap();
+    record(&mut ix, "s1", 0, 300, Origin::Hook);
+    drop(ix);
+    let taken: Vec<Vec<String>> = std::thread::scope(|s| {
+        let runs: Vec<_> = (0..4)
+            .map(|_| s.spawn(|| claim_through(&mut Index::open(home.path()).unwrap(), 7)))
+            .collect();
+        runs.into_iter().map(|r| r.join().unwrap()).collect()
+    });
+    let mut all: Vec<String> = taken.concat();
+    assert_eq!(
+        all.len(),
+        300,
+        "{:?}",
+        taken.iter().map(Vec::len).collect::<Vec<_>>()
+    );
+    all.sort();
+    all.dedup();
+    assert_eq!(all.len(), 300);
+}
+
+#[test]
+fn a_drain_marks_its_rows_delivered_or_rejected() {
+    let home = tempfile::tempdir().unwrap();
+    let mut ix = Index::open(home.path()).unwrap();
+    record(&mut ix, "s1", 0, 4, Origin::Hook);
+    ix.set_states(&[
+        (key(0), State::Outbox, Some("/o/a.json".into())),
+        (key(1), State::Outbox, None),
+        (key(3), State::Rejected, Some("HTTP 422".into())),
+    ])
+    .unwrap();
+    ix.settle_drained(&[
+        (key(0), State::Delivered, None),
+        (key(1), State::Rejected, Some("HTTP 400".into())),
+        (key(3), State::Delivered, None),
+        ("f".repeat(32), State::Delivered, None),
+    ])
+    .unwrap();
+    assert_eq!(
+        states(&ix),
+        [
+            (key(0), State::Delivered),
+            (key(1), State::Rejected),
+            (key(2), State::Pending),
+            (key(3), State::Rejected),
+        ]
+    );
+}
+
+#[test]
+fn a_version_5_index_gains_leases_with_its_markers_unheld() {
+    let home = tempfile::tempdir().unwrap();
+    let path = transcope_index::index_path(home.path());
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    {
+        let conn = Connection::open(&path).unwrap();
+        transcope_sqlite::migrate(&conn, &schema::MIGRATIONS[..5]).unwrap();
+        conn.execute_batch(&format!(
+            "INSERT INTO markers (idempotency_key, session, type, content, attrs, body, origin,
+                 state, found_us)
+             VALUES ('{}', 's1', 'lesson', 'x', '{{}}', '{{}}', 'hook', 'pending', 1),
+                    ('{}', 's1', 'lesson', 'y', '{{}}', '{{}}', 'hook', 'outbox', 1);",
+            key(0),
+            key(1)
+        ))
+        .unwrap();
+    }
+    let mut ix = Index::open(home.path()).unwrap();
+    let version: i64 = Connection::open(&path)
+        .unwrap()
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, schema::MIGRATIONS.len() as i64);
+    let took = ix.claim(&Take::default(), &Lease::new()).unwrap();
+    assert_eq!(keys(&took.rows), [key(0)]);
+}
