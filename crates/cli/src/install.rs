@@ -9,16 +9,17 @@
 //! | Codex | `$CODEX_HOME/config.toml`, else `~/.codex/config.toml` (`[hooks]`, trusted by hash in `[hooks.state]`) | `SessionStart`, `Stop` |
 //! | Gemini CLI | `$GEMINI_CLI_HOME/.gemini/settings.json`, else `~/.gemini/settings.json` | `SessionStart`, `AfterAgent` (timeouts in milliseconds) |
 //!
-//! The JSON files go through one round trip of a [`serde_json::Value`] that keeps key
-//! order, written back with the file's own indentation; the TOML file is edited with
-//! `toml_edit`, so the user's comments and layout survive. A hook is transcope's when
-//! its command is `<program> hook session-start|stop` with `<program>` named
+//! The JSON files are edited as text ([`crate::jsontext`]): transcope's groups are
+//! spliced in and out, and every other byte stays as it was; the TOML file is edited
+//! with `toml_edit`, so the user's comments and layout survive. A hook is transcope's
+//! when its command is `<program> hook session-start|stop` with `<program>` named
 //! `transcope` (or the `--program` given); install adds a group of its own for each
 //! event that has none (so it is idempotent) and never touches another hook; uninstall
-//! removes those groups and whatever install created to hold them. A changed file is
-//! first copied to `<file>.transcope-<unix time>.bak`. `--codex-notify` also sets
-//! Codex's older single `notify` program (to `transcope hook codex-notify`), when the
-//! file names none.
+//! removes those groups and whatever install created to hold them. A file is replaced
+//! through [`crate::settings_file`]: read-only refused, under a lock, only if unchanged
+//! since read, after a backup `<file>.transcope-<unix time>.bak` with its mode.
+//! `--codex-notify` also sets Codex's older single `notify` program (to
+//! `transcope hook codex-notify`), when the file names none.
 
 use std::fs;
 use std::path::{Path, PathBuf};
