@@ -9,19 +9,19 @@
 //! | Codex | `$CODEX_HOME/config.toml`, else `~/.codex/config.toml` (`[hooks]`, trusted by hash in `[hooks.state]`) | `SessionStart`, `Stop` |
 //! | Gemini CLI | `$GEMINI_CLI_HOME/.gemini/settings.json`, else `~/.gemini/settings.json` | `SessionStart`, `AfterAgent` (timeouts in milliseconds) |
 //!
-//! The JSON files go through one round trip of a [`serde_json::Value`] that keeps key
-//! order, written back with the file's own indentation; the TOML file is edited with
-//! `toml_edit`, so the user's comments and layout survive. A hook is transcope's when
-//! its command is `<program> hook session-start|stop` with `<program>` named
+//! The JSON files are edited as text ([`crate::jsontext`]): transcope's groups are
+//! spliced in and out, and every other byte stays as it was; the TOML file is edited
+//! with `toml_edit`, so the user's comments and layout survive. A hook is transcope's
+//! when its command is `<program> hook session-start|stop` with `<program>` named
 //! `transcope` (or the `--program` given); install adds a group of its own for each
 //! event that has none (so it is idempotent) and never touches another hook; uninstall
-//! removes those groups and whatever install created to hold them. A changed file is
-//! first copied to `<file>.transcope-<unix time>.bak`. `--codex-notify` also sets
-//! Codex's older single `notify` program (to `transcope hook codex-notify`), when the
-//! file names none.
+//! removes those groups and whatever install created to hold them. A file is replaced
+//! through [`crate::settings_file`]: read-only refused, under a lock, only if unchanged
+//! since read, after a backup `<file>.transcope-<unix time>.bak` with its mode.
+//! `--codex-notify` also sets Codex's older single `notify` program (to
+//! `transcope hook codex-notify`), when the file names none.
 
 use std::fs;
-use std::io;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -30,10 +30,15 @@ use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 use toml_edit::{ArrayOfTables, DocumentMut, Item, Table};
 
+use crate::jsontext::{self, Kind, Node, Style};
+use crate::settings_file::{self, Replaced, Snapshot};
 use crate::{exit, user_home};
 
 /// The mark install leaves on what it adds to a TOML file.
 const MARK: &str = "# added by transcope hook install";
+
+/// How long to go on reading and editing again a file another program keeps changing.
+const RETRY_FOR: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// How long an agent may let a hook run: above the hook's own deadline (30 s).
 const HOOK_TIMEOUT_SECS: u64 = 60;
@@ -177,59 +182,110 @@ pub fn run(args: InstallArgs, install: bool) -> Result<u8> {
 }
 
 /// Install into (or uninstall from) one file; what was done, for a person.
+///
+/// The edit is worked out on the file as read. When it changes something, the file is
+/// locked, read and edited again, backed up, and replaced only if it is still as read
+/// (else read and edited once more), so a change another program made meanwhile is
+/// kept: see [`settings_file`].
 fn edit_file(agent: Agent, path: &Path, args: &InstallArgs, install: bool) -> Result<String> {
     // Write through a symbolic link (a dotfiles manager's), not over it.
     let path = fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    let original = match fs::read_to_string(&path) {
-        Ok(t) => Some(t),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
-    };
-    if original.is_none() && !install {
-        return Ok(format!(
-            "{} does not exist; nothing to remove",
-            path.display()
-        ));
-    }
-    let text = original.as_deref().unwrap_or("");
-    let edited = match agent {
-        Agent::Codex => edit_codex(text, &path, args, install),
-        Agent::Claude | Agent::Gemini => edit_json(agent, text, &args.program, install),
-    }
-    .with_context(|| format!("{} left as it was", path.display()))?;
-    let Some(new_text) = edited else {
-        return Ok(if install {
-            format!("already wired in {}; nothing to do", path.display())
-        } else {
-            format!(
-                "no transcope hooks in {}; nothing to remove",
+    let mut lock = None;
+    let mut tries = 0;
+    let started = std::time::Instant::now();
+    let (new_text, backup) = loop {
+        let snap = Snapshot::read(&path).with_context(|| format!("reading {}", path.display()))?;
+        let text = match &snap.bytes {
+            Some(b) => Some(std::str::from_utf8(b).with_context(|| {
+                format!("{} is not UTF-8 text; left as it was", path.display())
+            })?),
+            None if install => None,
+            None => {
+                return Ok(format!(
+                    "{} does not exist; nothing to remove",
+                    path.display()
+                ))
+            }
+        };
+        let edited = match agent {
+            Agent::Codex => edit_codex(text.unwrap_or(""), &path, args, install),
+            Agent::Claude | Agent::Gemini => {
+                edit_json(agent, text.unwrap_or(""), &args.program, install)
+            }
+        }
+        .with_context(|| format!("{} left as it was", path.display()))?;
+        let Some(new_text) = edited else {
+            return Ok(if install {
+                format!("already wired in {}; nothing to do", path.display())
+            } else {
+                format!(
+                    "no transcope hooks in {}; nothing to remove",
+                    path.display()
+                )
+            });
+        };
+        if args.dry_run {
+            print!("{new_text}");
+            return Ok(format!(
+                "{} {} in {} (dry run: the file as it would be written is on stdout; nothing written)",
+                done_word(install),
+                events_of(agent),
                 path.display()
-            )
-        });
+            ));
+        }
+        if let Some(why) = settings_file::refusal(&path, &snap) {
+            bail!(why);
+        }
+        if lock.is_none() {
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+            }
+            lock = Some(settings_file::lock(&path)?);
+            // Read again, now that no cooperating writer is between the read and the
+            // replace.
+            continue;
+        }
+        let backup = match snap.bytes {
+            Some(_) => Some(settings_file::backup(&path, &snap)?),
+            None => None,
+        };
+        match settings_file::replace(&path, &snap, new_text.as_bytes())? {
+            Replaced::Done => break (new_text, backup),
+            Replaced::Changed => {
+                if let Some((true, b)) = backup {
+                    let _ = fs::remove_file(b);
+                }
+                tries += 1;
+                if started.elapsed() > RETRY_FOR {
+                    bail!(
+                        "{} kept changing while transcope edited it ({tries} tries in {} s); left as it was: run again",
+                        path.display(),
+                        RETRY_FOR.as_secs()
+                    );
+                }
+                std::thread::sleep(std::time::Duration::from_millis(tries.min(20)));
+            }
+        }
     };
-    let done = if install { "wired" } else { "removed" };
-    let events = agent
-        .events()
-        .iter()
-        .map(|(e, _)| *e)
-        .collect::<Vec<_>>()
-        .join(", ");
-    if args.dry_run {
-        print!("{new_text}");
-        return Ok(format!(
-            "{done} {events} in {} (dry run: the file as it would be written is on stdout; nothing written)",
-            path.display()
-        ));
+    drop(lock);
+    let mut msg = format!(
+        "{} {} in {}",
+        done_word(install),
+        events_of(agent),
+        path.display()
+    );
+    match backup {
+        Some((true, b)) => msg.push_str(&format!(" (backup: {})", b.display())),
+        Some((false, b)) => msg.push_str(&format!(
+            " (backup: {}, which already held the file as it was)",
+            b.display()
+        )),
+        None => {}
     }
-    let backup = match &original {
-        Some(t) => Some(write_backup(&path, t)?),
-        None => None,
-    };
-    write_keeping_mode(&path, new_text.as_bytes())
-        .with_context(|| format!("writing {}", path.display()))?;
-    let mut msg = format!("{done} {events} in {}", path.display());
-    if let Some(b) = backup {
-        msg.push_str(&format!(" (backup: {})", b.display()));
+    if tries > 0 {
+        msg.push_str(&format!(
+            "; another program changed the file meanwhile, so it was read and edited again ({tries} times)"
+        ));
     }
     if install && agent == Agent::Codex {
         if let Some(note) = codex_feature_note(&new_text) {
@@ -239,44 +295,22 @@ fn edit_file(agent: Agent, path: &Path, args: &InstallArgs, install: bool) -> Re
     Ok(msg)
 }
 
-/// Copy `text` (the file as it was) beside `path`, under a name no earlier backup has.
-fn write_backup(path: &Path, text: &str) -> Result<PathBuf> {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let name = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or("settings");
-    for n in 0u32.. {
-        let suffix = if n == 0 {
-            String::new()
-        } else {
-            format!("-{n}")
-        };
-        let b = path.with_file_name(format!("{name}.transcope-{secs}{suffix}.bak"));
-        match fs::OpenOptions::new().write(true).create_new(true).open(&b) {
-            Ok(mut f) => {
-                io::Write::write_all(&mut f, text.as_bytes())
-                    .with_context(|| format!("writing the backup {}", b.display()))?;
-                return Ok(b);
-            }
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e).with_context(|| format!("writing the backup {}", b.display())),
-        }
+fn done_word(install: bool) -> &'static str {
+    if install {
+        "wired"
+    } else {
+        "removed"
     }
-    unreachable!("some backup name is free")
 }
 
-/// Replace `path` atomically, keeping its permissions (a new file gets `0644`).
-fn write_keeping_mode(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    let mode = fs::metadata(path).map_or(0o644, |m| m.permissions().mode() & 0o7777);
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        fs::create_dir_all(dir)?;
-    }
-    transcope_jsonl::open::write_atomic(path, bytes, true)?;
-    fs::set_permissions(path, fs::Permissions::from_mode(mode))
+/// The events transcope wires for `agent`, for a message.
+fn events_of(agent: Agent) -> String {
+    agent
+        .events()
+        .iter()
+        .map(|(e, _)| *e)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The command a hook runs: `<program> hook <sub>`.
@@ -321,116 +355,142 @@ fn json_hook(agent: Agent, program: &str, sub: &str) -> Value {
 }
 
 /// Whether a matcher group holds a transcope hook for `sub`.
-fn group_has(group: &Value, sub: &str, program: &str) -> bool {
-    group
-        .get("hooks")
-        .and_then(Value::as_array)
-        .is_some_and(|hs| hs.iter().any(|h| hook_is(h, sub, program)))
+fn group_has(text: &str, group: &Node, sub: &str, program: &str) -> bool {
+    group.member("hooks").is_some_and(|(_, hs)| {
+        hs.value
+            .elements()
+            .iter()
+            .any(|h| hook_is(text, h, sub, program))
+    })
 }
 
-fn hook_is(hook: &Value, sub: &str, program: &str) -> bool {
-    hook.get("command")
-        .and_then(Value::as_str)
-        .is_some_and(|c| is_transcope_hook(c, sub, program))
+fn hook_is(text: &str, hook: &Node, sub: &str, program: &str) -> bool {
+    command_of(text, hook).is_some_and(|c| is_transcope_hook(&c, sub, program))
+}
+
+/// A hook handler's `"command"`, read from the text alone (the rest of the handler
+/// may hold what serde_json does not read, such as `1e999`).
+fn command_of(text: &str, hook: &Node) -> Option<String> {
+    let (_, m) = hook.member("command")?;
+    serde_json::from_str(&text[m.value.span.clone()]).ok()
 }
 
 /// The settings text with transcope's hooks added (or removed), or `None` when it
-/// would not change.
+/// would not change. The text is edited in place, one item at a time
+/// ([`crate::jsontext`]): every byte outside transcope's own entries stays as it was.
 fn edit_json(agent: Agent, text: &str, program: &str, install: bool) -> Result<Option<String>> {
-    let mut root: Value = if text.trim().is_empty() {
-        Value::Object(Map::new())
-    } else {
-        serde_json::from_str(text).context("the file is not plain JSON (comments are not kept)")?
-    };
-    let Value::Object(top) = &mut root else {
-        bail!("the file is not a JSON object");
-    };
-    let changed = if install {
-        json_install(agent, top, program)?
-    } else {
-        json_uninstall(agent, top, program)
-    };
-    if !changed {
-        return Ok(None);
+    let text = if text.trim().is_empty() { "{}\n" } else { text };
+    serde_json::from_str::<serde::de::IgnoredAny>(text)
+        .context("the file is not plain JSON (comments are not kept)")?;
+    let style = Style::of(text);
+    let mut text = text.to_owned();
+    let mut changed = false;
+    loop {
+        let root = jsontext::parse(&text).map_err(anyhow::Error::msg)?;
+        if !matches!(root.kind, Kind::Object(_)) {
+            bail!("the file is not a JSON object");
+        }
+        let step = if install {
+            json_install_step(agent, &text, &root, &style, program)?
+        } else {
+            json_uninstall_step(agent, &text, &root, program)
+        };
+        match step {
+            Some(t) => {
+                text = t;
+                changed = true;
+            }
+            None => break,
+        }
     }
-    Ok(Some(render_json(&root, text)?))
+    if changed {
+        // What is written must stay JSON, whatever the file looked like.
+        serde_json::from_str::<serde::de::IgnoredAny>(&text)
+            .context("the edit would not be JSON (a bug in transcope)")?;
+    }
+    Ok(changed.then_some(text))
 }
 
-fn json_install(agent: Agent, top: &mut Map<String, Value>, program: &str) -> Result<bool> {
-    let hooks = top
-        .entry("hooks")
-        .or_insert_with(|| Value::Object(Map::new()));
-    let Value::Object(hooks) = hooks else {
-        bail!("\"hooks\" is not a JSON object");
+/// `text` with one more of transcope's groups added, or `None` when every event has one.
+fn json_install_step(
+    agent: Agent,
+    text: &str,
+    root: &Node,
+    style: &Style,
+    program: &str,
+) -> Result<Option<String>> {
+    let group = |sub: &str| json!({"hooks": [json_hook(agent, program, sub)]});
+    let Some((_, hooks)) = root.member("hooks") else {
+        let mut all = Map::new();
+        for (event, sub) in agent.events() {
+            all.insert((*event).to_owned(), json!([group(sub)]));
+        }
+        let all = Value::Object(all);
+        return Ok(Some(jsontext::append_member(
+            text, root, style, "hooks", &all,
+        )));
     };
-    let mut changed = false;
+    let hooks = &hooks.value;
+    if !matches!(hooks.kind, Kind::Object(_)) {
+        bail!("\"hooks\" is not a JSON object");
+    }
     for (event, sub) in agent.events() {
-        let groups = hooks
-            .entry(*event)
-            .or_insert_with(|| Value::Array(Vec::new()));
-        let Value::Array(groups) = groups else {
+        let Some((_, groups)) = hooks.member(event) else {
+            let groups = json!([group(sub)]);
+            return Ok(Some(jsontext::append_member(
+                text, hooks, style, event, &groups,
+            )));
+        };
+        let Kind::Array(gs) = &groups.value.kind else {
             bail!("\"hooks.{event}\" is not a JSON array");
         };
-        if groups.iter().any(|g| group_has(g, sub, program)) {
+        if gs.iter().any(|g| group_has(text, g, sub, program)) {
             continue;
         }
-        groups.push(json!({"hooks": [json_hook(agent, program, sub)]}));
-        changed = true;
+        return Ok(Some(jsontext::append_element(
+            text,
+            &groups.value,
+            style,
+            &group(sub),
+        )));
     }
-    Ok(changed)
+    Ok(None)
 }
 
-fn json_uninstall(agent: Agent, top: &mut Map<String, Value>, program: &str) -> bool {
-    let Some(Value::Object(hooks)) = top.get_mut("hooks") else {
-        return false;
-    };
-    let mut changed = false;
+/// `text` with one of transcope's hooks taken out (with the group, event and `hooks`
+/// object that held only it), or `None` when there is none.
+fn json_uninstall_step(agent: Agent, text: &str, root: &Node, program: &str) -> Option<String> {
+    let (hooks_at, hooks) = root.member("hooks")?;
+    let hooks = &hooks.value;
     for (event, sub) in agent.events() {
-        let Some(Value::Array(groups)) = hooks.get_mut(*event) else {
+        let Some((event_at, groups)) = hooks.member(event) else {
             continue;
         };
-        let before = groups.len();
-        for g in groups.iter_mut() {
-            if let Some(Value::Array(hs)) = g.get_mut("hooks") {
-                let n = hs.len();
-                hs.retain(|h| !hook_is(h, sub, program));
-                if hs.len() != n {
-                    changed = true;
-                    if hs.is_empty() {
-                        *g = Value::Null;
-                    }
-                }
-            }
+        let Kind::Array(gs) = &groups.value.kind else {
+            continue;
+        };
+        for (gi, g) in gs.iter().enumerate() {
+            let Some((_, handlers)) = g.member("hooks") else {
+                continue;
+            };
+            let Kind::Array(hs) = &handlers.value.kind else {
+                continue;
+            };
+            let Some(hi) = hs.iter().position(|h| hook_is(text, h, sub, program)) else {
+                continue;
+            };
+            return Some(if hs.len() > 1 {
+                jsontext::remove(text, &handlers.value, hi)
+            } else if gs.len() > 1 {
+                jsontext::remove(text, &groups.value, gi)
+            } else if hooks.len() > 1 {
+                jsontext::remove(text, hooks, event_at)
+            } else {
+                jsontext::remove(text, root, hooks_at)
+            });
         }
-        groups.retain(|g| !g.is_null());
-        if before > 0 && groups.is_empty() {
-            hooks.remove(*event);
-        }
     }
-    if changed && hooks.is_empty() {
-        top.remove("hooks");
-    }
-    changed
-}
-
-/// `value` as JSON text in the style of `original`: its indentation (two spaces when
-/// it has none to copy) and its final newline.
-fn render_json(value: &Value, original: &str) -> Result<String> {
-    let indent = original
-        .lines()
-        .skip(1)
-        .map(|l| &l[..l.len() - l.trim_start().len()])
-        .find(|w| !w.is_empty())
-        .unwrap_or("  ");
-    let mut out = Vec::new();
-    let fmt = serde_json::ser::PrettyFormatter::with_indent(indent.as_bytes());
-    let mut ser = serde_json::Serializer::with_formatter(&mut out, fmt);
-    serde::Serialize::serialize(value, &mut ser)?;
-    let mut text = String::from_utf8(out)?;
-    if original.is_empty() || original.ends_with('\n') {
-        text.push('\n');
-    }
-    Ok(text)
+    None
 }
 
 // ---------------------------------------------------------------------------------
@@ -820,34 +880,35 @@ pub fn wiring(agent: Agent, path: &Path) -> Wiring {
     };
     match agent {
         Agent::Claude | Agent::Gemini => {
-            let root: Value = match serde_json::from_str(&text) {
-                Ok(v) => v,
+            let root = serde_json::from_str::<serde::de::IgnoredAny>(&text)
+                .map_err(|e| e.to_string())
+                .and_then(|_| jsontext::parse(&text));
+            let root = match root {
+                Ok(r) => Some(r),
                 Err(e) => {
                     w.problems
                         .push(format!("{} is not valid JSON: {e}", path.display()));
-                    Value::Null
+                    None
                 }
             };
+            let hooks = root.as_ref().and_then(|r| r.member("hooks"));
             for (event, sub) in agent.events() {
-                let command = root
-                    .get("hooks")
-                    .and_then(|h| h.get(*event))
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|g| g.get("hooks").and_then(Value::as_array))
-                    .flatten()
-                    .filter_map(|h| h.get("command").and_then(Value::as_str))
-                    .find(|c| is_transcope_hook(c, sub, "transcope"))
-                    .map(str::to_owned);
+                let command = hooks
+                    .and_then(|(_, h)| h.value.member(event))
+                    .map_or(&[][..], |(_, groups)| groups.value.elements())
+                    .iter()
+                    .filter_map(|g| g.member("hooks"))
+                    .flat_map(|(_, hs)| hs.value.elements())
+                    .filter_map(|h| command_of(&text, h))
+                    .find(|c| is_transcope_hook(c, sub, "transcope"));
                 found(&mut w, event, command);
             }
-            if agent == Agent::Gemini
-                && root
-                    .pointer("/hooksConfig/enabled")
-                    .and_then(Value::as_bool)
-                    == Some(false)
-            {
+            let enabled = root
+                .as_ref()
+                .and_then(|r| r.member("hooksConfig"))
+                .and_then(|(_, c)| c.value.member("enabled"))
+                .map(|(_, e)| &text[e.value.span.clone()]);
+            if agent == Agent::Gemini && enabled == Some("false") {
                 w.problems
                     .push("`hooksConfig.enabled` is false: Gemini CLI runs no hooks".into());
             }

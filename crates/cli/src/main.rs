@@ -12,11 +12,13 @@ mod compose;
 mod doctor;
 mod hook;
 mod install;
+mod jsontext;
 mod payload;
 mod query_cmd;
 mod rebuild_cmd;
 mod report_cmd;
 mod scope_cmd;
+mod settings_file;
 mod table;
 mod transcript_cmd;
 

@@ -7,6 +7,8 @@
 //! * [`write_atomic`]: replace one of transcope's own files whole — temporary file,
 //!   optional `fsync`, rename — private to the user (`0600`), so a crash leaves the old
 //!   content or the new, never half.
+//! * [`exchange`]: swap two files atomically, so a replaced file is kept aside rather
+//!   than gone (what `hook install` checks before it lets a user's file go).
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
@@ -93,6 +95,48 @@ pub fn write_atomic(path: &Path, bytes: &[u8], durable: bool) -> io::Result<()> 
         return Err(e);
     }
     fs::rename(&tmp, path)
+}
+
+/// Swap the files at `a` and `b` in one step (`renameat2(RENAME_EXCHANGE)`): each name
+/// then holds what the other held, nothing is unlinked. Both must exist. Linux only; an
+/// `Unsupported` error elsewhere and on a file system without it.
+pub fn exchange(a: &Path, b: &Path) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let c = |p: &Path| {
+            std::ffi::CString::new(p.as_os_str().as_bytes())
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))
+        };
+        if renameat2_exchange(&c(a)?, &c(b)?) == 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EINVAL | libc::ENOSYS) => Err(io::ErrorKind::Unsupported.into()),
+            _ => Err(e),
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (a, b);
+        Err(io::ErrorKind::Unsupported.into())
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+fn renameat2_exchange(a: &std::ffi::CStr, b: &std::ffi::CStr) -> i32 {
+    // SAFETY: both are NUL-terminated paths that outlive the call; no memory is shared.
+    unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            a.as_ptr(),
+            libc::AT_FDCWD,
+            b.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    }
 }
 
 /// `create()` a file in `dir`; when `dir` is missing, make it (and its parents,
