@@ -154,17 +154,44 @@ pub fn print_ndjson(
     out: &mut impl Write,
     values: impl Iterator<Item = serde_json::Value>,
 ) -> io::Result<()> {
-    let mut text = Vec::with_capacity(1 << 16);
+    let mut nd = Ndjson::new(out);
     for v in values {
-        serde_json::to_writer(&mut text, &v)?;
-        text.push(b'\n');
-        if text.len() >= 1 << 16 {
-            quiet_pipe(out.write_all(&text))?;
-            text.clear();
+        nd.push(&v)?;
+    }
+    nd.finish()
+}
+
+/// NDJSON written as it comes, in 64 KiB pieces that each end a line (a line-buffered
+/// stdout passes each straight through); a closed pipe is a quiet end.
+pub struct Ndjson<'w, W: Write> {
+    out: &'w mut W,
+    text: Vec<u8>,
+}
+
+impl<'w, W: Write> Ndjson<'w, W> {
+    /// Writing to `out`.
+    pub fn new(out: &'w mut W) -> Ndjson<'w, W> {
+        Ndjson {
+            out,
+            text: Vec::with_capacity(1 << 16),
         }
     }
-    // Each piece ends a line: a line-buffered stdout passes it straight through.
-    quiet_pipe(out.write_all(&text))
+
+    /// One value, one line.
+    pub fn push(&mut self, v: &serde_json::Value) -> io::Result<()> {
+        serde_json::to_writer(&mut self.text, v)?;
+        self.text.push(b'\n');
+        if self.text.len() >= 1 << 16 {
+            quiet_pipe(self.out.write_all(&self.text))?;
+            self.text.clear();
+        }
+        Ok(())
+    }
+
+    /// What is left.
+    pub fn finish(self) -> io::Result<()> {
+        quiet_pipe(self.out.write_all(&self.text))
+    }
 }
 
 fn main() -> ExitCode {

@@ -487,12 +487,25 @@ pub fn run_sessions(home: &Path, a: SessionsArgs) -> Result<u8> {
 
 pub fn run_timeline(home: &Path, a: TimelineArgs) -> Result<u8> {
     let index = index_for(home, a.common)?;
-    let items = index.timeline(&a.session)?;
     let mut out = std::io::stdout().lock();
     if a.common.json {
-        print_ndjson(&mut out, items.iter().map(|i| i.to_json()))?;
+        // Streamed: a session with a million transitions is never held whole.
+        let mut nd = crate::Ndjson::new(&mut out);
+        let mut failed = None;
+        index.timeline_each(&a.session, |i| match nd.push(&i.to_json()) {
+            Ok(()) => true,
+            Err(e) => {
+                failed = Some(e);
+                false
+            }
+        })?;
+        if let Some(e) = failed {
+            return Err(e.into());
+        }
+        nd.finish()?;
         return Ok(exit::OK);
     }
+    let items = index.timeline(&a.session)?;
     let mut t = Table::new(&["time (local)", "kind", "what", "attribution"]);
     for i in &items {
         match i {
@@ -694,25 +707,29 @@ pub fn run_explain(home: &Path, a: ExplainArgs) -> Result<u8> {
         return Ok(exit::USAGE);
     };
     let log = transcope_scopelog::ScopeLog::open(home, a.session.as_str());
-    let rows = log.transitions();
     // The rule (scope-log.md §4.1): the last row in file order whose own time is at or
-    // before the instant.
-    let times = transcope_scopelog::InForce::new(&rows);
-    let in_force = times.at(t).map(|i| (i, &rows[i]));
-    let later_in_file_but_earlier = in_force.map_or(0, |(i, _)| {
-        times.times()[..i]
-            .iter()
-            .filter(|rt| rt.is_some_and(|rt| rt > t))
-            .count()
-    });
+    // before the instant — found reading the log in pieces, one row held at a time.
+    let found = log
+        .path()
+        .map(|p| transcope_scopelog::in_force_in(p, t))
+        .unwrap_or_default();
+    let rows = found.rows;
+    let in_force = found.row.as_ref().map(|(i, r)| (*i, r));
+    let later_in_file_but_earlier = found.later_but_earlier;
     let grant = a.grant.as_deref().map(transcope_core::Grant::parse_list);
     let event = transcope_scopelog::Event {
         at: Some(Value::String(a.at.clone())),
         attrs: None,
     };
-    let attribution =
-        transcope_scopelog::attribute_rows(&rows, std::slice::from_ref(&event), grant.as_ref())
-            .pop();
+    // Attributed through the row in force alone: the rule picks it from the whole log.
+    let in_force_rows: Vec<transcope_scopelog::Row> =
+        in_force.map(|(_, r)| r.clone()).into_iter().collect();
+    let attribution = transcope_scopelog::attribute_rows(
+        &in_force_rows,
+        std::slice::from_ref(&event),
+        grant.as_ref(),
+    )
+    .pop();
     let project = in_force
         .and_then(|(_, r)| r.get("project_id"))
         .and_then(Value::as_str)
@@ -729,15 +746,13 @@ pub fn run_explain(home: &Path, a: ExplainArgs) -> Result<u8> {
         .map(|m| m.to_json())
         .collect();
     let why = match in_force {
-        None if rows.is_empty() => {
-            "the session has no scope log rows: no scope was in force".to_owned()
-        }
-        None => format!("no row of the {} is at or before this instant", rows.len()),
+        None if rows == 0 => "the session has no scope log rows: no scope was in force".to_owned(),
+        None => format!("no row of the {rows} is at or before this instant"),
         Some((i, r)) => {
             format!(
                 "row {} of {} (at {}) is the last row in file order at or before this instant{}",
                 i,
-                rows.len(),
+                rows,
                 r.get("at").and_then(Value::as_str).unwrap_or("?"),
                 if later_in_file_but_earlier > 0 {
                     format!("; {later_in_file_but_earlier} earlier row(s) in the file are after it in time")

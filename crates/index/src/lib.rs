@@ -409,7 +409,6 @@ impl Index {
                             first.map(|s| s.micros),
                             last.map(|s| &s.text),
                             last.map(|s| s.micros),
-                            !item.rows.is_empty(),
                         ])?;
                     }
                     for line in &item.rows {
@@ -523,8 +522,12 @@ impl Index {
     }
 
     /// Mirror every scope log under `<home>/brain/session-scopes/` whose size differs
-    /// from the one last mirrored (or that was written since): its rows replace the
-    /// session's transitions. Returns how many logs were read.
+    /// from the one last mirrored. A log that only grew past the last mirror (the byte
+    /// before the place mirrored to is still the `\n` that ended its last whole line)
+    /// has only what follows read and added; any other change (a new, shrunk or
+    /// rewritten log, one never mirrored) replaces the session's transitions with the
+    /// log's rows. Logs are read in 64 KiB pieces, so memory never holds a log.
+    /// Returns how many logs were read.
     pub fn sync_logs(&mut self, home: &Path) -> Result<u64, IndexError> {
         let dir = transcope_scopelog::scopes_dir(home);
         let entries = match fs::read_dir(&dir) {
@@ -532,15 +535,14 @@ impl Index {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
             Err(source) => return Err(IndexError::Io { path: dir, source }),
         };
-        let known: rustc_hash::FxHashMap<String, Option<i64>> = {
+        type Mirrored = (Option<i64>, Option<i64>);
+        let known: rustc_hash::FxHashMap<String, Mirrored> = {
             let mut st = self
                 .conn
-                .prepare("SELECT session, log_size FROM sessions")
+                .prepare("SELECT session, log_size, log_rows FROM sessions")
                 .map_err(|e| self.sqlite(e))?;
             let rows = st
-                .query_map([], |r| {
-                    Ok((r.get::<_, String>(0)?, r.get::<_, Option<i64>>(1)?))
-                })
+                .query_map([], |r| Ok((r.get::<_, String>(0)?, (r.get(1)?, r.get(2)?))))
                 .and_then(|rows| rows.collect::<rusqlite::Result<_>>());
             rows.map_err(|e| self.sqlite(e))?
         };
@@ -559,57 +561,95 @@ impl Index {
                 continue;
             }
             let size = meta.len() as i64;
-            if known.get(key).copied().flatten() != Some(size) {
-                changed.push((key.to_owned(), entry.path()));
+            let (mirrored, rows) = known.get(key).copied().unwrap_or((None, None));
+            if mirrored != Some(size) {
+                let from = match (mirrored, rows) {
+                    (Some(m), Some(n)) if m > 0 && m < size && ends_line(&entry.path(), m) => {
+                        Some((m as u64, n))
+                    }
+                    _ => None,
+                };
+                changed.push((key.to_owned(), entry.path(), from));
             }
         }
         changed.sort();
         let mut read = 0;
         for chunk in changed.chunks(256) {
-            let mut logs = Vec::with_capacity(chunk.len());
-            for (key, path) in chunk {
-                match transcope_scopelog::read_private(path) {
-                    Ok(bytes) => logs.push((key, bytes)),
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            read += self.mirror(chunk)?;
+        }
+        Ok(read)
+    }
+
+    /// Mirror each [`ChangedLog`] `(key, log, from)`: from `from` (a place just past a `\n`, and the
+    /// rows before it) when given, else the whole log in place of the session's
+    /// transitions; one transaction.
+    fn mirror(&mut self, logs: &[ChangedLog]) -> Result<u64, IndexError> {
+        let sqlite = |e| IndexError::Sqlite {
+            path: self.path.clone(),
+            source: e,
+        };
+        self.conn
+            .pragma_update(None, "synchronous", "NORMAL")
+            .map_err(sqlite)?;
+        let tx = self.conn.transaction().map_err(sqlite)?;
+        let mut read = 0;
+        {
+            let mut clear = tx
+                .prepare_cached("DELETE FROM transitions WHERE session = ?1")
+                .map_err(sqlite)?;
+            let mut row = tx.prepare_cached(INSERT_TRANSITION).map_err(sqlite)?;
+            let mut size = tx
+                .prepare_cached(
+                    "INSERT INTO sessions (session, log_size, log_rows) VALUES (?1, ?2, ?3)
+                     ON CONFLICT(session) DO UPDATE SET log_size = excluded.log_size,
+                         log_rows = excluded.log_rows",
+                )
+                .map_err(sqlite)?;
+            for (key, path, from) in logs {
+                let (start, mut seq) = match from {
+                    Some((at, rows)) => (*at, *rows),
+                    None => (0, 0),
+                };
+                if from.is_none() {
+                    clear.execute([key]).map_err(sqlite)?;
+                }
+                let mut failed = None;
+                let scanned = transcope_scopelog::scan_lines(path, start, |line, r| {
+                    if failed.is_none() {
+                        match insert_row(&mut row, key, seq, &r, line) {
+                            Ok(_) => seq += 1,
+                            Err(e) => failed = Some(e),
+                        }
+                    }
+                });
+                if let Some(e) = failed {
+                    return Err(sqlite(e));
+                }
+                let scanned = match scanned {
+                    Ok(s) => s,
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
                     Err(source) => {
                         return Err(IndexError::Io {
                             path: path.clone(),
                             source,
                         })
                     }
-                }
+                };
+                read += 1;
+                // Mirrored to the end of the last whole line: a torn or unended last
+                // line is read again next time (its row, if it is one, kept once).
+                let rows_whole = from.map_or(0, |(_, n)| n) + scanned.rows_before_whole as i64;
+                let mirrored = if scanned.whole_to == scanned.size {
+                    scanned.size
+                } else {
+                    scanned.whole_to
+                };
+                size.execute(params![key, mirrored as i64, rows_whole])
+                    .map_err(sqlite)?;
             }
-            read += logs.len() as u64;
-            self.mirror(&logs).map_err(|e| self.sqlite(e))?;
         }
+        tx.commit().map_err(sqlite)?;
         Ok(read)
-    }
-
-    /// Replace the transitions of each `(key, log bytes)` with the log's rows.
-    fn mirror(&mut self, logs: &[(&String, Vec<u8>)]) -> rusqlite::Result<()> {
-        self.conn.pragma_update(None, "synchronous", "NORMAL")?;
-        let tx = self.conn.transaction()?;
-        {
-            let mut clear = tx.prepare_cached("DELETE FROM transitions WHERE session = ?1")?;
-            let mut row = tx.prepare_cached(INSERT_TRANSITION)?;
-            let mut size = tx.prepare_cached(
-                "INSERT INTO sessions (session, log_size) VALUES (?1, ?2)
-                 ON CONFLICT(session) DO UPDATE SET log_size = excluded.log_size",
-            )?;
-            for (key, bytes) in logs {
-                clear.execute([key])?;
-                let text = transcope_scopelog::decode_lossy(bytes);
-                let mut seq = 0i64;
-                for line in transcope_scopelog::splitlines(&text) {
-                    if let Ok(Value::Object(r)) = serde_json::from_str::<Value>(line) {
-                        insert_row(&mut row, key, seq, &r, line)?;
-                        seq += 1;
-                    }
-                }
-                size.execute(params![key, bytes.len() as i64])?;
-            }
-        }
-        tx.commit()
     }
 
     /// The pending markers, in the order found: of `session` only when given, of
@@ -702,8 +742,7 @@ ON CONFLICT(session) DO UPDATE SET
     last_at = CASE WHEN excluded.last_us IS NOT NULL AND (last_us IS NULL OR excluded.last_us >= last_us)
                    THEN excluded.last_at ELSE last_at END,
     last_us = CASE WHEN excluded.last_us IS NOT NULL AND (last_us IS NULL OR excluded.last_us >= last_us)
-                   THEN excluded.last_us ELSE last_us END,
-    log_size = CASE WHEN ?9 THEN NULL ELSE log_size END";
+                   THEN excluded.last_us ELSE last_us END";
 
 const INSERT_TRANSITION: &str = "
 INSERT OR IGNORE INTO transitions (session, transition_id, seq, at, at_us, project_id, project, repo,
@@ -721,6 +760,21 @@ pub(crate) fn time_text(v: &Value) -> String {
         Value::String(s) => s.clone(),
         other => other.to_string(),
     }
+}
+
+/// A log to mirror: its session key, its path, and where its mirror goes on from (a
+/// place just past a `\n`, and the rows before it), `None` for the whole log.
+type ChangedLog = (String, PathBuf, Option<(u64, i64)>);
+
+/// Whether the byte before `at` in the file at `path` is the `\n` that ends a line:
+/// the file still holds, up to `at`, whole lines (a log that only grew).
+fn ends_line(path: &Path, at: i64) -> bool {
+    use std::os::unix::fs::FileExt;
+    let Ok((f, size)) = transcope_jsonl::open_private(path) else {
+        return false;
+    };
+    let mut b = [0u8; 1];
+    at > 0 && (at as u64) <= size && f.read_exact_at(&mut b, at as u64 - 1).is_ok() && b[0] == b'\n'
 }
 
 fn insert_row(

@@ -86,7 +86,6 @@ impl SessionInfo {
 #[derive(Clone, Debug)]
 struct Transition {
     seq: i64,
-    at: String,
     at_us: Option<i64>,
     fields: [String; 4],
 }
@@ -284,30 +283,25 @@ impl Index {
             })
             .and_then(|rows| rows.collect())
             .map_err(sql)?;
-        let mut rows: HashMap<String, Vec<Transition>> = HashMap::new();
-        {
+        // Each log's size and time span, summed by SQLite over its index: no row of a
+        // log is held, however long it is.
+        let spans: HashMap<String, (u64, Option<i64>, Option<i64>)> = {
             let mut st = conn
                 .prepare(
-                    "SELECT session, seq, at, at_us, project_id, worktree, branch, task
-                     FROM transitions ORDER BY session, seq",
+                    "SELECT session, count(*), min(at_us), max(at_us) FROM transitions
+                     GROUP BY session",
                 )
                 .map_err(sql)?;
-            let mut q = st.query([]).map_err(sql)?;
-            while let Some(r) = q.next().map_err(sql)? {
-                let t = Transition {
-                    seq: r.get(1).map_err(sql)?,
-                    at: r.get(2).map_err(sql)?,
-                    at_us: r.get(3).map_err(sql)?,
-                    fields: [
-                        r.get(4).map_err(sql)?,
-                        r.get(5).map_err(sql)?,
-                        r.get(6).map_err(sql)?,
-                        r.get(7).map_err(sql)?,
-                    ],
-                };
-                rows.entry(r.get(0).map_err(sql)?).or_default().push(t);
-            }
-        }
+            let got = st
+                .query_map([], |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        (r.get::<_, i64>(1)? as u64, r.get(2)?, r.get(3)?),
+                    ))
+                })
+                .and_then(|rows| rows.collect());
+            got.map_err(sql)?
+        };
         let markers: HashMap<String, u64> = {
             let mut st = conn
                 .prepare("SELECT session, count(*) FROM markers WHERE session IS NOT NULL GROUP BY session")
@@ -319,40 +313,65 @@ impl Index {
                 .and_then(|rows| rows.collect());
             counted.map_err(sql)?
         };
+        let mut projects_of = conn
+            .prepare_cached(
+                "SELECT project_id FROM transitions WHERE session = ?1 AND project_id != ''
+                 GROUP BY project_id ORDER BY min(seq)",
+            )
+            .map_err(sql)?;
+        // The first row at the earliest time, the last at the latest (file order).
+        let mut first_at_of = conn
+            .prepare_cached(
+                "SELECT at FROM transitions WHERE session = ?1 AND at_us = ?2 ORDER BY seq LIMIT 1",
+            )
+            .map_err(sql)?;
+        let mut last_at_of = conn
+            .prepare_cached(
+                "SELECT at FROM transitions WHERE session = ?1 AND at_us = ?2
+                 ORDER BY seq DESC LIMIT 1",
+            )
+            .map_err(sql)?;
         let mut out = Vec::new();
         for (session, parent, agent, transcript, first_at, first_us, last_at, last_us) in heads {
-            let empty = Vec::new();
-            let log = rows.get(&session).unwrap_or(&empty);
-            if !matches(log, filter, first_us, last_us) {
+            let (count, log_first, log_last) = spans.get(&session).copied().unwrap_or_default();
+            let matched = if filter.scoped() {
+                // Which scope was in force when needs the session's rows: only its own.
+                matches(&self.transitions_of(&session)?, filter, first_us, last_us)
+            } else {
+                within(log_first, log_last, filter, first_us, last_us)
+            };
+            if !matched {
                 continue;
             }
-            let mut projects: Vec<String> = Vec::new();
-            for t in log {
-                if !t.fields[0].is_empty() && !projects.contains(&t.fields[0]) {
-                    projects.push(t.fields[0].clone());
-                }
-            }
+            let projects: Vec<String> = projects_of
+                .query_map([&session], |r| r.get(0))
+                .and_then(|rows| rows.collect())
+                .map_err(sql)?;
             // Without a transcript's times, the log's say when the session was.
-            let log_first = log
-                .iter()
-                .filter(|t| t.at_us.is_some())
-                .min_by_key(|t| t.at_us);
-            let log_last = log
-                .iter()
-                .filter(|t| t.at_us.is_some())
-                .max_by_key(|t| t.at_us);
+            let at_of = |st: &mut rusqlite::CachedStatement<'_>, us: Option<i64>| {
+                us.map(|us| st.query_row(rusqlite::params![session, us], |r| r.get::<_, String>(0)))
+                    .transpose()
+            };
+            let first_at = match first_at {
+                Some(t) => Some(t),
+                None => at_of(&mut first_at_of, log_first).map_err(sql)?,
+            };
+            let last_at = match last_at {
+                Some(t) => Some(t),
+                None => at_of(&mut last_at_of, log_last).map_err(sql)?,
+            };
             out.push((
-                first_us.or(log_first.and_then(|t| t.at_us)),
+                first_us.or(log_first),
                 SessionInfo {
                     markers: markers.get(&session).copied().unwrap_or(0),
                     session,
                     parent,
                     agent,
                     transcript,
-                    first_at: first_at.or_else(|| log_first.map(|t| t.at.clone())),
-                    last_at: last_at.or_else(|| log_last.map(|t| t.at.clone())),
+                    first_at,
+                    last_at,
                     projects,
-                    transitions: log.len() as u64,
+                    transitions: count,
                 },
             ));
         }
@@ -362,51 +381,144 @@ impl Index {
         Ok(out.into_iter().map(|(_, s)| s).collect())
     }
 
+    /// `session`'s mirrored rows in file order, as [`matches`] reads them.
+    fn transitions_of(&self, session: &str) -> Result<Vec<Transition>, IndexError> {
+        let sql = |e| self.sqlite(e);
+        let mut st = self
+            .conn()
+            .prepare_cached(
+                "SELECT seq, at_us, project_id, worktree, branch, task
+                 FROM transitions WHERE session = ?1 ORDER BY seq",
+            )
+            .map_err(sql)?;
+        let rows = st
+            .query_map([session], |r| {
+                Ok(Transition {
+                    seq: r.get(0)?,
+                    at_us: r.get(1)?,
+                    fields: [r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?],
+                })
+            })
+            .and_then(|rows| rows.collect());
+        rows.map_err(sql)
+    }
+
     /// `session`'s transitions and markers in time order (ties: file order,
     /// transitions first; untimed markers last).
     pub fn timeline(&self, session: &str) -> Result<Vec<TimelineItem>, IndexError> {
+        let mut items = Vec::new();
+        self.timeline_each(session, |i| {
+            items.push(i);
+            true
+        })?;
+        Ok(items)
+    }
+
+    /// [`Index::timeline`] handed to `each` one item at a time, until it returns
+    /// `false`: the transitions and the markers are each read in time order from an
+    /// index and merged, so memory holds two rows however long the session.
+    pub fn timeline_each(
+        &self,
+        session: &str,
+        mut each: impl FnMut(TimelineItem) -> bool,
+    ) -> Result<(), IndexError> {
         let sql = |e| self.sqlite(e);
         let conn = self.conn();
-        let mut items: Vec<((bool, i64, u8, i64), TimelineItem)> = Vec::new();
-        {
-            let mut st = conn
-                .prepare(
-                    "SELECT seq, at, at_us, line FROM transitions WHERE session = ?1 ORDER BY seq",
-                )
-                .map_err(sql)?;
-            let mut q = st.query([session]).map_err(sql)?;
-            while let Some(r) = q.next().map_err(sql)? {
-                let seq: i64 = r.get(0).map_err(sql)?;
-                let at: String = r.get(1).map_err(sql)?;
-                let at_us: Option<i64> = r.get(2).map_err(sql)?;
-                let line: String = r.get(3).map_err(sql)?;
-                let row = log_row(&line);
-                let scope = transcope_core::Scope::from_json_map(&row).to_json_map();
-                items.push((
-                    (at_us.is_none(), at_us.unwrap_or(0), 0, seq),
-                    TimelineItem::Transition { at, scope },
-                ));
-            }
-        }
-        {
-            let mut st = conn
+        type Key = (i64, u8, i64);
+        let next_t = |q: &mut rusqlite::Rows<'_>| -> rusqlite::Result<Option<(Key, TimelineItem)>> {
+            let Some(r) = q.next()? else {
+                return Ok(None);
+            };
+            let key = (r.get::<_, Option<i64>>(0)?.unwrap_or(0), 0, r.get(1)?);
+            let line: String = r.get(3)?;
+            let scope = transcope_core::Scope::from_json_map(&log_row(&line)).to_json_map();
+            let item = TimelineItem::Transition {
+                at: r.get(2)?,
+                scope,
+            };
+            Ok(Some((key, item)))
+        };
+        let next_m = |q: &mut rusqlite::Rows<'_>| -> rusqlite::Result<Option<(Key, TimelineItem)>> {
+            let Some(r) = q.next()? else {
+                return Ok(None);
+            };
+            let key = (r.get::<_, Option<i64>>(15)?.unwrap_or(0), 1, r.get(16)?);
+            Ok(Some((key, TimelineItem::Marker(Box::new(ledger_row(r)?)))))
+        };
+        // The timed rows by (time, file order), then the untimed by file order; each
+        // read in that order from an index.
+        for timed in [true, false] {
+            let (when, order) = if timed {
+                ("at_us IS NOT NULL", "at_us, ")
+            } else {
+                ("at_us IS NULL", "")
+            };
+            let mut rows = conn
                 .prepare(&format!(
-                    "SELECT {LEDGER_COLUMNS}, at_us, rowid FROM markers WHERE session = ?1 ORDER BY rowid"
+                    "SELECT at_us, seq, at, line FROM transitions
+                     WHERE session = ?1 AND {when} ORDER BY {order}seq"
                 ))
                 .map_err(sql)?;
-            let mut q = st.query([session]).map_err(sql)?;
-            while let Some(r) = q.next().map_err(sql)? {
-                let row = ledger_row(r).map_err(sql)?;
-                let at_us: Option<i64> = r.get(15).map_err(sql)?;
-                let id: i64 = r.get(16).map_err(sql)?;
-                items.push((
-                    (at_us.is_none(), at_us.unwrap_or(0), 1, id),
-                    TimelineItem::Marker(Box::new(row)),
-                ));
+            let mut markers = conn
+                .prepare(&format!(
+                    "SELECT {LEDGER_COLUMNS}, at_us, rowid FROM markers
+                     WHERE session = ?1 AND {when} ORDER BY {order}rowid"
+                ))
+                .map_err(sql)?;
+            let mut t = rows.query([session]).map_err(sql)?;
+            let mut m = markers.query([session]).map_err(sql)?;
+            let mut a = next_t(&mut t).map_err(sql)?;
+            let mut b = next_m(&mut m).map_err(sql)?;
+            loop {
+                let take_a = match (&a, &b) {
+                    (None, None) => break,
+                    (Some(_), None) => true,
+                    (None, Some(_)) => false,
+                    (Some((ka, _)), Some((kb, _))) => ka < kb,
+                };
+                let item = if take_a {
+                    std::mem::replace(&mut a, next_t(&mut t).map_err(sql)?)
+                } else {
+                    std::mem::replace(&mut b, next_m(&mut m).map_err(sql)?)
+                };
+                if let Some((_, i)) = item {
+                    if !each(i) {
+                        return Ok(());
+                    }
+                }
             }
         }
-        items.sort_by_key(|(k, _)| *k);
-        Ok(items.into_iter().map(|(_, i)| i).collect())
+        Ok(())
+    }
+
+    /// Each of `session`'s mirrored rows in file order, handed to `each` with its time
+    /// (microseconds since the epoch; `None`: not a time) and its scope's project id,
+    /// project, worktree, branch, task and folder: read from an index one row at a
+    /// time, the log's text never parsed.
+    pub fn each_transition(
+        &self,
+        session: &str,
+        mut each: impl FnMut(Option<i64>, [String; 6]),
+    ) -> Result<(), IndexError> {
+        let sql = |e| self.sqlite(e);
+        let mut st = self
+            .conn()
+            .prepare_cached(
+                "SELECT at_us, project_id, project, worktree, branch, task, cwd
+                 FROM transitions WHERE session = ?1 ORDER BY seq",
+            )
+            .map_err(sql)?;
+        let mut q = st.query([session]).map_err(sql)?;
+        while let Some(r) = q.next().map_err(sql)? {
+            let f = |i| r.get::<_, String>(i);
+            let fields = [f(1), f(2), f(3), f(4), f(5), f(6)];
+            let fields = match fields {
+                [Ok(a), Ok(b), Ok(c), Ok(d), Ok(e), Ok(g)] => [a, b, c, d, e, g],
+                _ => return Err(sql(rusqlite::Error::InvalidQuery)),
+            };
+            each(r.get(0).map_err(sql)?, fields);
+        }
+        Ok(())
     }
 
     /// Every session's mirrored scope-log rows, in file order, as the logs wrote them
@@ -472,6 +584,25 @@ fn log_row(line: &str) -> Map<String, Value> {
         Ok(Value::Object(m)) => m,
         _ => Map::new(),
     }
+}
+
+/// [`matches`] for a filter without a scope: whether the window meets the session's
+/// life (its log's timed rows, `log_first` to `log_last`, and its transcript's times).
+fn within(
+    log_first: Option<i64>,
+    log_last: Option<i64>,
+    f: &SessionFilter,
+    first_us: Option<i64>,
+    last_us: Option<i64>,
+) -> bool {
+    let life_start = log_first.into_iter().chain(first_us).min();
+    let life_end = log_last.into_iter().chain(last_us).max();
+    let (Some(life_start), Some(life_end)) = (life_start, life_end) else {
+        return f.since.is_none() && f.until.is_none();
+    };
+    let lo = f.since.map_or(life_start, |s| s.max(life_start));
+    let hi = f.until.map_or(life_end, |u| u.min(life_end));
+    lo <= hi
 }
 
 /// Whether some instant of the window, within the session's life, has a row in force

@@ -34,9 +34,14 @@
 //!   took a pending row to send it, and until when (microseconds since the epoch) no
 //!   other run may take it; `NULL` when no run holds it. Rows of version 5 are held
 //!   by none.
+//! * `sessions.log_rows` and the transitions' indexes by time and by place (version
+//!   7): a log is mirrored up to the end of its last whole line, `log_size` bytes
+//!   holding `log_rows` readable rows, so a sync reads only what was appended since;
+//!   `NULL` (every row of version 6) reads the whole log once more. A session's
+//!   transitions are read in time or file order from an index, never sorted whole.
 
 /// The migrations, in order: migration `i` takes version `i` to `i + 1`.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7];
 
 const V1: &str = "
 CREATE TABLE sessions (
@@ -222,4 +227,13 @@ INSERT INTO usage_meta (k, v) VALUES ('places', 1);
 const V6: &str = "
 ALTER TABLE markers ADD COLUMN lease_owner TEXT;
 ALTER TABLE markers ADD COLUMN lease_until INTEGER;
+";
+
+/// Version 7: where each log was mirrored to (its rows up to `log_size`), so a sync
+/// reads only what a log gained; a session's transitions by time (the row in force at
+/// an instant, a timeline) and by place (a log's rows in order) without a sort.
+const V7: &str = "
+ALTER TABLE sessions ADD COLUMN log_rows INTEGER;
+CREATE INDEX transitions_time ON transitions (session, at_us, seq);
+CREATE INDEX transitions_seq ON transitions (session, seq);
 ";

@@ -46,10 +46,9 @@ mod html;
 
 use std::collections::HashMap;
 
-use serde_json::{json, Map, Value};
-use transcope_core::{Instant, Scope, ScopeField, Tokens};
+use serde_json::{json, Value};
+use transcope_core::{Instant, Tokens};
 use transcope_index::{Index, IndexError, LedgerFilter, SessionFilter, UsageFilter, UsageKey};
-use transcope_scopelog::InForce;
 
 pub use html::{embed_json, render, CSP};
 
@@ -111,7 +110,7 @@ fn ms(micros: i64) -> i64 {
 /// A session's rows placed in time: `(start, end, in force)` per timed row, by time
 /// (ties in file order), each from its own time to the next row's (the last to `end`);
 /// `in force` is the index of the row in force over it: the last row in file order
-/// among those at or before its start (the rule of [`InForce::at`], computed for all
+/// among those at or before its start (the rule of [`transcope_scopelog::InForce::at`], computed for all
 /// rows in one pass over the rows sorted by time).
 fn place_rows(times: &[Option<Instant>], end: i64) -> Vec<(i64, i64, usize)> {
     let mut timed: Vec<(i64, usize)> = times
@@ -147,19 +146,10 @@ struct Shown {
     fields: [String; 6],
 }
 
-const SHOWN: [ScopeField; 6] = [
-    ScopeField::ProjectId,
-    ScopeField::Project,
-    ScopeField::Worktree,
-    ScopeField::Branch,
-    ScopeField::Task,
-    ScopeField::Cwd,
-];
-
 impl Shown {
-    fn of(row: &Map<String, Value>) -> Shown {
-        let scope = Scope::from_json_map(row);
-        let fields = SHOWN.map(|f| scope.get(f).to_owned());
+    /// A row's project id, project, worktree, branch, task and folder, as the index
+    /// mirrors them ([`transcope_index::Index::each_transition`]).
+    fn of_fields(fields: [String; 6]) -> Shown {
         // A row without a project id is coloured by its folder: the best the log
         // knows of where the session was (the legend says which is which).
         let key = if !fields[0].is_empty() {
@@ -265,7 +255,6 @@ pub fn collect(
         }
     }
 
-    let rows = index.log_rows()?;
     let lo = window.since;
     let hi = window.until;
     let mut scopes: Interner<Shown> = Interner::new();
@@ -280,10 +269,15 @@ pub fn collect(
     };
     for &(i, depth) in &lanes_order {
         let s = &sessions[i];
-        let empty = Vec::new();
-        let log = rows.get(&s.session).unwrap_or(&empty);
-        let in_force = InForce::new(log);
-        let times = in_force.times();
+        // The session's rows one at a time from the index: each row's time and the
+        // id of the scope it shows, never the rows themselves.
+        let mut times: Vec<Option<Instant>> = Vec::new();
+        let mut shown_ids: Vec<usize> = Vec::new();
+        index.each_transition(&s.session, |at_us, fields| {
+            times.push(at_us.map(Instant::from_unix_micros));
+            shown_ids.push(scopes.id(&Shown::of_fields(fields)));
+        })?;
+        let times = &times[..];
         let row_times = times.iter().flatten().map(|t| t.unix_micros());
         let start = row_times.clone().chain(parse(&s.first_at)).min();
         let end = row_times.chain(parse(&s.last_at)).max();
@@ -295,8 +289,7 @@ pub fn collect(
                 if a > b {
                     continue;
                 }
-                let shown = Shown::of(&log[row]);
-                let id = scopes.id(&shown);
+                let id = shown_ids[row];
                 *key_time.entry(id).or_default() += b - a;
                 segs.push(json!([ms(a), ms(b), id]));
             }
@@ -445,6 +438,8 @@ pub fn collect(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Map;
+    use transcope_scopelog::InForce;
 
     fn t(s: i64) -> Option<Instant> {
         Some(Instant::from_unix_micros(s))

@@ -86,6 +86,46 @@ impl InForce {
     }
 }
 
+/// The row in force at an instant in a log read in pieces ([`in_force_in`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct InForceIn {
+    /// The row in force and its place in file order.
+    pub row: Option<(usize, Row)>,
+    /// How many readable rows the log has.
+    pub rows: usize,
+    /// Of the rows before the one in force, how many are later than the instant.
+    pub later_but_earlier: usize,
+}
+
+/// [`InForce::at`] over the log at `path`, read in 64 KiB pieces: memory holds one
+/// row however long the log (`explain` on a session with a million transitions). A
+/// log that cannot be read is no rows, as for [`ScopeLog::transitions`].
+///
+/// [`ScopeLog::transitions`]: crate::ScopeLog::transitions
+pub fn in_force_in(path: &std::path::Path, t: transcope_core::Instant) -> InForceIn {
+    let mut out = InForceIn::default();
+    let mut later = 0;
+    let read = crate::read::scan_lines(path, 0, |_, r| {
+        match r
+            .get("at")
+            .and_then(Value::as_str)
+            .and_then(timestamp::parse)
+        {
+            Some(rt) if rt <= t => {
+                out.later_but_earlier = later;
+                out.row = Some((out.rows, r));
+            }
+            Some(_) => later += 1,
+            None => {}
+        }
+        out.rows += 1;
+    });
+    match read {
+        Ok(_) => out,
+        Err(_) => InForceIn::default(),
+    }
+}
+
 /// Attribute each event through `rows` (§4.2).
 pub fn attribute_rows(rows: &[Row], events: &[Event], grant: Option<&Grant>) -> Vec<Attribution> {
     events

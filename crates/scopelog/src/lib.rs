@@ -48,8 +48,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub use attribute::{attribute_rows, scope_at_rows, Event, InForce};
-pub use read::{decode_lossy, rows_from_bytes, splitlines, Row};
+pub use attribute::{attribute_rows, in_force_in, scope_at_rows, Event, InForce, InForceIn};
+pub use read::{decode_lossy, rows_from_bytes, scan_lines, splitlines, Row, ScannedFrom};
 pub use record::{row_line, Transaction, WrittenRow, KEPT_ROWS_MAX};
 
 use transcope_core::session::is_valid_session_id;

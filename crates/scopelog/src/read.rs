@@ -116,15 +116,58 @@ pub(crate) struct Scanned {
 /// its size when opened ([`read_private`](crate::read_private)'s rules: a symbolic link
 /// or anything but a regular file is an error).
 pub(crate) fn scan_log(path: &Path, mut row: impl FnMut(Row)) -> io::Result<Scanned> {
+    let scanned = scan_lines(path, 0, |_, r| row(r))?;
+    Ok(Scanned {
+        torn_tail: scanned.torn_tail,
+    })
+}
+
+/// What [`scan_lines`] read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ScannedFrom {
+    /// The file's size when opened: where the read ended.
+    pub size: u64,
+    /// Just past the last `\n` read (`from` when there was none): every line before
+    /// it is whole, so a later read from here reads exactly the lines that follow.
+    pub whole_to: u64,
+    /// How many readable rows were handed on before `whole_to`.
+    pub rows_before_whole: u64,
+    /// The bytes are non-empty and do not end with `\n`.
+    pub torn_tail: bool,
+}
+
+/// The readable rows of the log at `path` from byte `from` on (a place just past a
+/// `\n`, or 0), each with its line's text, in file order, read in 64 KiB pieces:
+/// what [`rows_from_bytes`] gives for those bytes. Since `\n` always ends a line, the
+/// rows from a `\n` boundary on are exactly those a whole read finds past it, so a
+/// mirror can read what was appended and nothing else.
+pub fn scan_lines(
+    path: &Path,
+    from: u64,
+    mut row: impl FnMut(&str, Row),
+) -> io::Result<ScannedFrom> {
+    use std::io::{Seek, SeekFrom};
     const CHUNK: usize = 64 * 1024;
-    let (file, size) = transcope_jsonl::open_private(path)?;
-    let mut file = file.take(size);
-    let mut buf: Vec<u8> = Vec::with_capacity(CHUNK.min(size as usize));
+    let (mut file, size) = transcope_jsonl::open_private(path)?;
+    let from = from.min(size);
+    file.seek(SeekFrom::Start(from))?;
+    let mut file = file.take(size - from);
+    let mut buf: Vec<u8> = Vec::with_capacity(CHUNK.min((size - from) as usize));
+    // The file offset of `buf[0]`.
+    let mut base = from;
+    let mut out = ScannedFrom {
+        size,
+        whole_to: from,
+        ..ScannedFrom::default()
+    };
     let mut last_byte = None;
+    let mut rows = 0u64;
     let mut eof = false;
-    let mut line = |bytes: &[u8]| {
-        if let Ok(Value::Object(m)) = serde_json::from_str::<Value>(&decode_lossy(bytes)) {
-            row(m);
+    let mut line = |bytes: &[u8], rows: &mut u64| {
+        let text = decode_lossy(bytes);
+        if let Ok(Value::Object(m)) = serde_json::from_str::<Value>(&text) {
+            *rows += 1;
+            row(&text, m);
         }
     };
     while !eof {
@@ -146,19 +189,23 @@ pub(crate) fn scan_log(path: &Path, mut row: impl FnMut(Row)) -> io::Result<Scan
         // bytes a multi-byte break could have begun in.
         let mut search = start.saturating_sub(2);
         while let Some((end, next)) = next_break(&buf, search.max(from), eof) {
-            line(&buf[from..end]);
+            line(&buf[from..end], &mut rows);
+            if buf[next - 1] == b'\n' {
+                out.whole_to = base + next as u64;
+                out.rows_before_whole = rows;
+            }
             from = next;
             search = next;
         }
         if eof && from < buf.len() {
-            line(&buf[from..]);
+            line(&buf[from..], &mut rows);
             from = buf.len();
         }
         buf.drain(..from);
+        base += from as u64;
     }
-    Ok(Scanned {
-        torn_tail: last_byte.is_some_and(|b| b != b'\n'),
-    })
+    out.torn_tail = last_byte.is_some_and(|b| b != b'\n');
+    Ok(out)
 }
 
 #[cfg(test)]
