@@ -150,18 +150,20 @@ pub fn run_scope(home: &Path, cmd: ScopeCommand) -> Result<u8> {
                     return Ok(exit::USAGE);
                 }
             };
-            if !is_valid_session_id(&args.session) {
-                eprintln!(
-                    "transcope: {}; nothing written",
-                    not_a_session(&args.session)
-                );
-                return Ok(exit::OK);
-            }
+            // The reference's order (scope-log.md §2.1): the grant, then the time, then
+            // the session id. `record` keeps it; an invalid id is its silent "nothing".
             let grant = args.grant.as_deref().map(Grant::parse_list);
             let log = ScopeLog::open(home, args.session.clone());
             match log.record(&scope, &args.at, grant.as_ref()) {
                 Ok(Some(row)) => {
                     println_out(&mut out, &row.line)?;
+                    Ok(exit::OK)
+                }
+                Ok(None) if !is_valid_session_id(&args.session) => {
+                    eprintln!(
+                        "transcope: {}; nothing written",
+                        not_a_session(&args.session)
+                    );
                     Ok(exit::OK)
                 }
                 Ok(None) => {
