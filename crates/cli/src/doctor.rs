@@ -379,7 +379,7 @@ pub fn run_doctor(home: &Path, args: DoctorArgs) -> Result<u8> {
     }
     let broken = checks.iter().filter(|c| c.status == Status::Fail).count();
     if broken > 0 {
-        eprintln!("transcope: {broken} check(s) failed");
+        say!("{broken} check(s) failed");
         return Ok(exit::RUNTIME);
     }
     Ok(exit::OK)

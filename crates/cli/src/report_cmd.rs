@@ -56,7 +56,7 @@ pub fn run_report(home: &Path, a: ReportArgs) -> Result<u8> {
     }
     if let (Some(s), Some(u)) = (a.since, a.until) {
         if s > u {
-            eprintln!("transcope: --since is after --until");
+            say!("--since is after --until");
             return Ok(exit::USAGE);
         }
     }
