@@ -890,6 +890,10 @@ pub fn run_statusline(home: &Path) -> Result<u8> {
     if parts.is_empty() {
         parts.push("transcope: no scope yet".into());
     }
-    println_out(&mut std::io::stdout().lock(), &parts.join(" · "))?;
+    // Values read from the index are shown, never obeyed (see `table`).
+    println_out(
+        &mut std::io::stdout().lock(),
+        &transcope_core::quote::escape_unsafe(&parts.join(" · ")),
+    )?;
     Ok(exit::OK)
 }

@@ -1,6 +1,7 @@
-//! Issue 33, item 6, against the real binary: a path or value a user named is shown
-//! to a person, never obeyed (no ESC or bidirectional control reaches stderr); an
-//! invalid time is echoed once and cut.
+//! Issue 33, item 6, against the real binary: a path or value a user named, or text
+//! read from the archive, is shown to a person, never obeyed (no ESC or bidirectional
+//! control reaches stderr, a table or the report's page; `--json` keeps the exact
+//! data); an invalid time is echoed once and cut.
 
 mod common;
 
@@ -8,6 +9,7 @@ use std::process::{Command, Output};
 use std::time::Duration;
 
 use common::*;
+use serde_json::Value;
 
 const ESC: char = '\u{1b}';
 const RLO: char = '\u{202e}';
@@ -86,6 +88,92 @@ fn a_path_with_an_escape_sequence_is_shown_escaped_on_stderr() {
         // Ordinary text stays readable.
         assert!(err.starts_with("transcope: "), "{err}");
     }
+}
+
+/// Item 2: a U+202E (and an ESC) in a project id and in a marker's content reach no
+/// table (`sessions`, `ledger`, `timeline`) and no text of the report's page, where
+/// they are shown as `\u{202e}`; `--json` keeps them exactly.
+#[test]
+fn bidi_controls_reach_no_table_and_no_report_text() {
+    let sb = Sandbox::new();
+    let project = format!("github.com/acme/{RLO}gpj.exe");
+    let out = run(
+        sb.cmd(&[
+            "scope",
+            "record",
+            "--session",
+            "s1",
+            "--at",
+            "2026-10-08T09:00:00Z",
+            "--project-id",
+            &project,
+            "--cwd",
+            "/w/a",
+        ]),
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let content = format!("use {RLO}fdp.exe{ESC}[2J now");
+    let t = sb.user.join("s1.jsonl");
+    std::fs::write(
+        &t,
+        [
+            claude_line(0, "/w/a", "main"),
+            claude_marker_line(30, "/w/a", &content),
+        ]
+        .join("\n")
+            + "\n",
+    )
+    .unwrap();
+    let out = run(sb.cmd(&["backfill", t.to_str().unwrap()]), b"");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+
+    let table = |args: &[&str]| {
+        let out = run(sb.cmd(args), b"");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        text(&out.stdout)
+    };
+    let sessions = table(&["sessions"]);
+    nothing_raw(&sessions, "sessions");
+    assert!(sessions.contains(r"\u{202e}gpj.exe"), "{sessions}");
+    let ledger = table(&["ledger", "--no-sync"]);
+    nothing_raw(&ledger, "ledger");
+    assert!(ledger.contains(r"\u{202e}fdp.exe\u{1b}[2J"), "{ledger}");
+    let timeline = table(&["timeline", "--no-sync", "--session", "s1"]);
+    nothing_raw(&timeline, "timeline");
+
+    // `--json` is machine-readable: the exact data.
+    let json: Vec<Value> = table(&["ledger", "--no-sync", "--json"])
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(json.len(), 1, "{json:?}");
+    assert_eq!(json[0]["content"], content.as_str());
+    let json = table(&["sessions", "--no-sync", "--json"]);
+    assert!(json.contains(RLO), "{json}");
+
+    let html = sb.user.join("r.html");
+    let out = run(
+        sb.cmd(&["report", "--no-sync", "--html", html.to_str().unwrap()]),
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let page = std::fs::read_to_string(&html).unwrap();
+    nothing_raw(&page.replace(['\t', '\r'], " "), "report");
+    // The JSON data block spells the escape with its backslash doubled.
+    assert!(
+        page.contains(r"\\u{202e}gpj.exe"),
+        "project id not shown escaped"
+    );
+    assert!(
+        page.contains(r"\\u{202e}fdp.exe\\u{1b}[2J"),
+        "content not shown escaped"
+    );
 }
 
 /// Item 3: a 100 KB invalid `--since` (or `--until`) is echoed once, cut, with its
