@@ -1,10 +1,13 @@
 //! Issue 33, item 6, against the real binary: a path or value a user named, or text
 //! read from the archive, is shown to a person, never obeyed (no ESC or bidirectional
 //! control reaches stderr, a table or the report's page; `--json` keeps the exact
-//! data); an invalid time is echoed once and cut.
+//! data); an invalid time is echoed once and cut; a FIFO, socket or device named to
+//! `backfill` is said to be one, without blocking and without losing the rest.
 
 mod common;
 
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
 use std::process::{Command, Output};
 use std::time::Duration;
 
@@ -209,4 +212,47 @@ fn an_invalid_time_is_echoed_once_and_cut() {
     assert_eq!(out.status.code(), Some(2));
     let err = text(&out.stderr);
     assert!(err.len() < 1024, "{} bytes: {err}", err.len());
+}
+
+/// Item 4: a FIFO, a socket and a character device named to `backfill` are each said
+/// to be what they are (not "Not a directory"), nothing blocks on the FIFO (no writer
+/// ever comes), the batch exits 1 as for any bad input, and the transcript named with
+/// them is read.
+#[test]
+fn backfill_names_a_fifo_socket_or_device_and_reads_the_rest() {
+    let sb = Sandbox::new();
+    let fifo = sb.user.join("FIFO.jsonl");
+    mkfifo(&fifo);
+    let socket = sb.user.join("sock.jsonl");
+    let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let good = sb.user.join("good.jsonl");
+    std::fs::write(
+        &good,
+        [
+            claude_line(0, "/w/a", "main"),
+            claude_line(5, "/w/b", "main"),
+        ]
+        .join("\n")
+            + "\n",
+    )
+    .unwrap();
+    let args = backfill_args(&[fifo.clone(), socket.clone(), "/dev/null".into(), good]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = run_bounded(sb.cmd(&args), Duration::from_secs(60));
+    assert_eq!(out.status.signal(), None);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(!err.contains("Not a directory"), "{err}");
+    for (p, kind) in [
+        (fifo.as_path(), "a FIFO"),
+        (socket.as_path(), "a socket"),
+        (Path::new("/dev/null"), "a character device"),
+    ] {
+        let line = format!("{}: not a regular file or folder: {kind}", p.display());
+        assert!(err.contains(&line), "wanted {line:?} in {err}");
+    }
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["files"], 1, "{v}");
+    assert_eq!(v["errors"], 3, "{v}");
+    assert_eq!(cwds(&sb, "good"), ["/w/a", "/w/b"]);
 }
