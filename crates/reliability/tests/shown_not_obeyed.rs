@@ -41,7 +41,7 @@ fn run_bounded(c: Command, limit: Duration) -> Output {
 
 /// Item 1: a path named on the command line is shown escaped in the error line, by
 /// every command that names it: `backfill` (a bad input of the batch), `markers` and
-/// `report` (a runtime error).
+/// `report` (a runtime error), and in `doctor`'s report.
 #[test]
 fn a_path_with_an_escape_sequence_is_shown_escaped_on_stderr() {
     let sb = Sandbox::new();
@@ -91,6 +91,12 @@ fn a_path_with_an_escape_sequence_is_shown_escaped_on_stderr() {
         // Ordinary text stays readable.
         assert!(err.starts_with("transcope: "), "{err}");
     }
+    // `doctor` names the home (a flag) in its lines: escaped too.
+    let home = sb.user.join(format!("h{ESC}[31m{RLO}"));
+    let out = run(cmd_in(&home, &sb.user, &["doctor"]), b"");
+    let said = text(&out.stdout) + &text(&out.stderr);
+    nothing_raw(&said, "doctor");
+    assert!(said.contains(r"h\u{1b}[31m\u{202e}"), "{said}");
 }
 
 /// Item 2: a U+202E (and an ESC) in a project id and in a marker's content reach no
