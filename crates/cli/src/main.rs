@@ -278,13 +278,16 @@ fn bound_echoes(e: &mut clap::Error) {
             _ => None,
         })
         .collect();
+    // A styled piece is its text with clap's style codes in it (`ansi`): the value
+    // stands there as typed (its own ESC included, which the plain text would strip),
+    // and the styles around it are kept.
     let replaced = |styled: &StyledStr| -> Option<StyledStr> {
-        let plain = styled.to_string();
-        let hit = echoed.iter().any(|(raw, _)| plain.contains(raw.as_str()));
+        let coded = styled.ansi().to_string();
+        let hit = echoed.iter().any(|(raw, _)| coded.contains(raw.as_str()));
         hit.then(|| {
             let text = echoed
                 .iter()
-                .fold(plain, |t, (raw, b)| t.replace(raw.as_str(), b));
+                .fold(coded, |t, (raw, b)| t.replace(raw.as_str(), b));
             StyledStr::from(text)
         })
     };

@@ -212,12 +212,15 @@ fn an_invalid_time_is_echoed_once_and_cut() {
         assert!(err.contains(&format!("({} bytes)", huge.len())), "{err}");
         assert!(err.contains("not a time"), "{err}");
     }
-    // Any other echoed argument is bounded the same way (clap's "unexpected argument").
-    let bogus = format!("--x{}", "y".repeat(100 * 1024));
-    let out = run(sb.cmd(&["sessions", &bogus]), b"");
+    // Any other echoed argument is bounded the same way: clap's "unexpected argument"
+    // and its tip (`backfill` takes paths, so clap suggests `-- <it>`) repeat it.
+    let bogus = format!("--x{}{ESC}", "y".repeat(100 * 1024));
+    let out = run(sb.cmd(&["backfill", &bogus]), b"");
     assert_eq!(out.status.code(), Some(2));
     let err = text(&out.stderr);
     assert!(err.len() < 1024, "{} bytes: {err}", err.len());
+    nothing_raw(&err, "backfill");
+    assert!(err.contains("tip:"), "{err}");
 }
 
 /// Item 4: a FIFO, a socket and a character device named to `backfill` are each said
