@@ -108,8 +108,8 @@ pub fn run_backfill(home: &Path, args: BackfillArgs) -> Result<u8> {
     let paths = if args.paths.is_empty() {
         let found = default_paths(&full, opts.pipeline.registry());
         if found.is_empty() {
-            eprintln!(
-                "transcope: no archive here: none of {} exists; name a folder or transcript to read",
+            say!(
+                "no archive here: none of {} exists; name a folder or transcript to read",
                 default_roots(&full, opts.pipeline.registry())
                     .iter()
                     .map(|p| p.display().to_string())
@@ -139,8 +139,8 @@ pub fn run_backfill(home: &Path, args: BackfillArgs) -> Result<u8> {
             .collect();
         if let Ok(cwd) = std::env::current_dir() {
             if let Err(e) = transcope_index::recover::record_roots(home, &cwd, &named) {
-                eprintln!(
-                    "transcope: {}: {e} (`index rebuild` will not know these paths)",
+                say!(
+                    "{}: {e} (`index rebuild` will not know these paths)",
                     transcope_index::recover::roots_file(home).display()
                 );
             }
@@ -185,10 +185,10 @@ pub fn run_backfill(home: &Path, args: BackfillArgs) -> Result<u8> {
         b.finish_and_clear();
     }
     for p in &summary.errors {
-        eprintln!("transcope: {}: {}", p.path.display(), p.reason);
+        say!("{}: {}", p.path.display(), p.reason);
     }
     if summary.files == 0 && summary.errors.is_empty() && !paths.is_empty() {
-        eprintln!("transcope: no transcript found in the paths given; nothing read");
+        say!("no transcript found in the paths given; nothing read");
     }
     let mut failed = !summary.errors.is_empty();
     let delivered = if args.deliver {

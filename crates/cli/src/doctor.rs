@@ -369,9 +369,12 @@ pub fn run_doctor(home: &Path, args: DoctorArgs) -> Result<u8> {
             json!({"check": c.name, "status": c.status.word(), "detail": c.detail, "fix": c.fix})
                 .to_string()
         } else {
-            let mut l = format!("{:<5} {}: {}", c.status.word(), c.name, c.detail);
+            // A detail names paths from the environment and the flags: shown, never
+            // obeyed (see `say_line`).
+            let shown = |t: &str| transcope_core::quote::escape_unsafe(t).into_owned();
+            let mut l = format!("{:<5} {}: {}", c.status.word(), c.name, shown(&c.detail));
             if let Some(f) = &c.fix {
-                l.push_str(&format!("\n      fix: {f}"));
+                l.push_str(&format!("\n      fix: {}", shown(f)));
             }
             l
         };
@@ -379,7 +382,7 @@ pub fn run_doctor(home: &Path, args: DoctorArgs) -> Result<u8> {
     }
     let broken = checks.iter().filter(|c| c.status == Status::Fail).count();
     if broken > 0 {
-        eprintln!("transcope: {broken} check(s) failed");
+        say!("{broken} check(s) failed");
         return Ok(exit::RUNTIME);
     }
     Ok(exit::OK)

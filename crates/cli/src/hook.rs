@@ -160,8 +160,8 @@ fn arm_deadline(strict: bool) {
     let deadline = hook_deadline();
     std::thread::spawn(move || {
         std::thread::sleep(deadline);
-        eprintln!(
-            "transcope: {}",
+        say!(
+            "{}",
             json!({"error": format!("hook gave up after {deadline:?}; the next Stop catches up")})
         );
         std::process::exit(if strict { i32::from(exit::RUNTIME) } else { 0 });
@@ -214,7 +214,7 @@ fn report(args: &HookArgs, summary: &Value) -> anyhow::Result<u8> {
     if args.json {
         println_out(&mut std::io::stdout().lock(), &line)?;
     } else {
-        eprintln!("transcope: {line}");
+        say!("{line}");
     }
     Ok(if failed && args.strict {
         exit::RUNTIME
@@ -240,7 +240,10 @@ fn codex_notify(home: &Path, notification: &str, started: std::time::Instant) ->
         .and_then(Value::as_str)
         .unwrap_or_default();
     if !transcope_core::session::is_valid_session_id(thread) {
-        return error_summary(format!("not a thread id: {thread:?}; nothing written"));
+        return error_summary(format!(
+            "not a thread id: {}; nothing written",
+            transcope_core::quote::quote(thread)
+        ));
     }
     let Some(rollout) = codex_rollout(thread) else {
         return error_summary(format!(
@@ -383,7 +386,7 @@ fn stop(home: &Path, payload: &HookInput, started: std::time::Instant) -> Value 
 pub fn run_identity() -> anyhow::Result<u8> {
     let read = read_payload();
     if let Some(e) = &read.error {
-        eprintln!("transcope: {e}");
+        say!("{e}");
     }
     let c = caller(&read.input, &process_env());
     println_out(&mut std::io::stdout().lock(), &serde_json::to_string(&c)?)?;

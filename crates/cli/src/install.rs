@@ -164,17 +164,17 @@ pub fn run(args: InstallArgs, install: bool) -> Result<u8> {
     let targets = match targets(&args) {
         Ok(t) => t,
         Err(msg) => {
-            eprintln!("transcope: {msg}");
+            say!("{msg}");
             return Ok(exit::USAGE);
         }
     };
     let mut failed = false;
     for (agent, path) in targets {
         match edit_file(agent, &path, &args, install) {
-            Ok(msg) => eprintln!("transcope: {}: {msg}", agent.title()),
+            Ok(msg) => say!("{}: {msg}", agent.title()),
             Err(e) => {
                 failed = true;
-                eprintln!("transcope: {}: {}", agent.title(), crate::error_text(&e));
+                say!("{}: {}", agent.title(), crate::error_text(&e));
             }
         }
     }

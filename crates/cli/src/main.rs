@@ -7,6 +7,14 @@
 // clap argument enums are built once per process; boxing them buys nothing.
 #![allow(clippy::large_enum_variant)]
 
+/// Say `transcope: <message>` on stderr (`format!` arguments): the one way a line that
+/// may hold a user's path or value reaches the terminal ([`say_line`]).
+macro_rules! say {
+    ($($arg:tt)*) => {
+        $crate::say_line(&format!($($arg)*))
+    };
+}
+
 mod backfill_cmd;
 mod compose;
 mod doctor;
@@ -131,6 +139,20 @@ pub mod exit {
     pub const REFUSED: u8 = 3;
 }
 
+/// Write `transcope: <message>` and a newline to stderr in one write, each character
+/// of `message` that could drive the terminal or reorder the line (controls, ESC, line
+/// breaks, bidirectional controls: [`transcope_core::quote::is_unsafe`]) escaped as
+/// `\u{1b}`, `\u{202e}`, `\n`: a path or value named on the command line or read from
+/// a file is shown, never obeyed. A failing stderr is ignored (there is nowhere to say
+/// it).
+pub fn say_line(message: &str) {
+    let line = format!(
+        "transcope: {}\n",
+        transcope_core::quote::escape_unsafe(message)
+    );
+    let _ = io::stderr().lock().write_all(line.as_bytes());
+}
+
 /// Write `text` and a newline to stdout; a closed pipe is not an error.
 pub fn println_out(out: &mut impl Write, text: &str) -> io::Result<()> {
     quiet_pipe(
@@ -201,7 +223,8 @@ fn main() -> ExitCode {
     });
     let cli = match plain.map_or_else(Cli::try_parse, Ok) {
         Ok(c) => c,
-        Err(e) => {
+        Err(mut e) => {
+            bound_echoes(&mut e);
             let code = if e.use_stderr() {
                 exit::USAGE
             } else {
@@ -246,9 +269,72 @@ fn main() -> ExitCode {
             {
                 return ExitCode::from(exit::OK);
             }
-            eprintln!("transcope: {}", error_text(&e));
+            say!("{}", error_text(&e));
             ExitCode::from(exit::RUNTIME)
         }
+    }
+}
+
+/// clap echoes what it could not take (`invalid value '…'`, `unexpected argument
+/// '…'` and its tip) as it was typed: a 100 KB `--since` came back whole, an escape
+/// sequence reached the terminal. Each echoed value is made [`bounded`] (escaped, cut
+/// after 64 characters with its length), in every piece of the message that repeats
+/// it; clap's own words are kept.
+///
+/// [`bounded`]: transcope_core::quote::bounded
+fn bound_echoes(e: &mut clap::Error) {
+    use clap::builder::StyledStr;
+    use clap::error::ContextValue;
+    use transcope_core::quote::bounded;
+    let mut echoed: Vec<(String, String)> = Vec::new();
+    let mut bound = |raw: &String| {
+        let b = bounded(raw).to_string();
+        if b != *raw && !echoed.iter().any(|(r, _)| r == raw) {
+            echoed.push((raw.clone(), b.clone()));
+        }
+        b
+    };
+    let strings: Vec<_> = e
+        .context()
+        .filter_map(|(kind, v)| match v {
+            ContextValue::String(s) => Some((kind, ContextValue::String(bound(s)))),
+            ContextValue::Strings(v) => Some((
+                kind,
+                ContextValue::Strings(v.iter().map(&mut bound).collect()),
+            )),
+            _ => None,
+        })
+        .collect();
+    // A styled piece is its text with clap's style codes in it (`ansi`): the value
+    // stands there as typed (its own ESC included, which the plain text would strip),
+    // and the styles around it are kept.
+    let replaced = |styled: &StyledStr| -> Option<StyledStr> {
+        let coded = styled.ansi().to_string();
+        let hit = echoed.iter().any(|(raw, _)| coded.contains(raw.as_str()));
+        hit.then(|| {
+            let text = echoed
+                .iter()
+                .fold(coded, |t, (raw, b)| t.replace(raw.as_str(), b));
+            StyledStr::from(text)
+        })
+    };
+    let styled: Vec<_> = e
+        .context()
+        .filter_map(|(kind, v)| match v {
+            ContextValue::StyledStr(s) => replaced(s).map(|s| (kind, ContextValue::StyledStr(s))),
+            ContextValue::StyledStrs(v) if v.iter().any(|s| replaced(s).is_some()) => Some((
+                kind,
+                ContextValue::StyledStrs(
+                    v.iter()
+                        .map(|s| replaced(s).unwrap_or_else(|| s.clone()))
+                        .collect(),
+                ),
+            )),
+            _ => None,
+        })
+        .collect();
+    for (kind, v) in strings.into_iter().chain(styled) {
+        e.insert(kind, v);
     }
 }
 
@@ -271,7 +357,7 @@ fn run_man(dir: Option<PathBuf>) -> anyhow::Result<u8> {
             std::fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
             clap_mangen::generate_to(cmd, &d)
                 .with_context(|| format!("writing into {}", d.display()))?;
-            eprintln!("transcope: manual pages written into {}", d.display());
+            say!("manual pages written into {}", d.display());
         }
         None => {
             let mut out = Vec::new();

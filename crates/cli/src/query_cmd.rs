@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 use transcope_backfill::{backfill_iter, walk, MarkersOut, Options};
 use transcope_brain::{BrainClient, BrainConfig, HttpSink, OutboxSink, DEFAULT_TIMEOUT};
 use transcope_change_detect::Env;
+use transcope_core::quote::quote;
 use transcope_index::{seen_key, Index, LedgerFilter, SessionFilter, State, TimelineItem};
 
 use crate::table::{cut, local_time, Table};
@@ -35,7 +36,7 @@ pub struct Common {
 pub(crate) fn time_arg(s: &str) -> Result<i64, String> {
     transcope_core::timestamp::parse(s)
         .map(|t| t.unix_micros())
-        .ok_or_else(|| format!("not a time: {s:?} (e.g. 2026-10-08 or 2026-10-08T10:00:00+02:00)"))
+        .ok_or_else(|| "not a time (e.g. 2026-10-08 or 2026-10-08T10:00:00+02:00)".to_owned())
 }
 
 #[derive(Args, Debug)]
@@ -143,7 +144,8 @@ pub struct UsageArgs {
 
 fn usage_key(s: &str) -> Result<transcope_index::UsageKey, String> {
     transcope_index::UsageKey::parse(s).ok_or_else(|| {
-        format!("not a usage key: {s:?} (project, worktree, branch, task, session, root-session, model, day)")
+        "not a usage key (project, worktree, branch, task, session, root-session, model, day)"
+            .to_owned()
     })
 }
 
@@ -389,7 +391,7 @@ fn sync(home: &Path, how: Sync) -> Result<(Index, Synced)> {
         summary
     };
     for p in &summary.errors {
-        eprintln!("transcope: {}: {}", p.path.display(), p.reason);
+        say!("{}: {}", p.path.display(), p.reason);
     }
     let logs = index.sync_logs(home)?;
     Ok((index, Synced { summary, logs }))
@@ -645,7 +647,7 @@ pub fn deliver_all(
         )?);
     }
     if let Some(f) = http.and_then(|h| h.last_failure) {
-        eprintln!("transcope: {f}; the rest went to the outbox");
+        say!("{f}; the rest went to the outbox");
     }
     // The hooks' flags follow the ledger.
     for k in &sessions {
@@ -677,7 +679,7 @@ pub fn run_deliver(home: &Path, a: DeliverArgs) -> Result<u8> {
     }
     let report = deliver_all(home, &env, false)?;
     for e in &report.errors {
-        eprintln!("transcope: {e}");
+        say!("{e}");
     }
     let pending = Index::open(home)?.pending_count(None, None)?;
     if a.common.json {
@@ -703,7 +705,7 @@ pub fn run_deliver(home: &Path, a: DeliverArgs) -> Result<u8> {
 pub fn run_explain(home: &Path, a: ExplainArgs) -> Result<u8> {
     let index = index_for(home, a.common)?;
     let Some(t) = transcope_core::timestamp::parse(&a.at) else {
-        eprintln!("transcope: --at: not a time: {:?}", a.at);
+        say!("--at: not a time: {}", quote(&a.at));
         return Ok(exit::USAGE);
     };
     let log = transcope_scopelog::ScopeLog::open(home, a.session.as_str());
@@ -858,11 +860,7 @@ pub fn run_statusline(home: &Path) -> Result<u8> {
     // stderr, and the line goes on without its costs.
     let index = std::fs::symlink_metadata(transcope_index::index_path(home))
         .is_ok()
-        .then(|| {
-            Index::open(home)
-                .map_err(|e| eprintln!("transcope: {e}"))
-                .ok()
-        })
+        .then(|| Index::open(home).map_err(|e| say!("{e}")).ok())
         .flatten();
     if let (Some(ix), Some(s)) = (index, session) {
         let prices = transcope_pricing::Prices::builtin();
@@ -907,6 +905,10 @@ pub fn run_statusline(home: &Path) -> Result<u8> {
     if parts.is_empty() {
         parts.push("transcope: no scope yet".into());
     }
-    println_out(&mut std::io::stdout().lock(), &parts.join(" · "))?;
+    // Values read from the index are shown, never obeyed (see `table`).
+    println_out(
+        &mut std::io::stdout().lock(),
+        &transcope_core::quote::escape_unsafe(&parts.join(" · ")),
+    )?;
     Ok(exit::OK)
 }

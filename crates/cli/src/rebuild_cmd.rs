@@ -67,7 +67,7 @@ fn sources(home: &Path, salvage: &Salvage, defaults: Vec<PathBuf>) -> Sources {
     let cursors = transcope_engine::store::CursorStore::new(home, false)
         .transcripts()
         .unwrap_or_else(|e| {
-            eprintln!("transcope: {e}; rebuilding without the transcripts it lists");
+            say!("{e}; rebuilding without the transcripts it lists");
             Vec::new()
         });
     let mut files: Vec<&PathBuf> = salvage.transcripts.iter().chain(&cursors).collect();
@@ -170,8 +170,9 @@ pub fn run_rebuild(home: &Path, json: bool) -> Result<u8> {
             || "only part of it could be read".to_owned(),
             |e| e.to_string(),
         );
-        eprintln!(
-            "transcope: {why}\ntranscope: the old index was moved aside to {} (kept, not deleted)",
+        say!("{why}");
+        say!(
+            "the old index was moved aside to {} (kept, not deleted)",
             to.display()
         );
         aside = Some(to);
@@ -202,7 +203,7 @@ pub fn run_rebuild(home: &Path, json: bool) -> Result<u8> {
         std::env::set_current_dir(d).with_context(|| format!("entering {}", d.display()))?;
     }
     for p in &summary.errors {
-        eprintln!("transcope: {}: {}", p.path.display(), p.reason);
+        say!("{}: {}", p.path.display(), p.reason);
     }
     let logs = index.sync_logs(home)?;
     // 4. The delivery states.
@@ -221,11 +222,11 @@ pub fn run_rebuild(home: &Path, json: bool) -> Result<u8> {
             .count(),
     };
     if let Err(e) = recover::rewrite_journal(&path, &now) {
-        eprintln!("transcope: rewriting the delivery states journal: {e}");
+        say!("rewriting the delivery states journal: {e}");
     }
     if !src.gone.is_empty() {
-        eprintln!(
-            "transcope: {} recorded transcript(s) or folder(s) are gone, not read: {}",
+        say!(
+            "{} recorded transcript(s) or folder(s) are gone, not read: {}",
             src.gone.len(),
             src.gone
                 .iter()
@@ -235,8 +236,8 @@ pub fn run_rebuild(home: &Path, json: bool) -> Result<u8> {
         );
     }
     if unknown > 0 {
-        eprintln!(
-            "transcope: {unknown} marker(s) have no record of a delivery the old index may have made: they are pending (delivering one again is harmless: the brain keeps each idempotency key once)"
+        say!(
+            "{unknown} marker(s) have no record of a delivery the old index may have made: they are pending (delivering one again is harmless: the brain keeps each idempotency key once)"
         );
     }
     let synced = Synced { summary, logs };

@@ -56,7 +56,7 @@ pub fn run_report(home: &Path, a: ReportArgs) -> Result<u8> {
     }
     if let (Some(s), Some(u)) = (a.since, a.until) {
         if s > u {
-            eprintln!("transcope: --since is after --until");
+            say!("--since is after --until");
             return Ok(exit::USAGE);
         }
     }
@@ -89,7 +89,7 @@ pub fn run_report(home: &Path, a: ReportArgs) -> Result<u8> {
             &mut out,
             &format!(
                 "{}: {} sessions, {} transitions, {} markers, usage in {} project{} ({} KiB)",
-                a.html.display(),
+                transcope_core::quote::escape_unsafe(&a.html.display().to_string()),
                 c.lanes,
                 c.segments,
                 c.markers,

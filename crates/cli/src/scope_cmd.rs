@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use serde_json::Value;
+use transcope_core::quote::quote;
 use transcope_core::session::is_valid_session_id;
 use transcope_core::{py, scope::normalise, Grant, Scope, ScopeField};
 use transcope_jsonl::{FinalLine, Framer, Line, LineSink};
@@ -146,17 +147,12 @@ pub fn run_scope(home: &Path, cmd: ScopeCommand) -> Result<u8> {
             let scope = match args.scope() {
                 Ok(s) => s,
                 Err(msg) => {
-                    eprintln!("transcope: {msg}");
+                    say!("{msg}");
                     return Ok(exit::USAGE);
                 }
             };
-            if !is_valid_session_id(&args.session) {
-                eprintln!(
-                    "transcope: {}; nothing written",
-                    not_a_session(&args.session)
-                );
-                return Ok(exit::OK);
-            }
+            // The reference's order (scope-log.md §2.1): the grant, then the time, then
+            // the session id. `record` keeps it; an invalid id is its silent "nothing".
             let grant = args.grant.as_deref().map(Grant::parse_list);
             let log = ScopeLog::open(home, args.session.clone());
             match log.record(&scope, &args.at, grant.as_ref()) {
@@ -164,9 +160,13 @@ pub fn run_scope(home: &Path, cmd: ScopeCommand) -> Result<u8> {
                     println_out(&mut out, &row.line)?;
                     Ok(exit::OK)
                 }
+                Ok(None) if !is_valid_session_id(&args.session) => {
+                    say!("{}; nothing written", not_a_session(&args.session));
+                    Ok(exit::OK)
+                }
                 Ok(None) => {
-                    eprintln!(
-                        "transcope: nothing written: that scope is already the one in force at {} (or a later row is already recorded)",
+                    say!(
+                        "nothing written: that scope is already the one in force at {} (or a later row is already recorded)",
                         args.at
                     );
                     Ok(exit::OK)
@@ -194,18 +194,15 @@ pub fn run_scope(home: &Path, cmd: ScopeCommand) -> Result<u8> {
                 println_out(&mut out, &py::dumps(&Value::Object(row)))?;
             }
             if rows == 0 {
-                eprintln!(
-                    "transcope: the scope log of {} has no readable row",
-                    args.session
-                );
+                say!("the scope log of {} has no readable row", args.session);
             }
             Ok(exit::OK)
         }
         ScopeCommand::At(args) => {
             if transcope_core::timestamp::parse(&args.at).is_none() {
-                eprintln!(
-                    "transcope: not a time: {:?} (e.g. 2026-10-08T10:20:00Z); nothing is in force at it",
-                    args.at
+                say!(
+                    "not a time: {} (e.g. 2026-10-08T10:20:00Z); nothing is in force at it",
+                    quote(&args.at)
                 );
             } else if existing_log(home, &args.session).is_none() {
                 println_out(&mut out, "null")?;
@@ -223,23 +220,23 @@ pub fn run_scope(home: &Path, cmd: ScopeCommand) -> Result<u8> {
 }
 
 fn not_a_session(id: &str) -> String {
-    format!("not a session id: {id:?} (letters, digits, '.', '_' and '-' only)")
+    format!(
+        "not a session id: {} (letters, digits, '.', '_' and '-' only)",
+        quote(id)
+    )
 }
 
 /// The session's log when there is one; else says why not on stderr.
 fn existing_log(home: &Path, session: &str) -> Option<ScopeLog> {
     if !is_valid_session_id(session) {
-        eprintln!("transcope: {}", not_a_session(session));
+        say!("{}", not_a_session(session));
         return None;
     }
     let log = ScopeLog::open(home, session.to_owned());
     match log.path() {
         Some(p) if p.exists() => Some(log),
         Some(p) => {
-            eprintln!(
-                "transcope: no scope log for session {session} (no {})",
-                p.display()
-            );
+            say!("no scope log for session {session} (no {})", p.display());
             None
         }
         None => Some(log),
@@ -291,7 +288,7 @@ struct EventSink {
 impl EventSink {
     fn bad_line(&mut self, number: u64, why: &str) {
         self.bad += 1;
-        eprintln!("transcope: event line {number} {why}; skipped");
+        say!("event line {number} {why}; skipped");
     }
 }
 

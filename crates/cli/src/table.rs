@@ -1,10 +1,16 @@
 //! Tables for a person: comfy-table (colour and borders only on a terminal, and
 //! `NO_COLOR` honoured), times in local time, long values cut.
+//!
+//! Every cell and footer is shown, never obeyed: a character that could drive the
+//! terminal or reorder the row (a control such as ESC, a bidirectional control such as
+//! U+202E: [`transcope_core::quote::is_unsafe`]) is escaped as `\u{1b}`, `\u{202e}`.
+//! `--json` prints the data exactly as recorded instead.
 
 use std::io::{IsTerminal, Write};
 use std::sync::OnceLock;
 
 use comfy_table::{presets, Attribute, Cell, ContentArrangement, TableComponent};
+use transcope_core::quote::escape_unsafe;
 
 /// The local offset, read once at start-up (before any thread: the `time` crate only
 /// reads it from a single-threaded process).
@@ -34,18 +40,25 @@ pub fn local_time(at: &str) -> String {
     }
 }
 
-/// `s` cut to `max` characters, the cut marked with `…`; line breaks shown as spaces.
+/// `s` cut to `max` characters, the cut marked with `…`; line breaks and tabs shown as
+/// spaces, any other unsafe character escaped ([`escape_unsafe`]).
 pub fn cut(s: &str, max: usize) -> String {
-    let flat: String = s
+    let spaced: String = s
         .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
+        .map(|c| {
+            if matches!(c, '\n' | '\r' | '\t') {
+                ' '
+            } else {
+                c
+            }
+        })
         .collect();
-    if flat.chars().count() <= max {
-        return flat;
+    if spaced.chars().count() <= max {
+        return escape_unsafe(&spaced).into_owned();
     }
-    let mut out: String = flat.chars().take(max.saturating_sub(1)).collect();
+    let mut out: String = spaced.chars().take(max.saturating_sub(1)).collect();
     out.push('…');
-    out
+    escape_unsafe(&out).into_owned()
 }
 
 /// A table being filled.
@@ -96,9 +109,10 @@ impl Table {
         Table { inner, rows: 0 }
     }
 
-    /// Add a row.
+    /// Add a row (each cell escaped: see the [module](self) documentation).
     pub fn row(&mut self, cells: Vec<String>) {
-        self.inner.add_row(cells);
+        self.inner
+            .add_row(cells.iter().map(|c| escape_unsafe(c).into_owned()));
         self.rows += 1;
     }
 
@@ -110,7 +124,7 @@ impl Table {
             text.push('\n');
         }
         if !footer.is_empty() {
-            text.push_str(footer);
+            text.push_str(&escape_unsafe(footer));
             text.push('\n');
         }
         match out.write_all(text.as_bytes()) {

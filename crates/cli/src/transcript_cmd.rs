@@ -80,13 +80,13 @@ pub fn run_observe(home: &Path, args: ObserveArgs) -> Result<u8> {
     let (report, indexed) =
         observed.with_context(|| format!("observing {}", args.transcript.display()))?;
     if let Some(e) = &indexed.error {
-        eprintln!("transcope: {e}; the cursor stays, so the next run records these bytes");
+        say!("{e}; the cursor stays, so the next run records these bytes");
     }
     let outcome = &report.outcome;
     if outcome.io_errors > 0 {
         // The log could not be written: a runtime error, with what was written before it.
-        eprintln!(
-            "transcope: {}; {} transition(s) recorded, {} write(s) failed",
+        say!(
+            "{}; {} transition(s) recorded, {} write(s) failed",
             outcome
                 .first_error
                 .as_deref()
@@ -97,7 +97,7 @@ pub fn run_observe(home: &Path, args: ObserveArgs) -> Result<u8> {
         return Ok(exit::RUNTIME);
     }
     if let Some(e) = &outcome.first_error {
-        eprintln!("transcope: {e}");
+        say!("{e}");
     }
     let mut out = std::io::stdout().lock();
     if args.json {

@@ -166,6 +166,98 @@ fn invalid_session_ids_write_nothing_and_exit_0() {
     assert!(!home.path().join("brain").exists());
 }
 
+/// Issue 33: the reference checks the grant, then the time, then the session id
+/// (scope-log.md §2.1 steps 2–4), so an invalid id with a refused grant or time is a
+/// refusal (exit 3), and an invalid id with nothing refused before it writes nothing
+/// (exit 0) even where a valid id's log would refuse the row (older, lower revision).
+#[test]
+fn scope_record_checks_the_grant_then_the_time_then_the_session_id() {
+    let home = tempfile::tempdir().unwrap();
+    let first = transcope(
+        home.path(),
+        &[
+            "scope",
+            "record",
+            "--session",
+            "s",
+            "--at",
+            "2026-10-08T10:00:00Z",
+            "--task",
+            "t",
+            "--task-revision",
+            "5",
+        ],
+        None,
+    );
+    assert_eq!(first.status.code(), Some(0), "{}", text(&first.stderr));
+    let log = home.path().join("brain/session-scopes/s.jsonl");
+    let before = std::fs::read(&log).unwrap();
+    const GRANT: &str = "refused: project is outside the session grant\n";
+    const TIME: &str = "refused: transition time is not an ISO 8601 timestamp\n";
+    const OLDER: &str = "refused: transition is older than the latest accepted one\n";
+    const REVISION: &str = "refused: task revision is older than the latest accepted one\n";
+    let long = "a".repeat(129);
+    let invalid = ["../escape", "-lead", "", long.as_str(), "é", "a\u{202e}b"];
+    let outside: &[&str] = &["--grant", "", "--project-id", "gamma"];
+    let inside: &[&str] = &["--grant", "alpha", "--project-id", "alpha"];
+    let bad_time: &[&str] = &["--at", "2026-10-08T25:00:00Z"];
+    let old_time: &[&str] = &["--at", "2026-10-08T09:00:00Z"];
+    let new_time: &[&str] = &["--at", "2026-10-08T11:00:00Z"];
+    let low_revision: &[&str] = &["--task", "t", "--task-revision", "1"];
+    // (session, flags, exit status, stderr: exactly, or what it starts with)
+    let mut cases: Vec<(&str, Vec<&[&str]>, i32, &str)> = Vec::new();
+    for id in invalid.iter().copied().chain(["s"]) {
+        // A refused grant comes first: before a bad time and before the id.
+        cases.push((id, vec![outside, bad_time], 3, GRANT));
+        cases.push((id, vec![outside, new_time], 3, GRANT));
+        // Then the time: before the id (the regression: exit 0 on main).
+        cases.push((id, vec![bad_time], 3, TIME));
+        cases.push((id, vec![inside, bad_time], 3, TIME));
+        cases.push((id, vec![bad_time, low_revision], 3, TIME));
+    }
+    for id in invalid {
+        // Nothing refused before the id: an invalid id writes nothing and exits 0,
+        // whatever a log would have said.
+        cases.push((id, vec![old_time], 0, "transcope: not a session id: "));
+        cases.push((
+            id,
+            vec![inside, new_time, low_revision],
+            0,
+            "transcope: not a session id: ",
+        ));
+    }
+    // A valid id goes on to the log's own rules.
+    cases.push(("s", vec![old_time, &["--cwd", "/b"]], 3, OLDER));
+    cases.push(("s", vec![new_time, low_revision], 3, REVISION));
+    for (id, flags, code, said) in &cases {
+        let session = format!("--session={id}");
+        let mut args = vec!["scope", "record", session.as_str()];
+        for f in flags {
+            args.extend_from_slice(f);
+        }
+        let out = transcope(home.path(), &args, None);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(*code), "{args:?}: {err}");
+        if *code == 3 {
+            assert_eq!(err, *said, "{args:?}");
+        } else {
+            assert!(
+                err.starts_with(said) && err.contains("nothing written"),
+                "{args:?}: {err}"
+            );
+        }
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+    // Only the valid session's log exists, unchanged.
+    assert_eq!(std::fs::read(&log).unwrap(), before);
+    let mut logs: Vec<_> = std::fs::read_dir(home.path().join("brain/session-scopes"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    logs.sort();
+    assert_eq!(logs, ["s.jsonl", "s.jsonl.lock"]);
+}
+
 #[test]
 fn scope_json_values_are_normalised_like_python_str() {
     let home = tempfile::tempdir().unwrap();

@@ -17,7 +17,8 @@
 //! * [`marker`] and [`env`]: the brain [`Marker`](marker::Marker) and the explicit
 //!   [`Env`](env::Env) that stages and sinks share;
 //! * [`session`]: the session-id grammar;
-//! * [`quote`]: the one way an untrusted value goes into a message (escaped, bounded).
+//! * [`quote`]: the one way an untrusted value goes into a message (escaped, bounded),
+//!   and text for a person made safe to show (no controls, no bidirectional controls).
 //!
 //! Data flows one way: hook payload → caller → identity → adapter → stages → scope log and sinks.
 //! This crate sits at the bottom and depends on none of the others.

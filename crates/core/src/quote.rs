@@ -7,6 +7,13 @@
 //! values is therefore bounded whatever their size (a 2 MB `sessionId` costs about
 //! 70 bytes of stderr, not 2 MB). [`quote_path`] does the same for a path.
 //!
+//! [`escape_unsafe`] is the lighter rule for text shown to a person as it is (a line
+//! on stderr, a table cell, the report's page): only the characters that could drive
+//! the terminal or reorder what is shown ([`is_unsafe`]: controls, bidirectional
+//! controls) are escaped, in the same `\u{..}` form; accents, CJK,
+//! quotes and backslashes stay as they are. [`bounded`] adds the cut of [`quote`] to
+//! it, for a value echoed inside someone else's quotes (clap's).
+//!
 //! ```
 //! use transcope_core::quote::quote;
 //! assert_eq!(quote("abc").to_string(), r#""abc""#);
@@ -18,6 +25,7 @@
 //! );
 //! ```
 
+use std::borrow::Cow;
 use std::fmt;
 use std::path::Path;
 
@@ -47,7 +55,7 @@ pub struct QuotedPath<'a>(&'a Path);
 
 impl fmt::Display for Quoted<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write_quoted(f, self.0, self.0.len())
+        write_cut(f, self.0, self.0.len(), "\"", true)
     }
 }
 
@@ -56,24 +64,97 @@ impl fmt::Display for QuotedPath<'_> {
         let bytes = self.0.as_os_str().as_encoded_bytes();
         // Only the shown part is decoded: a 16 MiB path costs its first characters.
         let head = &bytes[..bytes.len().min(QUOTE_CHARS * 4 + 4)];
-        write_quoted(f, &String::from_utf8_lossy(head), bytes.len())
+        write_cut(f, &String::from_utf8_lossy(head), bytes.len(), "\"", true)
     }
 }
 
-/// `"<escaped head>"`, then `… (<len> bytes)` when `value` (whose whole length is
-/// `len` bytes) was cut.
-fn write_quoted(f: &mut fmt::Formatter<'_>, value: &str, len: usize) -> fmt::Result {
-    f.write_str("\"")?;
+/// `value`'s first [`QUOTE_CHARS`] characters between `quotes`, each escaped as
+/// `escape_debug` does (all of them, or only the [`is_unsafe`] ones), then
+/// `… (<len> bytes)` when `value` (whose whole length is `len` bytes) was cut.
+fn write_cut(
+    f: &mut fmt::Formatter<'_>,
+    value: &str,
+    len: usize,
+    quotes: &str,
+    escape_all: bool,
+) -> fmt::Result {
+    f.write_str(quotes)?;
     let mut shown = 0;
     for c in value.chars().take(QUOTE_CHARS) {
-        write!(f, "{}", c.escape_debug())?;
+        if escape_all || is_unsafe(c) {
+            write!(f, "{}", c.escape_debug())?;
+        } else {
+            write!(f, "{c}")?;
+        }
         shown += c.len_utf8();
     }
-    f.write_str("\"")?;
+    f.write_str(quotes)?;
     if shown < len {
         write!(f, "… ({len} bytes)")?;
     }
     Ok(())
+}
+
+/// Whether `c` must not reach a terminal or a page as it is: a control character (C0,
+/// ESC and line breaks included; DEL; C1) or a bidirectional control (U+061C, U+200E,
+/// U+200F, U+202A–U+202E, U+2066–U+2069: they reorder the text shown after them).
+pub fn is_unsafe(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{061c}'
+                | '\u{200e}'
+                | '\u{200f}'
+                | '\u{202a}'..='\u{202e}'
+                | '\u{2066}'..='\u{2069}'
+        )
+}
+
+/// `s` with each [`is_unsafe`] character escaped as Rust's `escape_debug` writes it
+/// (`\u{1b}`, `\u{202e}`, `\n`, `\t`), every other character as it is; borrowed when
+/// there is nothing to escape.
+///
+/// ```
+/// use transcope_core::quote::escape_unsafe;
+/// assert_eq!(escape_unsafe("caf\u{e9} \"x\" 日本"), "caf\u{e9} \"x\" 日本");
+/// assert_eq!(escape_unsafe("\u{1b}[31m\u{202e}a\nb"), r"\u{1b}[31m\u{202e}a\nb");
+/// ```
+pub fn escape_unsafe(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(is_unsafe) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 16);
+    for c in s.chars() {
+        if is_unsafe(c) {
+            out.extend(c.escape_debug());
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// A value echoed inside quotes that are not ours: escaped as [`escape_unsafe`], cut
+/// after [`QUOTE_CHARS`] characters with `… (<len> bytes)`, no quotes added.
+///
+/// ```
+/// use transcope_core::quote::bounded;
+/// assert_eq!(bounded("2026-13-01").to_string(), "2026-13-01");
+/// let long = "y".repeat(100_000);
+/// assert_eq!(bounded(&long).to_string(), format!("{}… (100000 bytes)", "y".repeat(64)));
+/// ```
+pub fn bounded(value: &str) -> Bounded<'_> {
+    Bounded(value)
+}
+
+/// A value bounded for an echo (see [`bounded`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Bounded<'a>(&'a str);
+
+impl fmt::Display for Bounded<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_cut(f, self.0, self.0.len(), "", false)
+    }
 }
 
 #[cfg(test)]
@@ -104,6 +185,39 @@ mod tests {
     fn exactly_the_limit_is_not_cut() {
         let v = "x".repeat(QUOTE_CHARS);
         assert_eq!(quote(&v).to_string(), format!("\"{v}\""));
+    }
+
+    /// Issue 33: the characters that drive a terminal or reorder text are escaped,
+    /// every other one is kept (a person reads accents and CJK as they are).
+    #[test]
+    fn unsafe_characters_are_escaped_and_the_rest_kept() {
+        for c in [
+            '\0', '\n', '\r', '\t', '\u{1b}', '\u{7f}', '\u{85}', '\u{9b}', '\u{61c}', '\u{200e}',
+            '\u{200f}', '\u{202a}', '\u{202e}', '\u{2066}', '\u{2069}',
+        ] {
+            assert!(is_unsafe(c), "{c:?}");
+            let shown = escape_unsafe(&c.to_string()).into_owned();
+            assert!(
+                !shown.contains(c) && shown.starts_with('\\'),
+                "{c:?} → {shown}"
+            );
+        }
+        let kept = "é ü 日本語 \"q\" 'a' \\ — … \u{a0}x";
+        assert!(matches!(escape_unsafe(kept), Cow::Borrowed(_)));
+        assert_eq!(escape_unsafe("a\u{202e}b"), r"a\u{202e}b");
+    }
+
+    #[test]
+    fn bounded_values_are_escaped_and_cut() {
+        assert_eq!(bounded("a\u{1b}b").to_string(), r"a\u{1b}b");
+        let v = "\u{202e}".repeat(100);
+        let b = bounded(&v).to_string();
+        assert!(!b.contains('\u{202e}'));
+        assert!(b.ends_with("… (300 bytes)"), "{b}");
+        assert_eq!(
+            bounded(&"x".repeat(QUOTE_CHARS)).to_string(),
+            "x".repeat(QUOTE_CHARS)
+        );
     }
 
     #[test]

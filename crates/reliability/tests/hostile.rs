@@ -38,14 +38,6 @@ fn write_lines(p: &Path, lines: &[String]) {
     std::fs::write(p, lines.join("\n") + "\n").unwrap();
 }
 
-fn cwds(sb: &Sandbox, session: &str) -> Vec<String> {
-    let bytes = std::fs::read(sb.log(session)).unwrap_or_default();
-    check_log(&bytes)
-        .iter()
-        .map(|r| r["cwd"].as_str().unwrap().to_owned())
-        .collect()
-}
-
 fn scopes_dir_is_empty(home: &Path) -> bool {
     tree(&home.join("brain/session-scopes")).is_empty()
 }

@@ -312,13 +312,6 @@ fn an_oversized_payload_still_records_the_stop() {
     assert_eq!(cwds(&sb, "big"), ["/w/a", "/w/b"]);
 }
 
-fn cwds(sb: &Sandbox, session: &str) -> Vec<String> {
-    check_log(&std::fs::read(sb.log(session)).unwrap_or_default())
-        .iter()
-        .map(|r| r["cwd"].as_str().unwrap_or("").to_owned())
-        .collect()
-}
-
 /// A transcript at `t.jsonl` that moves from `/w/a` to `/w/b`.
 fn two_folders(sb: &Sandbox) -> std::path::PathBuf {
     let t = sb.user.join("t.jsonl");

@@ -29,6 +29,11 @@
 //! projects. What cannot be placed (a row or marker without a time, a marker without
 //! a session) is counted in `hidden`, never silently lost.
 //!
+//! Text from the archive is shown, never obeyed: besides being set with `.text()`
+//! (never parsed as HTML) and embedded safely ([`embed_json`]), every string of the
+//! model has its control and bidirectional-control characters (U+202E, …) written as
+//! visible escapes (`\u{202e}`), so a name cannot reorder or hide what the page draws.
+//!
 //! ```
 //! use transcope_index::Index;
 //! use transcope_report::{collect, render, Window};
@@ -415,7 +420,7 @@ pub fn collect(
             _ => Value::Null,
         }
     };
-    let model = json!({
+    let mut model = json!({
         "version": 1,
         "generated_at": Instant::now().to_python_isoformat(),
         "window": {
@@ -432,7 +437,42 @@ pub fn collect(
         "usage": {"projects": by_project, "tasks": by_task},
         "hidden": counts.hidden,
     });
+    shown_as_text(&mut model);
     Ok(Report { model, counts })
+}
+
+/// Every string of `v` (keys too) with its control and bidirectional-control
+/// characters written as visible escapes (`\u{202e}`: [`escape_unsafe`]). The page
+/// sets text with d3's `.text()`, so nothing is read as HTML, but a U+202E in a project
+/// name or a marker's content would still reorder what is drawn after it (and ESC or
+/// NUL show as nothing). The same value is escaped the same way everywhere in the
+/// model, so keys and labels still match; the index and `--json` keep the exact text.
+///
+/// [`escape_unsafe`]: transcope_core::quote::escape_unsafe
+fn shown_as_text(v: &mut Value) {
+    use std::borrow::Cow;
+    use transcope_core::quote::escape_unsafe;
+    match v {
+        Value::String(s) => {
+            if let Cow::Owned(e) = escape_unsafe(s) {
+                *s = e;
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(shown_as_text),
+        Value::Object(map) => {
+            if map
+                .keys()
+                .any(|k| matches!(escape_unsafe(k), Cow::Owned(_)))
+            {
+                *map = std::mem::take(map)
+                    .into_iter()
+                    .map(|(k, v)| (escape_unsafe(&k).into_owned(), v))
+                    .collect();
+            }
+            map.values_mut().for_each(shown_as_text);
+        }
+        _ => {}
+    }
 }
 
 #[cfg(test)]

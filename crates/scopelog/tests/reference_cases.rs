@@ -238,11 +238,24 @@ fn case13_unsafe_session_ids_are_never_stored() {
     }
     assert!(!h.path().join("state").exists());
     assert!(!h.path().join("brain").exists(), "no directory is created");
-    // The time check comes before the session-id check.
+    // The time check comes before the session-id check, and the grant check before
+    // both (§2.1 steps 2–4; issue 33: the CLI had put the id first).
     let log = ScopeLog::open(h.path(), "../escape");
     assert_eq!(
         log.record(&s, "not a time", None).unwrap_err().refusal(),
         Some(Refusal::NotATimestamp)
+    );
+    let (outside, grant) = (fx.outside_grant(), fx.grant());
+    for t in ["not a time", at.as_str()] {
+        assert_eq!(
+            log.record(&outside, t, Some(&grant)).unwrap_err().refusal(),
+            Some(Refusal::OutsideGrant),
+            "{t}"
+        );
+    }
+    assert!(
+        !h.path().join("brain").exists(),
+        "a refusal creates nothing"
     );
 }
 

@@ -141,8 +141,16 @@ impl Iterator for Walk<'_> {
             if self.folders.iter().any(|f| root.starts_with(f)) {
                 continue;
             }
+            // The type from the metadata, never from opening it: a FIFO's open would
+            // wait for a writer.
             match fs::metadata(&root) {
                 Ok(m) if m.is_file() => return Some(Ok(job(root, &m))),
+                Ok(m) if !m.is_dir() => {
+                    return Some(Err(Problem {
+                        reason: format!("not a regular file or folder: {}", kind_of(&m)),
+                        path: root,
+                    }))
+                }
                 Ok(_) => match list(&root, self.registry) {
                     Ok(entries) => {
                         self.stack.push(entries.into_iter());
@@ -158,6 +166,23 @@ impl Iterator for Walk<'_> {
                 }
             }
         }
+    }
+}
+
+/// What a path that is neither a regular file nor a folder is, in a person's words.
+fn kind_of(m: &fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = m.file_type();
+    if t.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else {
+        "of another kind"
     }
 }
 

@@ -271,6 +271,14 @@ pub fn claude_marker_line(secs: u64, cwd: &str, lesson: &str) -> String {
     .to_string()
 }
 
+/// The `cwd` of each readable row of `session`'s scope log (none when it has no log).
+pub fn cwds(sb: &Sandbox, session: &str) -> Vec<String> {
+    check_log(&std::fs::read(sb.log(session)).unwrap_or_default())
+        .iter()
+        .map(|r| r["cwd"].as_str().unwrap_or("").to_owned())
+        .collect()
+}
+
 /// `2026-10-08T10:00:00<suffix>` plus `secs` seconds (fixed width, so the strings
 /// sort as the instants do within one suffix).
 pub fn iso(secs: u64, suffix: &str) -> String {
