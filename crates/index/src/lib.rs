@@ -349,10 +349,6 @@ impl Index {
         // SQLite from spilling and re-reading pages mid-transaction.
         conn.pragma_update(None, "cache_size", -65536)
             .map_err(|e| open(e.into()))?;
-        // A query that reads the whole usage table maps it rather than copying each
-        // page into the cache.
-        conn.pragma_update(None, "mmap_size", 1i64 << 30)
-            .map_err(|e| open(e.into()))?;
         Ok(Index {
             conn,
             path: path.to_path_buf(),
@@ -597,7 +593,7 @@ impl Index {
             let mut clear = tx
                 .prepare_cached("DELETE FROM transitions WHERE session = ?1")
                 .map_err(sqlite)?;
-            let mut row = tx.prepare_cached(INSERT_TRANSITION).map_err(sqlite)?;
+            let mut row = tx.prepare_cached(MIRROR_TRANSITION).map_err(sqlite)?;
             let mut size = tx
                 .prepare_cached(
                     "INSERT INTO sessions (session, log_size, log_rows) VALUES (?1, ?2, ?3)
@@ -746,6 +742,14 @@ ON CONFLICT(session) DO UPDATE SET
 
 const INSERT_TRANSITION: &str = "
 INSERT OR IGNORE INTO transitions (session, transition_id, seq, at, at_us, project_id, project, repo,
+    worktree, cwd, remote, branch, swarm, task, task_revision, lane, line)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)";
+
+/// [`INSERT_TRANSITION`] for a mirror, which reads the log itself: a row's place in
+/// the log is the truth, so a row recorded earlier at another place (a writer's
+/// `sequence` the log does not bear out) moves to it.
+const MIRROR_TRANSITION: &str = "
+INSERT OR REPLACE INTO transitions (session, transition_id, seq, at, at_us, project_id, project, repo,
     worktree, cwd, remote, branch, swarm, task, task_revision, lane, line)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)";
 

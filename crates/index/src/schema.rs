@@ -34,11 +34,14 @@
 //!   took a pending row to send it, and until when (microseconds since the epoch) no
 //!   other run may take it; `NULL` when no run holds it. Rows of version 5 are held
 //!   by none.
-//! * `sessions.log_rows` and the transitions' indexes by time and by place (version
-//!   7): a log is mirrored up to the end of its last whole line, `log_size` bytes
-//!   holding `log_rows` readable rows, so a sync reads only what was appended since;
-//!   `NULL` (every row of version 6) reads the whole log once more. A session's
-//!   transitions are read in time or file order from an index, never sorted whole.
+//! * `sessions.log_rows`, and `transitions` kept in file order (version 7): a log is
+//!   mirrored up to the end of its last whole line, `log_size` bytes holding
+//!   `log_rows` readable rows, so a sync reads only what was appended since (`NULL`,
+//!   every row of version 6, reads the whole log once more). The table's key is
+//!   `(session, seq)`, so a log's rows are stored, appended and read back in its own
+//!   order, `transition_id` unique beside it; an index by `(session, at_us, seq)`
+//!   reads a session's rows in time order. Nothing is sorted whole, and a long
+//!   session's rows are never scattered across the table.
 
 /// The migrations, in order: migration `i` takes version `i` to `i + 1`.
 pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7];
@@ -230,10 +233,36 @@ ALTER TABLE markers ADD COLUMN lease_until INTEGER;
 ";
 
 /// Version 7: where each log was mirrored to (its rows up to `log_size`), so a sync
-/// reads only what a log gained; a session's transitions by time (the row in force at
-/// an instant, a timeline) and by place (a log's rows in order) without a sort.
+/// reads only what a log gained; the transitions in each log's own order (the key
+/// `(session, seq)`), and by time, so a long session is appended and read in order.
+/// The rows of version 6 are kept (a log may be gone), each log mirrored again once.
 const V7: &str = "
 ALTER TABLE sessions ADD COLUMN log_rows INTEGER;
+UPDATE sessions SET log_size = NULL;
+CREATE TABLE transitions_by_place (
+    session TEXT NOT NULL,
+    transition_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    at TEXT NOT NULL,
+    at_us INTEGER,
+    project_id TEXT NOT NULL DEFAULT '',
+    project TEXT NOT NULL DEFAULT '',
+    repo TEXT NOT NULL DEFAULT '',
+    worktree TEXT NOT NULL DEFAULT '',
+    cwd TEXT NOT NULL DEFAULT '',
+    remote TEXT NOT NULL DEFAULT '',
+    branch TEXT NOT NULL DEFAULT '',
+    swarm TEXT NOT NULL DEFAULT '',
+    task TEXT NOT NULL DEFAULT '',
+    task_revision TEXT NOT NULL DEFAULT '',
+    lane TEXT NOT NULL DEFAULT '',
+    line TEXT NOT NULL,
+    PRIMARY KEY (session, seq)
+) WITHOUT ROWID;
+INSERT OR REPLACE INTO transitions_by_place SELECT * FROM transitions ORDER BY session, seq;
+DROP TABLE transitions;
+ALTER TABLE transitions_by_place RENAME TO transitions;
+CREATE UNIQUE INDEX transitions_id ON transitions (session, transition_id);
+CREATE INDEX transitions_project ON transitions (project_id);
 CREATE INDEX transitions_time ON transitions (session, at_us, seq);
-CREATE INDEX transitions_seq ON transitions (session, seq);
 ";

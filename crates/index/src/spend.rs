@@ -176,6 +176,12 @@ impl Index {
     ) -> Result<Vec<UsageGroup>, IndexError> {
         let sql = |e| self.sqlite(e);
         let conn = self.conn();
+        // A query that reads the whole usage table maps it rather than copying each
+        // page into the cache. Only this one: a mapped page a query touches counts in
+        // its resident memory, and a timeline or a report of a long session would
+        // then hold the transitions it read.
+        conn.pragma_update(None, "mmap_size", 1i64 << 30)
+            .map_err(sql)?;
         let windowed = filter.since.is_some() || filter.until.is_some();
         let cache = pricing.filter(|_| !windowed);
         // One read transaction: the parts, or the requests they are made of, and the
