@@ -43,6 +43,7 @@ pub mod index;
 pub mod lockfile;
 mod read;
 mod record;
+mod state;
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -50,7 +51,7 @@ use std::time::Duration;
 
 pub use attribute::{attribute_rows, scope_at_rows, Event, InForce};
 pub use read::{decode_lossy, rows_from_bytes, splitlines, Row};
-pub use record::{row_line, Transaction, WrittenRow, KEPT_ROWS_MAX};
+pub use record::{row_line, Transaction, Window, WrittenRow, KEPT_ROWS_MAX, WHOLE_ROWS_BELOW};
 
 use transcope_core::session::is_valid_session_id;
 use transcope_core::{Attribution, Grant, Scope};
@@ -135,12 +136,25 @@ pub fn log_path(home: &Path, session: &str) -> Option<PathBuf> {
     is_valid_session_id(session).then(|| scopes_dir(home).join(format!("{session}.jsonl")))
 }
 
+/// `<home>/transcope/scope-logs/<session>.json`: what a batch last knew of the log's
+/// rows (see [`Transaction`]), or `None` for an invalid session id.
+pub fn state_path(home: &Path, session: &str) -> Option<PathBuf> {
+    is_valid_session_id(session).then(|| {
+        home.join("transcope")
+            .join("scope-logs")
+            .join(format!("{session}.json"))
+    })
+}
+
 /// A handle on one session's scope log. Cheap: nothing is read or created until a
 /// method needs it.
 #[derive(Clone, Debug)]
 pub struct ScopeLog {
     session: String,
     path: Option<PathBuf>,
+    /// Where batches keep the log's state (`None`: every batch reads the log whole).
+    state: Option<PathBuf>,
+    whole_rows_below: u64,
     lock_wait: LockWait,
 }
 
@@ -150,11 +164,33 @@ impl ScopeLog {
     pub fn open(home: impl AsRef<Path>, session: impl Into<String>) -> ScopeLog {
         let session = session.into();
         let path = log_path(home.as_ref(), &session);
+        let state = state_path(home.as_ref(), &session);
         ScopeLog {
             session,
             path,
+            state,
+            whole_rows_below: WHOLE_ROWS_BELOW,
             lock_wait: LockWait::Forever,
         }
+    }
+
+    /// The same log, its batches reading it whole every time and keeping no state (what
+    /// a batch did before states: the reference's way, to compare with).
+    pub fn uncached(mut self) -> ScopeLog {
+        self.state = None;
+        self
+    }
+
+    /// A log of at most `bytes` is read whole by every batch, and no state is kept for it
+    /// (default [`WHOLE_ROWS_BELOW`]).
+    pub fn whole_rows_below(mut self, bytes: u64) -> ScopeLog {
+        self.whole_rows_below = bytes;
+        self
+    }
+
+    /// Where batches keep this log's state; `None` when they keep none.
+    pub fn state_path(&self) -> Option<&Path> {
+        self.state.as_deref()
     }
 
     /// Set how long `record` waits for the lock.

@@ -1,7 +1,6 @@
 //! Reading a scope log exactly as the reference does (scope-log.md §1.7).
 
 use std::io::{self, Read};
-use std::path::Path;
 
 use serde_json::{Map, Value};
 
@@ -103,21 +102,38 @@ fn next_break(buf: &[u8], from: usize, eof: bool) -> Option<(usize, usize)> {
     None
 }
 
-/// What [`scan_log`] saw of a log besides its rows.
+/// What [`scan_file`] saw of a log besides its rows.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Scanned {
     /// The bytes are non-empty and do not end with `\n` (the fresh-line rule applies).
     pub torn_tail: bool,
 }
 
-/// Every readable row of the log at `path`, in file order, handed to `row` one at a
-/// time — exactly the rows [`rows_from_bytes`] gives for the file's bytes, but read in
-/// 64 KiB pieces, so memory is the longest line, never the log. The file is read as of
-/// its size when opened ([`read_private`](crate::read_private)'s rules: a symbolic link
-/// or anything but a regular file is an error).
-pub(crate) fn scan_log(path: &Path, mut row: impl FnMut(Row)) -> io::Result<Scanned> {
+/// [`scan_file`] over the whole log at `path`, as of its size when opened.
+#[cfg(test)]
+pub(crate) fn scan_log(path: &std::path::Path, row: impl FnMut(Row)) -> io::Result<Scanned> {
+    let (mut file, size) = transcope_jsonl::open_private(path)?;
+    scan_file(&mut file, 0, size, row)
+}
+
+/// Every readable row of bytes `[start, start + len)` of an open log, in file order,
+/// handed to `row` one at a time — exactly the rows [`rows_from_bytes`] gives for those
+/// bytes, but read in 64 KiB pieces, so memory is the longest line, never the log (open
+/// it as [`read_private`](crate::read_private) does: never through a symbolic link, a
+/// regular file only). `start` must be 0 or just after a `\n` (a line boundary
+/// whatever follows: the rows of the bytes before and of the bytes after are then the
+/// rows of the whole); the torn-tail flag is the range's (an empty range after a `\n`
+/// is not torn).
+pub(crate) fn scan_file(
+    file: &mut std::fs::File,
+    start: u64,
+    len: u64,
+    mut row: impl FnMut(Row),
+) -> io::Result<Scanned> {
+    use std::io::{Seek, SeekFrom};
     const CHUNK: usize = 64 * 1024;
-    let (file, size) = transcope_jsonl::open_private(path)?;
+    file.seek(SeekFrom::Start(start))?;
+    let size = len;
     let mut file = file.take(size);
     let mut buf: Vec<u8> = Vec::with_capacity(CHUNK.min(size as usize));
     let mut last_byte = None;
