@@ -325,14 +325,15 @@ pub struct Attributed {
 
 /// Put into `item` what `markers` and `usage` found, attributed by `writer` through
 /// `log` (an archived session's: [`transcope_brain::Writer::archived`]): through
-/// `rows` when change detection handed the log's rows on ([`Outcome::rows`]: the rows
-/// the log holds once its run is done), else through the log read now.
+/// `rows` when change detection handed the log's rows on ([`Outcome::rows`]: a window
+/// on the log as its run left it) and they cover every event, else through the log
+/// read now ([`rows_for`]).
 ///
 /// [`Outcome::rows`]: transcope_change_detect::Outcome::rows
 pub fn attribute_into<R: ProjectResolver>(
     item: &mut Observed,
     log: &ScopeLog,
-    rows: Option<Vec<transcope_scopelog::Row>>,
+    rows: Option<transcope_scopelog::Window>,
     writer: &transcope_brain::Writer<'_>,
     markers: Option<&mut transcope_markers::MarkerStage>,
     usage: Option<&mut transcope_usage::UsageStage>,
@@ -350,7 +351,7 @@ pub fn attribute_into<R: ProjectResolver>(
     if found_markers.is_empty() && spent.is_empty() {
         return done;
     }
-    let rows = rows.unwrap_or_else(|| log.transitions());
+    let rows = rows_for(log, rows, &found_markers, &spent);
     if !found_markers.is_empty() {
         let (f, unattributed) = found(writer, &found_markers, &rows, resolver);
         done.markers = f.len() as u64;
@@ -360,4 +361,25 @@ pub fn attribute_into<R: ProjectResolver>(
     done.requests = spent.iter().map(|s| s.copies).sum();
     item.usage = spending(&rows, spent);
     done
+}
+
+/// The rows to attribute `markers` and `spent` through: `window`'s when it covers each
+/// of their times (a Stop's events are as late as the log's rows, nearly always: then
+/// the log is not read again, and memory does not grow with it), else every row of
+/// `log`, read now.
+pub fn rows_for(
+    log: &ScopeLog,
+    window: Option<transcope_scopelog::Window>,
+    markers: &[transcope_core::Marker],
+    spent: &[transcope_usage::Spent],
+) -> Vec<transcope_scopelog::Row> {
+    match window {
+        Some(w)
+            if markers.iter().all(|m| w.covers_value(m.at.as_ref()))
+                && spent.iter().all(|s| s.at.is_none_or(|t| w.covers(t))) =>
+        {
+            w.rows
+        }
+        _ => log.transitions(),
+    }
 }
