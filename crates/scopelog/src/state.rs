@@ -134,6 +134,13 @@ pub(crate) fn save(state: &Path, log: &Path, id: FileId, known: &Known) {
 
 fn try_save(state: &Path, log: &Path, id: FileId, known: &Known) -> Option<()> {
     use std::os::unix::fs::MetadataExt;
+    // Never into a folder planted as a symbolic link (the file itself is never followed).
+    if let Some(dir) = state.parent() {
+        match std::fs::symlink_metadata(dir) {
+            Ok(m) if !m.is_dir() => return None,
+            _ => {}
+        }
+    }
     let (file, size) = transcope_jsonl::open_private(log).ok()?;
     let meta = file.metadata().ok()?;
     if (meta.dev(), meta.ino()) != id || size < known.size {
