@@ -337,7 +337,9 @@ impl Transaction<'_> {
         self.latest_timed = false;
         self.earlier_timed = None;
         self.max_at = None;
-        self.strays = self.log.state_path().map(|_| Vec::new());
+        // Only a read under the lock can lead to a state being kept: the strays are
+        // looked for then (a hash per row), never in the first, unlocked read.
+        self.strays = (self.locked.is_some() && self.log.state_path().is_some()).then(Vec::new);
         self.window = Window {
             whole: true,
             ..Window::default()
