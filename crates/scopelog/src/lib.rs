@@ -256,6 +256,62 @@ impl ScopeLog {
         }
     }
 
+    /// The rows through which events at `times` are attributed exactly as through
+    /// every row ([`ScopeLog::transitions`]), read one at a time and never all held:
+    /// for each time, the row in force then (§4.1: the last in file order whose own time
+    /// is at or before it), and the log's last row, in file order. No other row of those
+    /// is at or before a time whose row in force is an earlier one (it would be in force
+    /// instead), and the last row is in force at a time only if it is that time's row; so
+    /// [`InForce`] over them picks for each time the row it picks over every row, and
+    /// they are empty exactly when the log is. Memory: a row per distinct time.
+    pub fn rows_in_force(&self, times: &[transcope_core::Instant]) -> Vec<Row> {
+        let mut ts = times.to_vec();
+        ts.sort_unstable();
+        ts.dedup();
+        // Slot j: the last row (file order) whose time is in (ts[j-1], ts[j]].
+        let mut slots: Vec<Option<(u64, Row)>> = vec![None; ts.len()];
+        let mut last: Option<(u64, Row)> = None;
+        let mut n = 0u64;
+        let read = self.path.as_deref().and_then(|p| {
+            let (mut file, size) = transcope_jsonl::open_private(p).ok()?;
+            read::scan_file(&mut file, 0, size, |row| {
+                let t = row
+                    .get("at")
+                    .and_then(serde_json::Value::as_str)
+                    .and_then(transcope_core::timestamp::parse);
+                if let Some(t) = t {
+                    let j = ts.partition_point(|x| *x < t);
+                    if j < ts.len() {
+                        slots[j] = Some((n, row.clone()));
+                    }
+                }
+                last = Some((n, row));
+                n += 1;
+            })
+            .ok()
+        });
+        if read.is_none() {
+            // Unreadable part way: as empty, like a failed whole read.
+            return Vec::new();
+        }
+        // The row in force at ts[e] is the latest (in file order) of slots 0..=e.
+        let mut kept: Vec<(u64, Row)> = Vec::new();
+        let mut best: Option<u64> = None;
+        for slot in slots.into_iter().flatten() {
+            if best.is_none_or(|b| slot.0 > b) {
+                best = Some(slot.0);
+                kept.push(slot);
+            }
+        }
+        if let Some(l) = last {
+            if kept.last().is_none_or(|k| k.0 != l.0) {
+                kept.push(l);
+            }
+        }
+        kept.sort_by_key(|k| k.0);
+        kept.into_iter().map(|(_, r)| r).collect()
+    }
+
     /// The scope in force at `at` (§4.1), or `None`.
     pub fn scope_at(&self, at: &str) -> Option<Scope> {
         scope_at_rows(&self.transitions(), at)

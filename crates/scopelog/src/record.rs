@@ -99,15 +99,6 @@ impl Window {
     pub fn covers(&self, t: Instant) -> bool {
         self.floor.is_none_or(|f| t >= f)
     }
-
-    /// [`Window::covers`] for an event's `at` as [`crate::attribute_rows`] reads it: one
-    /// that is not a string time finds no row whatever the rows are.
-    pub fn covers_value(&self, at: Option<&Value>) -> bool {
-        match at {
-            Some(Value::String(s)) => timestamp::parse(s).is_none_or(|t| self.covers(t)),
-            _ => true,
-        }
-    }
 }
 
 /// Accepted rows are appended once this many bytes of them are waiting (and at

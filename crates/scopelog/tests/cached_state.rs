@@ -151,6 +151,7 @@ fn batch(pair: &Pair, records: &[(Scope, String)], keep: bool, rng: &mut Rng, ki
             .flatten()
             .copied()
             .collect();
+        let mut asked = Vec::new();
         for _ in 0..8 {
             let t = match times.len() {
                 0 => timestamp::parse(&at(rng.next(5000), 0)).unwrap(),
@@ -163,6 +164,14 @@ fn batch(pair: &Pair, records: &[(Scope, String)], keep: bool, rng: &mut Rng, ki
             if w.covers(t) {
                 assert_eq!(in_force(&w.rows, t), in_force(&all, t), "at {t:?}");
             }
+            asked.push(t);
+        }
+        // The rows in force at those times, read a row at a time, attribute them alike.
+        let few = pair.cached.rows_in_force(&asked);
+        assert_eq!(few.is_empty(), all.is_empty());
+        assert!(few.len() <= asked.len() + 1);
+        for t in &asked {
+            assert_eq!(in_force(&few, *t), in_force(&all, *t), "at {t:?}");
         }
         // The latest time is always covered (a Stop's events are that late).
         if let Some(t) = times.iter().max() {

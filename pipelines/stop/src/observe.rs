@@ -365,21 +365,25 @@ pub fn attribute_into<R: ProjectResolver>(
 
 /// The rows to attribute `markers` and `spent` through: `window`'s when it covers each
 /// of their times (a Stop's events are as late as the log's rows, nearly always: then
-/// the log is not read again, and memory does not grow with it), else every row of
-/// `log`, read now.
+/// the log is not read again), else the rows in force at their times
+/// ([`ScopeLog::rows_in_force`]: the log read once more, a row at a time). Either way
+/// memory does not grow with the log, and each event finds the row it finds among
+/// every row.
 pub fn rows_for(
     log: &ScopeLog,
     window: Option<transcope_scopelog::Window>,
     markers: &[transcope_core::Marker],
     spent: &[transcope_usage::Spent],
 ) -> Vec<transcope_scopelog::Row> {
+    let marker_times = markers.iter().filter_map(|m| match &m.at {
+        Some(serde_json::Value::String(s)) => transcope_core::timestamp::parse(s),
+        _ => None,
+    });
+    let times: Vec<transcope_core::Instant> = marker_times
+        .chain(spent.iter().filter_map(|s| s.at))
+        .collect();
     match window {
-        Some(w)
-            if markers.iter().all(|m| w.covers_value(m.at.as_ref()))
-                && spent.iter().all(|s| s.at.is_none_or(|t| w.covers(t))) =>
-        {
-            w.rows
-        }
-        _ => log.transitions(),
+        Some(w) if times.iter().all(|t| w.covers(*t)) => w.rows,
+        _ => log.rows_in_force(&times),
     }
 }
