@@ -43,6 +43,7 @@ pub mod index;
 pub mod lockfile;
 mod read;
 mod record;
+mod state;
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -50,7 +51,7 @@ use std::time::Duration;
 
 pub use attribute::{attribute_rows, in_force_in, scope_at_rows, Event, InForce, InForceIn};
 pub use read::{decode_lossy, rows_from_bytes, scan_lines, splitlines, Row, ScannedFrom};
-pub use record::{row_line, Transaction, WrittenRow, KEPT_ROWS_MAX};
+pub use record::{row_line, Transaction, Window, WrittenRow, KEPT_ROWS_MAX, WHOLE_ROWS_BELOW};
 
 use transcope_core::session::is_valid_session_id;
 use transcope_core::{Attribution, Grant, Scope};
@@ -135,12 +136,25 @@ pub fn log_path(home: &Path, session: &str) -> Option<PathBuf> {
     is_valid_session_id(session).then(|| scopes_dir(home).join(format!("{session}.jsonl")))
 }
 
+/// `<home>/transcope/scope-logs/<session>.json`: what a batch last knew of the log's
+/// rows (see [`Transaction`]), or `None` for an invalid session id.
+pub fn state_path(home: &Path, session: &str) -> Option<PathBuf> {
+    is_valid_session_id(session).then(|| {
+        home.join("transcope")
+            .join("scope-logs")
+            .join(format!("{session}.json"))
+    })
+}
+
 /// A handle on one session's scope log. Cheap: nothing is read or created until a
 /// method needs it.
 #[derive(Clone, Debug)]
 pub struct ScopeLog {
     session: String,
     path: Option<PathBuf>,
+    /// Where batches keep the log's state (`None`: every batch reads the log whole).
+    state: Option<PathBuf>,
+    whole_rows_below: u64,
     lock_wait: LockWait,
 }
 
@@ -150,11 +164,33 @@ impl ScopeLog {
     pub fn open(home: impl AsRef<Path>, session: impl Into<String>) -> ScopeLog {
         let session = session.into();
         let path = log_path(home.as_ref(), &session);
+        let state = state_path(home.as_ref(), &session);
         ScopeLog {
             session,
             path,
+            state,
+            whole_rows_below: WHOLE_ROWS_BELOW,
             lock_wait: LockWait::Forever,
         }
+    }
+
+    /// The same log, its batches reading it whole every time and keeping no state (what
+    /// a batch did before states: the reference's way, to compare with).
+    pub fn uncached(mut self) -> ScopeLog {
+        self.state = None;
+        self
+    }
+
+    /// A log of at most `bytes` is read whole by every batch, and no state is kept for it
+    /// (default [`WHOLE_ROWS_BELOW`]).
+    pub fn whole_rows_below(mut self, bytes: u64) -> ScopeLog {
+        self.whole_rows_below = bytes;
+        self
+    }
+
+    /// Where batches keep this log's state; `None` when they keep none.
+    pub fn state_path(&self) -> Option<&Path> {
+        self.state.as_deref()
     }
 
     /// Set how long `record` waits for the lock.
@@ -218,6 +254,62 @@ impl ScopeLog {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
             Err(e) => Err(e),
         }
+    }
+
+    /// The rows through which events at `times` are attributed exactly as through
+    /// every row ([`ScopeLog::transitions`]), read one at a time and never all held:
+    /// for each time, the row in force then (§4.1: the last in file order whose own time
+    /// is at or before it), and the log's last row, in file order. No other row of those
+    /// is at or before a time whose row in force is an earlier one (it would be in force
+    /// instead), and the last row is in force at a time only if it is that time's row; so
+    /// [`InForce`] over them picks for each time the row it picks over every row, and
+    /// they are empty exactly when the log is. Memory: a row per distinct time.
+    pub fn rows_in_force(&self, times: &[transcope_core::Instant]) -> Vec<Row> {
+        let mut ts = times.to_vec();
+        ts.sort_unstable();
+        ts.dedup();
+        // Slot j: the last row (file order) whose time is in (ts[j-1], ts[j]].
+        let mut slots: Vec<Option<(u64, Row)>> = vec![None; ts.len()];
+        let mut last: Option<(u64, Row)> = None;
+        let mut n = 0u64;
+        let read = self.path.as_deref().and_then(|p| {
+            let (mut file, size) = transcope_jsonl::open_private(p).ok()?;
+            read::scan_file(&mut file, 0, size, |row| {
+                let t = row
+                    .get("at")
+                    .and_then(serde_json::Value::as_str)
+                    .and_then(transcope_core::timestamp::parse);
+                if let Some(t) = t {
+                    let j = ts.partition_point(|x| *x < t);
+                    if j < ts.len() {
+                        slots[j] = Some((n, row.clone()));
+                    }
+                }
+                last = Some((n, row));
+                n += 1;
+            })
+            .ok()
+        });
+        if read.is_none() {
+            // Unreadable part way: as empty, like a failed whole read.
+            return Vec::new();
+        }
+        // The row in force at ts[e] is the latest (in file order) of slots 0..=e.
+        let mut kept: Vec<(u64, Row)> = Vec::new();
+        let mut best: Option<u64> = None;
+        for slot in slots.into_iter().flatten() {
+            if best.is_none_or(|b| slot.0 > b) {
+                best = Some(slot.0);
+                kept.push(slot);
+            }
+        }
+        if let Some(l) = last {
+            if kept.last().is_none_or(|k| k.0 != l.0) {
+                kept.push(l);
+            }
+        }
+        kept.sort_by_key(|k| k.0);
+        kept.into_iter().map(|(_, r)| r).collect()
     }
 
     /// The scope in force at `at` (§4.1), or `None`.

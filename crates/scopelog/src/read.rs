@@ -103,20 +103,35 @@ fn next_break(buf: &[u8], from: usize, eof: bool) -> Option<(usize, usize)> {
     None
 }
 
-/// What [`scan_log`] saw of a log besides its rows.
+/// What [`scan_file`] saw of a log besides its rows.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Scanned {
     /// The bytes are non-empty and do not end with `\n` (the fresh-line rule applies).
     pub torn_tail: bool,
 }
 
-/// Every readable row of the log at `path`, in file order, handed to `row` one at a
-/// time — exactly the rows [`rows_from_bytes`] gives for the file's bytes, but read in
-/// 64 KiB pieces, so memory is the longest line, never the log. The file is read as of
-/// its size when opened ([`read_private`](crate::read_private)'s rules: a symbolic link
-/// or anything but a regular file is an error).
-pub(crate) fn scan_log(path: &Path, mut row: impl FnMut(Row)) -> io::Result<Scanned> {
-    let scanned = scan_lines(path, 0, |_, r| row(r))?;
+/// [`scan_file`] over the whole log at `path`, as of its size when opened.
+#[cfg(test)]
+pub(crate) fn scan_log(path: &Path, row: impl FnMut(Row)) -> io::Result<Scanned> {
+    let (mut file, size) = transcope_jsonl::open_private(path)?;
+    scan_file(&mut file, 0, size, row)
+}
+
+/// Every readable row of bytes `[start, start + len)` of an open log, in file order,
+/// handed to `row` one at a time — exactly the rows [`rows_from_bytes`] gives for those
+/// bytes, but read in 64 KiB pieces, so memory is the longest line, never the log (open
+/// it as [`read_private`](crate::read_private) does: never through a symbolic link, a
+/// regular file only). `start` must be 0 or just after a `\n` (a line boundary
+/// whatever follows: the rows of the bytes before and of the bytes after are then the
+/// rows of the whole); the torn-tail flag is the range's (an empty range after a `\n`
+/// is not torn).
+pub(crate) fn scan_file(
+    file: &mut std::fs::File,
+    start: u64,
+    len: u64,
+    mut row: impl FnMut(Row),
+) -> io::Result<Scanned> {
+    let scanned = scan_range(file, start, len, |_, r| row(r))?;
     Ok(Scanned {
         torn_tail: scanned.torn_tail,
     })
@@ -141,23 +156,33 @@ pub struct ScannedFrom {
 /// what [`rows_from_bytes`] gives for those bytes. Since `\n` always ends a line, the
 /// rows from a `\n` boundary on are exactly those a whole read finds past it, so a
 /// mirror can read what was appended and nothing else.
-pub fn scan_lines(
-    path: &Path,
-    from: u64,
+pub fn scan_lines(path: &Path, from: u64, row: impl FnMut(&str, Row)) -> io::Result<ScannedFrom> {
+    let (mut file, size) = transcope_jsonl::open_private(path)?;
+    let from = from.min(size);
+    let mut out = scan_range(&mut file, from, size - from, row)?;
+    out.size = size;
+    Ok(out)
+}
+
+/// The one reader under [`scan_file`] and [`scan_lines`]: bytes `[start, start + len)`
+/// of `file`, each readable row with its line's text; places in the result are the
+/// file's (`size` is `start + len`).
+fn scan_range(
+    file: &mut std::fs::File,
+    start: u64,
+    len: u64,
     mut row: impl FnMut(&str, Row),
 ) -> io::Result<ScannedFrom> {
     use std::io::{Seek, SeekFrom};
     const CHUNK: usize = 64 * 1024;
-    let (mut file, size) = transcope_jsonl::open_private(path)?;
-    let from = from.min(size);
-    file.seek(SeekFrom::Start(from))?;
-    let mut file = file.take(size - from);
-    let mut buf: Vec<u8> = Vec::with_capacity(CHUNK.min((size - from) as usize));
+    file.seek(SeekFrom::Start(start))?;
+    let mut file = file.take(len);
+    let mut buf: Vec<u8> = Vec::with_capacity(CHUNK.min(len as usize));
     // The file offset of `buf[0]`.
-    let mut base = from;
+    let mut base = start;
     let mut out = ScannedFrom {
-        size,
-        whole_to: from,
+        size: start + len,
+        whole_to: start,
         ..ScannedFrom::default()
     };
     let mut last_byte = None;

@@ -3,15 +3,16 @@
 use std::collections::HashSet;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::Path;
 use std::time::Duration;
 
 use serde_json::Value;
-use transcope_core::{py, timestamp, Grant, Scope, ScopeField};
+use transcope_core::{py, timestamp, Grant, Instant, Scope, ScopeField};
 
 use crate::lockfile::{self, open_sidecar, Locked, NotLocked};
-use crate::read::scan_log;
+use crate::read::scan_file;
+use crate::state;
 use crate::{LockWait, RecordError, Refusal, Row, ScopeLog};
 
 /// A row [`ScopeLog::record`] appended.
@@ -67,37 +68,36 @@ pub(crate) fn record(
 /// tens of thousands must not cost a map per row: see [`Transaction`]'s cost).
 pub const KEPT_ROWS_MAX: usize = 1024;
 
-/// The rows a transaction holds of its log, in file order: the latest one (the rules
-/// compare against it), or — asked for ([`ScopeLog::transaction_keeping_rows`]) and
-/// while they are at most [`KEPT_ROWS_MAX`] — every one, the latest last.
-enum Held {
-    Latest(Option<Row>),
-    All(Vec<Row>),
+/// A log at most this long is read whole, and no state is kept for it
+/// ([`ScopeLog::whole_rows_below`]): it reads in a few milliseconds, a batch that keeps
+/// its rows then has every one ([`Transaction::into_rows`]), and a batch over a short log
+/// (nearly every log of a backfill) writes no state file.
+pub const WHOLE_ROWS_BELOW: u64 = 256 * 1024;
+
+/// The rows through which events at or after an instant are attributed exactly as
+/// through every row of the log (scope-log.md §4.1: the row in force at `t` is the last
+/// in file order whose time is at or before `t`).
+///
+/// `rows` are the last row whose `at` is a time and the last row of the part of the log
+/// not kept (the "base"), then every row after it, in file order. For `t` at or after
+/// `floor` — the latest time any base row has — every timed base row is at or before
+/// `t`, so the row in force among all rows is the last kept row at or before `t`, or
+/// else the last timed base row, which is kept: [`InForce`](crate::InForce) over `rows`
+/// gives the same row. `rows` is empty exactly when the log has no rows.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Window {
+    /// The rows, in file order.
+    pub rows: Vec<Row>,
+    /// The latest time of a base row not in `rows`; `None`: every instant is covered.
+    pub floor: Option<Instant>,
+    /// `rows` are every row of the log.
+    pub whole: bool,
 }
 
-impl Held {
-    /// `row` comes next in file order. Past [`KEPT_ROWS_MAX`] only the latest is held
-    /// from then on (a batch's memory does not grow with its log).
-    fn push(&mut self, row: Row) {
-        match self {
-            Held::All(rows) if rows.len() < KEPT_ROWS_MAX => rows.push(row),
-            _ => *self = Held::Latest(Some(row)),
-        }
-    }
-
-    fn latest(&self) -> Option<&Row> {
-        match self {
-            Held::Latest(row) => row.as_ref(),
-            Held::All(rows) => rows.last(),
-        }
-    }
-
-    /// None held (whether every row is, stays as it was).
-    fn clear(&mut self) {
-        match self {
-            Held::Latest(row) => *row = None,
-            Held::All(rows) => rows.clear(),
-        }
+impl Window {
+    /// Whether the row in force at `t` among `rows` is the one among all the log's rows.
+    pub fn covers(&self, t: Instant) -> bool {
+        self.floor.is_none_or(|f| t >= f)
     }
 }
 
@@ -114,10 +114,15 @@ const FLUSH_BYTES: usize = 1 << 20;
 /// bytes as the same calls made one by one (tested against them).
 ///
 /// **Cost.** What the rules need of the rows is kept, not the rows: their number (the
-/// next `sequence`), the set of their `transition_id`s (the replay check is a lookup,
-/// not a scan) and the latest row. A batch of `n` records over a log of `m` rows takes
-/// time linear in `n + m` and memory for `m + n` ids, plus at most about 1 MiB of rows
-/// waiting to be appended.
+/// next `sequence`), the latest row, and the `transition_id`s a new one could equal (the
+/// replay check is a lookup, not a scan). With a cached state of the log (the module
+/// `state`: its rows up to a line boundary, checked before use) only the bytes after
+/// that boundary are read, and of the rows before it only the ids that are not their own
+/// row's hash are held: a transition later than every one of those rows cannot equal
+/// any other of their ids (the id hashes its `at` text, whose instant is that row's), so
+/// the other ids are read (the whole log) only when a transition comes at or before the
+/// latest time among them. A batch of `n` records after `k` new bytes takes time linear
+/// in `n + k`; without a state (or with one that no longer holds), linear in the log.
 ///
 /// **What a kill leaves.** Accepted rows are appended in order, in writes of whole rows
 /// (whenever about 1 MiB is waiting, and at `commit`), under the lock. A process
@@ -129,11 +134,35 @@ pub struct Transaction<'l> {
     log: &'l ScopeLog,
     /// Readable rows, the file's and this batch's: the next row's `sequence`.
     count: u64,
-    /// The `transition_id`s among them that could equal one this batch computes (64
-    /// lowercase hex digits), as the 32 bytes they spell.
+    /// `transition_id`s of rows (as the 32 bytes they spell): every one when
+    /// `ids_complete`, else those a new transition later than `id_floor` could equal.
     ids: HashSet<[u8; 32]>,
-    /// The latest row in file order, or every row when asked for.
-    held: Held,
+    ids_complete: bool,
+    /// The latest time among the rows whose ids are not in `ids` (`ids_complete` false).
+    id_floor: Option<Instant>,
+    /// The latest row in file order, and whether its `at` is a time.
+    latest: Option<Row>,
+    latest_timed: bool,
+    /// The last row before `latest` whose `at` is a time.
+    earlier_timed: Option<Row>,
+    /// The latest time of any row.
+    max_at: Option<Instant>,
+    /// The ids of rows that are not their own row's hash, while at most
+    /// [`state::MAX_STRAYS`] (`None`: more, or not tracked: no state is saved).
+    strays: Option<Vec<[u8; 32]>>,
+    /// Keep the rows for [`Transaction::into_window`].
+    keep: bool,
+    window: Window,
+    /// More than [`KEPT_ROWS_MAX`] rows came since the window's base: none is kept one by
+    /// one until the window is based again on every row so far.
+    window_over: bool,
+    /// The log file read (device, inode) and the bytes of it the fields above describe.
+    file: Option<state::FileId>,
+    end: u64,
+    /// The bytes a cached state described when one was used (nothing new: not saved).
+    cached: Option<u64>,
+    /// The fields above describe bytes `[0, end)` of `file` (no write went elsewhere).
+    exact: bool,
     /// The file's bytes are non-empty and do not end with `\n` (fresh-line rule).
     torn_tail: bool,
     /// The lock, held from the first record attempt until commit.
@@ -197,7 +226,7 @@ impl Stuck {
 
 /// The 32 bytes a `transition_id` of 64 lowercase hex digits spells; `None` for any
 /// other value (which no computed id can equal).
-fn id_key(id: &str) -> Option<[u8; 32]> {
+pub(crate) fn id_key(id: &str) -> Option<[u8; 32]> {
     let hex = id.as_bytes();
     if hex.len() != 64 {
         return None;
@@ -223,12 +252,13 @@ impl ScopeLog {
         t
     }
 
-    /// [`ScopeLog::transaction`] that also keeps every row it reads and appends, for
-    /// [`Transaction::into_rows`]: a caller that attributes through the log once the
+    /// [`ScopeLog::transaction`] that also keeps the rows it reads and appends, for
+    /// [`Transaction::into_window`] (and, while they are every row,
+    /// [`Transaction::into_rows`]): a caller that attributes through the log once the
     /// batch is done need not read it again.
     pub fn transaction_keeping_rows(&self) -> Transaction<'_> {
         let mut t = self.transaction_unread();
-        t.held = Held::All(Vec::new());
+        t.keep = true;
         t.reload();
         t
     }
@@ -238,7 +268,20 @@ impl ScopeLog {
             log: self,
             count: 0,
             ids: HashSet::new(),
-            held: Held::Latest(None),
+            ids_complete: true,
+            id_floor: None,
+            latest: None,
+            latest_timed: false,
+            earlier_timed: None,
+            max_at: None,
+            strays: None,
+            keep: false,
+            window: Window::default(),
+            window_over: false,
+            file: None,
+            end: 0,
+            cached: None,
+            exact: false,
             torn_tail: false,
             locked: None,
             stuck: None,
@@ -253,36 +296,177 @@ impl ScopeLog {
     }
 }
 
+/// Whether `id` is the `transition_id` of `row`'s own session (the log's), `at` and
+/// scope: a transition equal to it has that very `at` text.
+fn own_hash(session: &str, row: &Row, id: &[u8; 32]) -> bool {
+    let Some(at) = row.get("at").and_then(Value::as_str) else {
+        return false;
+    };
+    id_key(&Scope::from_json_map(row).transition_id(session, at)).as_ref() == Some(id)
+}
+
+fn time_of(row: &Row) -> Option<Instant> {
+    row.get("at")
+        .and_then(Value::as_str)
+        .and_then(timestamp::parse)
+}
+
+fn key_of(row: &Row) -> Option<[u8; 32]> {
+    row.get("transition_id")
+        .and_then(Value::as_str)
+        .and_then(id_key)
+}
+
 impl Transaction<'_> {
-    /// Read the log again (any I/O error reads as empty, as for
-    /// [`ScopeLog::transitions`]), one row at a time.
-    fn reload(&mut self) {
+    /// Forget every row (as an empty log).
+    fn forget(&mut self) {
         self.count = 0;
         self.ids.clear();
-        self.held.clear();
-        let (count, ids, held) = (&mut self.count, &mut self.ids, &mut self.held);
-        let scanned = self.log.path().and_then(|p| {
-            scan_log(p, |row| {
-                *count += 1;
-                if let Some(key) = row
-                    .get("transition_id")
-                    .and_then(Value::as_str)
-                    .and_then(id_key)
-                {
-                    ids.insert(key);
-                }
-                held.push(row);
-            })
-            .ok()
-        });
-        if scanned.is_none() {
-            // Unreadable part way: as empty, like a failed whole read.
-            self.count = 0;
-            self.ids.clear();
-            self.held.clear();
+        self.ids_complete = true;
+        self.id_floor = None;
+        self.latest = None;
+        self.latest_timed = false;
+        self.earlier_timed = None;
+        self.max_at = None;
+        // Only a read under the lock can lead to a state being kept: the strays are
+        // looked for then (a hash per row), never in the first, unlocked read.
+        self.strays = (self.locked.is_some() && self.log.state_path().is_some()).then(Vec::new);
+        self.window = Window {
+            whole: true,
+            ..Window::default()
+        };
+        self.window_over = false;
+        self.file = None;
+        self.end = 0;
+        self.cached = None;
+        self.exact = true;
+        self.torn_tail = false;
+    }
+
+    /// Read the log again (any I/O error reads as empty, as for
+    /// [`ScopeLog::transitions`]), one row at a time: from the boundary of its cached
+    /// state when that holds, else whole.
+    fn reload(&mut self) {
+        self.forget();
+        if let Some(path) = self.log.path() {
+            if self.load(path).is_err() {
+                // Unreadable part way: as empty, like a failed whole read.
+                self.forget();
+            }
         }
-        self.torn_tail = scanned.is_some_and(|s| s.torn_tail);
         self.read = true;
+    }
+
+    fn load(&mut self, path: &Path) -> io::Result<()> {
+        let (mut file, size) = transcope_jsonl::open_private(path)?;
+        let meta = file.metadata()?;
+        let id = (meta.dev(), meta.ino());
+        let known = match self.log.state_path() {
+            Some(state) if size > self.log.whole_rows_below => state::load(state, &file, id, size),
+            _ => None,
+        };
+        let start = match known {
+            Some(k) => {
+                let start = k.size;
+                self.take_known(k);
+                start
+            }
+            None => 0,
+        };
+        let scanned = scan_file(&mut file, start, size - start, |row| self.read_row(row))?;
+        if self.window_over {
+            self.rebase();
+        }
+        self.file = Some(id);
+        self.end = size;
+        self.torn_tail = scanned.torn_tail;
+        Ok(())
+    }
+
+    /// Start from a cached state: its rows are the base, only its strays' ids are held.
+    fn take_known(&mut self, k: state::Known) {
+        self.count = k.count;
+        self.latest_timed = k.latest.as_ref().and_then(time_of).is_some();
+        self.latest = k.latest;
+        self.earlier_timed = k.earlier_timed;
+        self.max_at = k.max_at;
+        self.ids = k.strays.iter().copied().collect();
+        self.strays = Some(k.strays);
+        self.ids_complete = false;
+        self.id_floor = k.max_at;
+        self.cached = Some(k.size);
+        if self.keep {
+            self.rebase();
+        }
+    }
+
+    /// One row read from the file, next in file order.
+    fn read_row(&mut self, row: Row) {
+        if let Some(key) = key_of(&row) {
+            self.ids.insert(key);
+            if let Some(strays) = &mut self.strays {
+                if !own_hash(self.log.session(), &row, &key) {
+                    strays.push(key);
+                    if strays.len() > state::MAX_STRAYS {
+                        self.strays = None;
+                    }
+                }
+            }
+        }
+        let time = time_of(&row);
+        self.push_row(row, time);
+    }
+
+    /// `row` (whose `at` is `time`) comes next in file order.
+    fn push_row(&mut self, row: Row, time: Option<Instant>) {
+        self.count += 1;
+        self.max_at = self.max_at.max(time);
+        if self.keep && !self.window_over {
+            if self.window.rows.len() < KEPT_ROWS_MAX {
+                self.window.rows.push(row.clone());
+            } else {
+                // Based again on every row once the read or the batch is done.
+                self.window_over = true;
+                self.window.rows = Vec::new();
+                self.window.whole = false;
+            }
+        }
+        if let Some(prev) = self.latest.replace(row) {
+            if self.latest_timed {
+                self.earlier_timed = Some(prev);
+            }
+        }
+        self.latest_timed = time.is_some();
+    }
+
+    /// Every row so far becomes the base of the window: only its last timed row and
+    /// its last row are kept, and its latest time is the floor.
+    fn rebase(&mut self) {
+        let mut rows = Vec::with_capacity(2);
+        if !self.latest_timed {
+            rows.extend(self.earlier_timed.clone());
+        }
+        rows.extend(self.latest.clone());
+        self.window = Window {
+            rows,
+            floor: self.max_at,
+            whole: false,
+        };
+        self.window_over = false;
+    }
+
+    /// Make `ids` every id of the log's rows (the file's, then this batch's: those are in
+    /// it already).
+    fn load_all_ids(&mut self, path: &Path) -> io::Result<()> {
+        let (mut file, size) = transcope_jsonl::open_private(path)?;
+        let ids = &mut self.ids;
+        scan_file(&mut file, 0, size, |row| {
+            if let Some(k) = key_of(&row) {
+                ids.insert(k);
+            }
+        })?;
+        self.ids_complete = true;
+        Ok(())
     }
 
     /// How many readable rows the log has as this batch stands (the file's, then the
@@ -293,12 +477,36 @@ impl Transaction<'_> {
 
     /// The latest row in file order as this batch stands.
     pub fn last_row(&self) -> Option<&Row> {
-        self.held.latest()
+        self.latest.as_ref()
     }
 
-    /// Whether a row with this `transition_id` is in the log as this batch stands.
+    /// Whether a row with this `transition_id` is in the log as this batch stands (the
+    /// log is read for it when the ids held cannot say).
     pub fn contains_transition(&self, id: &str) -> bool {
-        id_key(id).is_some_and(|k| self.ids.contains(&k))
+        let Some(key) = id_key(id) else {
+            return false;
+        };
+        if self.ids.contains(&key) {
+            return true;
+        }
+        if self.ids_complete {
+            return false;
+        }
+        let mut found = false;
+        if let Some(path) = self.log.path() {
+            if let Ok((mut file, size)) = transcope_jsonl::open_private(path) {
+                let _ = scan_file(&mut file, 0, size, |row| {
+                    found |= key_of(&row) == Some(key);
+                });
+            }
+        }
+        found
+    }
+
+    /// Where the last read of the log started: the bytes a cached state stood for, or
+    /// `None` when the log was read whole.
+    pub fn read_from(&self) -> Option<u64> {
+        self.cached
     }
 
     /// How many rows this batch accepted so far.
@@ -311,20 +519,32 @@ impl Transaction<'_> {
         self.durable
     }
 
+    /// Every row were it done ok: no rows waiting, none lost.
+    fn settled(&self) -> bool {
+        self.stuck.is_none() && self.pending.is_empty() && self.durable == self.accepted
+    }
+
     /// The rows kept ([`ScopeLog::transaction_keeping_rows`]) once every row this batch
-    /// accepted has reached the file: the rows [`ScopeLog::transitions`] would read
+    /// accepted has reached the log: the rows [`ScopeLog::transitions`] would read
     /// back then (the same file order, the same values). `None` when none were kept
-    /// (or more than [`KEPT_ROWS_MAX`] there were), rows still wait to be appended, or
-    /// the batch failed part way (the file then holds fewer rows than the batch
-    /// accepted: read it).
-    pub fn into_rows(mut self) -> Option<Vec<Row>> {
-        if self.stuck.is_some() || !self.pending.is_empty() || self.durable != self.accepted {
+    /// (or more than [`KEPT_ROWS_MAX`] there were, or a cached state stood for some),
+    /// rows still wait to be appended, or the batch failed part way (the file then holds
+    /// fewer rows than the batch accepted: read it).
+    pub fn into_rows(self) -> Option<Vec<Row>> {
+        self.into_window().filter(|w| w.whole).map(|w| w.rows)
+    }
+
+    /// The rows kept ([`ScopeLog::transaction_keeping_rows`]) as a [`Window`] on the log
+    /// as this batch leaves it, once every row it accepted has reached the log; `None`
+    /// when none were kept, rows still wait, or the batch failed part way.
+    pub fn into_window(mut self) -> Option<Window> {
+        if !self.keep || !self.settled() {
             return None;
         }
-        match std::mem::replace(&mut self.held, Held::Latest(None)) {
-            Held::All(rows) => Some(rows),
-            Held::Latest(_) => None,
+        if self.window_over {
+            self.rebase();
         }
+        Some(std::mem::take(&mut self.window))
     }
 
     /// The `transition_id` of the row this batch accepted last.
@@ -338,7 +558,8 @@ impl Transaction<'_> {
     /// A refusal (the rules); the lock's wait running out ([`RecordError::LockTimeout`])
     /// or the lock being unusable ([`RecordError::LockUnusable`]), after which every
     /// later record of the batch fails the same way at once and nothing is written; a
-    /// failed write of waiting rows ([`RecordError::Io`]), likewise final.
+    /// failed write of waiting rows ([`RecordError::Io`]), likewise final; the log
+    /// unreadable when its ids must be read ([`RecordError::Io`]).
     pub fn record(
         &mut self,
         scope: &Scope,
@@ -371,12 +592,21 @@ impl Transaction<'_> {
         }
         let id = scope.transition_id(self.log.session(), at);
         let key = id_key(&id);
-        // 8. Idempotent replay, anywhere in the file.
-        if key.is_some_and(|k| self.ids.contains(&k)) {
-            return Ok(None);
+        // 8. Idempotent replay, anywhere in the file. The ids not held are of rows whose
+        // time is at most `id_floor` and whose id hashes that time's own text.
+        if let Some(k) = key {
+            if !self.ids_complete && self.id_floor.is_some_and(|f| instant <= f) {
+                self.load_all_ids(path).map_err(|source| RecordError::Io {
+                    context: "reading the scope log",
+                    source,
+                })?;
+            }
+            if self.ids.contains(&k) {
+                return Ok(None);
+            }
         }
         // 9. Against the latest row in file order.
-        if let Some(latest) = self.held.latest() {
+        if let Some(latest) = &self.latest {
             if let Some(latest_at) = latest
                 .get("at")
                 .and_then(Value::as_str)
@@ -414,8 +644,7 @@ impl Transaction<'_> {
         for (f, v) in scope.iter() {
             row.insert(f.key().into(), Value::String(v.to_owned()));
         }
-        self.held.push(row);
-        self.count += 1;
+        self.push_row(row, Some(instant));
         if let Some(k) = key {
             self.ids.insert(k);
         }
@@ -459,10 +688,21 @@ impl Transaction<'_> {
             }
             None => open_append(path).and_then(|f| {
                 let f = self.out.insert(f);
-                start = f.metadata().ok().map(|m| m.len());
+                let meta = f.metadata().ok();
+                start = meta.as_ref().map(|m| m.len());
+                // The file appended to is the one read (or, none read, a new one).
+                let id = meta.map(|m| (m.dev(), m.ino()));
+                if self.file.is_some() && self.file != id || id.is_none() {
+                    self.exact = false;
+                }
+                self.file = id;
                 f.write_all(self.pending.as_bytes())
             }),
         };
+        // What the state describes stays exact only if the write went just after it.
+        if start != Some(self.end) {
+            self.exact = false;
+        }
         let reached = match (&written, &self.out, start) {
             (Err(_), Some(f), Some(start)) => f
                 .metadata()
@@ -471,6 +711,8 @@ impl Transaction<'_> {
         };
         match written {
             Ok(()) => {
+                self.end += self.pending.len() as u64;
+                self.torn_tail = false;
                 self.pending.clear();
                 self.durable += std::mem::take(&mut self.pending_rows);
                 Ok(())
@@ -484,6 +726,7 @@ impl Transaction<'_> {
                 self.durable += (ends - repair) as u64;
                 self.pending.clear();
                 self.pending_rows = 0;
+                self.exact = false;
                 self.stuck = Some(Stuck::Write(source.kind(), source.to_string()));
                 Err(RecordError::Io {
                     context: APPENDING,
@@ -493,7 +736,47 @@ impl Transaction<'_> {
         }
     }
 
-    /// Append the rows still waiting and release the lock. Returns how many rows the
+    /// Keep, for the next batch on this log, what this one knows of its rows (the
+    /// cached state: see [`Transaction`]'s cost), when it holds the lock, every row it
+    /// accepted reached the log, the log ends with a newline and something is new since
+    /// the state it started from. A state that cannot be written costs only a whole
+    /// read next time.
+    pub fn save_state(&self) {
+        let (Some(state), Some(path), Some(file), Some(strays)) = (
+            self.log.state_path(),
+            self.log.path(),
+            self.file,
+            &self.strays,
+        ) else {
+            return;
+        };
+        if self.locked.is_none()
+            || self.end <= self.log.whole_rows_below
+            || !self.read
+            || !self.exact
+            || !self.settled()
+            || self.torn_tail
+            || self.cached == Some(self.end)
+        {
+            return;
+        }
+        let known = state::Known {
+            size: self.end,
+            count: self.count,
+            latest: self.latest.clone(),
+            earlier_timed: if self.latest_timed {
+                None
+            } else {
+                self.earlier_timed.clone()
+            },
+            max_at: self.max_at,
+            strays: strays.clone(),
+        };
+        state::save(state, path, file, &known);
+    }
+
+    /// Append the rows still waiting, keep the log's state for the next batch
+    /// ([`Transaction::save_state`]) and release the lock. Returns how many rows the
     /// batch wrote.
     ///
     /// # Errors
@@ -501,6 +784,7 @@ impl Transaction<'_> {
     /// readable afterwards say what was written.
     pub fn commit(mut self) -> Result<u64, RecordError> {
         self.flush()?;
+        self.save_state();
         self.locked = None;
         Ok(self.durable)
     }

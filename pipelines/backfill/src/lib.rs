@@ -997,7 +997,7 @@ fn found(
     w: &mut Worker,
     opts: &Options,
     key: &str,
-    (log, rows): (&ScopeLog, Option<Vec<transcope_scopelog::Row>>),
+    (log, rows): (&ScopeLog, Option<transcope_scopelog::Window>),
     (markers, usage): (
         Option<&mut MarkerStage>,
         Option<&mut transcope_usage::UsageStage>,

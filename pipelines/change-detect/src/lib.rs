@@ -44,7 +44,7 @@ use serde_json::Value;
 use transcope_core::{scope::normalise, timestamp, Entry, Instant, Scope, ScopeField};
 
 use transcope_identity::{ProjectIdentity, ResolveError};
-use transcope_scopelog::{RecordError, ScopeLog, Transaction};
+use transcope_scopelog::{RecordError, ScopeLog, Transaction, Window};
 
 pub use transcope_identity::{Env, ProjectResolver};
 
@@ -92,9 +92,10 @@ pub struct Outcome {
     /// rest are in the log, which an index sync reads).
     pub written: Vec<String>,
     /// The log's rows as the run left them, when asked for
-    /// ([`ChangeDetect::keeping_rows`]) and every accepted row reached the log:
+    /// ([`ChangeDetect::keeping_rows`]) and every accepted row reached the log: a
+    /// [`Window`] through which an event at or after its floor is attributed as through
     /// what [`ScopeLog::transitions`] reads back, without a second read.
-    pub rows: Option<Vec<transcope_scopelog::Row>>,
+    pub rows: Option<Window>,
 }
 
 /// The most appended lines an [`Outcome`] keeps.
@@ -267,7 +268,9 @@ impl<'a, R: ProjectResolver> ChangeDetect<'a, R> {
                 drop(txn);
                 let _ = self.log.remove_if_empty();
             } else {
-                self.out.rows = txn.into_rows();
+                // Still under the lock: what the next run need not read again.
+                txn.save_state();
+                self.out.rows = txn.into_window();
             }
         }
     }

@@ -325,14 +325,15 @@ pub struct Attributed {
 
 /// Put into `item` what `markers` and `usage` found, attributed by `writer` through
 /// `log` (an archived session's: [`transcope_brain::Writer::archived`]): through
-/// `rows` when change detection handed the log's rows on ([`Outcome::rows`]: the rows
-/// the log holds once its run is done), else through the log read now.
+/// `rows` when change detection handed the log's rows on ([`Outcome::rows`]: a window
+/// on the log as its run left it) and they cover every event, else through the log
+/// read now ([`rows_for`]).
 ///
 /// [`Outcome::rows`]: transcope_change_detect::Outcome::rows
 pub fn attribute_into<R: ProjectResolver>(
     item: &mut Observed,
     log: &ScopeLog,
-    rows: Option<Vec<transcope_scopelog::Row>>,
+    rows: Option<transcope_scopelog::Window>,
     writer: &transcope_brain::Writer<'_>,
     markers: Option<&mut transcope_markers::MarkerStage>,
     usage: Option<&mut transcope_usage::UsageStage>,
@@ -350,7 +351,7 @@ pub fn attribute_into<R: ProjectResolver>(
     if found_markers.is_empty() && spent.is_empty() {
         return done;
     }
-    let rows = rows.unwrap_or_else(|| log.transitions());
+    let rows = rows_for(log, rows, &found_markers, &spent);
     if !found_markers.is_empty() {
         let (f, unattributed) = found(writer, &found_markers, &rows, resolver);
         done.markers = f.len() as u64;
@@ -360,4 +361,29 @@ pub fn attribute_into<R: ProjectResolver>(
     done.requests = spent.iter().map(|s| s.copies).sum();
     item.usage = spending(&rows, spent);
     done
+}
+
+/// The rows to attribute `markers` and `spent` through: `window`'s when it covers each
+/// of their times (a Stop's events are as late as the log's rows, nearly always: then
+/// the log is not read again), else the rows in force at their times
+/// ([`ScopeLog::rows_in_force`]: the log read once more, a row at a time). Either way
+/// memory does not grow with the log, and each event finds the row it finds among
+/// every row.
+pub fn rows_for(
+    log: &ScopeLog,
+    window: Option<transcope_scopelog::Window>,
+    markers: &[transcope_core::Marker],
+    spent: &[transcope_usage::Spent],
+) -> Vec<transcope_scopelog::Row> {
+    let marker_times = markers.iter().filter_map(|m| match &m.at {
+        Some(serde_json::Value::String(s)) => transcope_core::timestamp::parse(s),
+        _ => None,
+    });
+    let times: Vec<transcope_core::Instant> = marker_times
+        .chain(spent.iter().filter_map(|s| s.at))
+        .collect();
+    match window {
+        Some(w) if times.iter().all(|t| w.covers(*t)) => w.rows,
+        _ => log.rows_in_force(&times),
+    }
 }

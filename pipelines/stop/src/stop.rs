@@ -216,15 +216,15 @@ pub fn run_stop<R: ProjectResolver + Send>(
         return sum;
     }
     // 4. Attribution through the writing session's own log: the rows change detection
-    // read and left (not read again), else the log read now; not at all when there is
-    // nothing to attribute (the common Stop with nothing new).
+    // read and left (not read again) when they cover every event, else the log read
+    // now; not at all when there is nothing to attribute (the common Stop with nothing
+    // new).
     let spent = usage.take();
     let rows = match &log {
-        Some(l) if !markers.is_empty() || !spent.is_empty() => sum
-            .observe
-            .as_mut()
-            .and_then(|o| o.outcome.rows.take())
-            .unwrap_or_else(|| l.transitions()),
+        Some(l) if !markers.is_empty() || !spent.is_empty() => {
+            let window = sum.observe.as_mut().and_then(|o| o.outcome.rows.take());
+            crate::observe::rows_for(l, window, &markers, &spent)
+        }
         _ => Vec::new(),
     };
     if let Some(item) = observed.as_mut() {

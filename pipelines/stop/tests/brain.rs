@@ -711,6 +711,163 @@ fn markers_are_read_only_once_across_incremental_stops() {
     assert_eq!(third.markers[0].content, "New.");
 }
 
+// ---------------------------------------------------------------- long logs
+
+/// The session of the long-log Stops.
+const KEY: &str = "long";
+
+fn long_iso(secs: u64) -> String {
+    format!(
+        "2026-10-08T{:02}:{:02}:{:02}Z",
+        secs / 3600,
+        (secs / 60) % 60,
+        secs % 60
+    )
+}
+
+fn long_user(secs: u64, cwd: &str) -> String {
+    json!({"type": "user", "timestamp": long_iso(secs), "cwd": cwd, "gitBranch": "main",
+           "message": {"role": "user", "content": "hello"}})
+    .to_string()
+}
+
+fn long_marker(secs: u64, cwd: &str, lesson: &str) -> String {
+    json!({"type": "assistant", "timestamp": long_iso(secs), "cwd": cwd, "gitBranch": "main",
+           "message": {"role": "assistant", "content": [
+               {"type": "text", "text": format!("<!-- @lesson -->{lesson}<!-- @/lesson -->")}]}})
+    .to_string()
+}
+
+fn append_lines(path: &Path, lines: &[String]) {
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+        .unwrap();
+    for l in lines {
+        writeln!(f, "{l}").unwrap();
+    }
+}
+
+struct Home {
+    dir: tempfile::TempDir,
+    transcript: PathBuf,
+    /// Remove the log's state before each Stop (the whole-read way).
+    whole: bool,
+}
+
+impl Home {
+    fn new(whole: bool) -> Home {
+        let dir = tempfile::tempdir().unwrap();
+        let transcript = dir.path().join("t.jsonl");
+        Home {
+            dir,
+            transcript,
+            whole,
+        }
+    }
+
+    fn log(&self) -> ScopeLog {
+        ScopeLog::open(self.dir.path(), KEY)
+    }
+
+    fn stop(&self, lines: &[String]) -> Vec<Value> {
+        append_lines(&self.transcript, lines);
+        if self.whole {
+            let _ = std::fs::remove_file(self.log().state_path().unwrap());
+        }
+        let calls = Arc::new(Mutex::new(Vec::new()));
+        let home = self.dir.path();
+        let (sum, records) = stop(
+            home,
+            Some(KEY),
+            Some(&self.transcript),
+            None,
+            &Env::new(),
+            &calls,
+        );
+        assert!(sum.errors.is_empty(), "{:?}", sum.errors);
+        records.into_iter().map(|r| r.body).collect()
+    }
+}
+
+/// Stops on a session whose scope log is long (past the size read whole): each Stop
+/// starts from the log's cached state and attributes through the rows change detection
+/// hands on, yet writes the same log and the same marker bodies as Stops that read the
+/// log whole every time (the state removed before each), for markers later than every
+/// row and markers earlier than the latest (which read the log).
+#[test]
+fn stops_on_a_long_log_write_and_attribute_as_whole_reads_do() {
+    let (cached, whole) = (Home::new(false), Home::new(true));
+    // About 1,600 rows: past the size a log is read whole at.
+    let first: Vec<String> = (0..1600)
+        .map(|i| long_user(i, if i % 2 == 0 { "/w/a" } else { "/w/b" }))
+        .collect();
+    // Each later Stop: one new row (user line at the first time, in the folder) and
+    // a marker (at the second time); `None`: another writer records a row instead.
+    let later = [
+        // The marker is later than every row: the window.
+        Some((1700, "/w/c", 1701, "Late.")),
+        // Earlier than the latest row: the log is read for it.
+        Some((1800, "/w/d", 10, "Early.")),
+        // Another writer between Stops, then a marker at its row's instant.
+        None,
+        Some((1900, "/w/a", 1850, "Between.")),
+        // A line older than the latest row (skipped), then a marker in its folder.
+        Some((1, "/w/b", 1901, "After.")),
+    ];
+    let mut steps: Vec<Vec<String>> = vec![first];
+    for step in later {
+        steps.push(
+            step.map_or_else(Vec::new, |(row_at, cwd, marker_at, lesson)| {
+                vec![long_user(row_at, cwd), long_marker(marker_at, cwd, lesson)]
+            }),
+        );
+    }
+    let mut bodies: Vec<Value> = Vec::new();
+    for (n, lines) in steps.iter().enumerate() {
+        if n == 3 {
+            for h in [&cached, &whole] {
+                let scope = transcope_core::Scope::default()
+                    .with(transcope_core::ScopeField::Cwd, "/elsewhere");
+                h.log()
+                    .record(&scope, &long_iso(1850), None)
+                    .unwrap()
+                    .unwrap();
+            }
+            continue;
+        }
+        let a = cached.stop(lines);
+        let b = whole.stop(lines);
+        assert_eq!(a, b, "Stop {n}");
+        let (la, lb) = (
+            std::fs::read(cached.log().path().unwrap()).unwrap(),
+            std::fs::read(whole.log().path().unwrap()).unwrap(),
+        );
+        assert!(la == lb, "Stop {n}: the logs differ");
+        // The cached home kept a state, which the next read starts from.
+        assert!(cached.log().state_path().unwrap().is_file());
+        assert_eq!(
+            cached.log().transaction().read_from(),
+            Some(la.len() as u64)
+        );
+        bodies.extend(a);
+    }
+    // Each marker took the scope in force at its own time.
+    for (lesson, cwd) in [
+        ("Late.", "/w/c"),
+        ("Early.", "/w/a"),
+        ("Between.", "/elsewhere"),
+        ("After.", "/w/b"),
+    ] {
+        let body = bodies
+            .iter()
+            .find(|b| b["content"] == lesson)
+            .unwrap_or_else(|| panic!("{lesson} not delivered: {bodies:?}"));
+        assert_eq!(body["attrs"]["cwd"], cwd, "{lesson}: {body}");
+    }
+}
+
 // ---------------------------------------------------------------- HTTP
 
 /// A tiny HTTP/1.1 server on 127.0.0.1 answering each request with the next status
