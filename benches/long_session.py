@@ -81,14 +81,41 @@ def stop_payload(ctx):
                        "hook_event_name": "Stop"}).encode()
 
 
+def stop_once(ctx):
+    """One more line and the Stop that records its row: what a sync then has to mirror."""
+    append_line(ctx)
+    timed([ctx["bin"], "--home", ctx["home"], "hook", "stop"], stop_payload(ctx),
+          env_for(ctx["home"]))
+
+
+def middle(ctx):
+    """An instant half way through the transcript (`explain --at`)."""
+    i = ctx["n"] // 2
+    return "2026-10-%02dT%02d:%02d:%02d.5Z" % (1 + i // 86400, (i // 3600) % 24, (i // 60) % 60, i % 60)
+
+
+def q(*args):
+    """A query of the session, its index not synced first."""
+    return lambda c: [c["bin"], "--home", c["home"], *[a(c) if callable(a) else a for a in args]]
+
+
 STEPS = [
     Step("backfill (builds the log and index)",
          lambda c: [c["bin"], "--home", c["home"], "backfill", c["dir"]], timed=False),
+    Step("index sync, first (mirrors the whole log)",
+         lambda c: [c["bin"], "--home", c["home"], "index", "sync"], timed=False),
     Step("hook stop, one new line",
          lambda c: [c["bin"], "--home", c["home"], "hook", "stop"],
          stdin=stop_payload, before=append_line),
-    # The index side adds its rows here, e.g.:
-    # Step("sessions (sync)", lambda c: [c["bin"], "--home", c["home"], "sessions", "--json"]),
+    Step("index sync after a one-line Stop",
+         lambda c: [c["bin"], "--home", c["home"], "index", "sync"], before=stop_once),
+    Step("explain --at (half way)",
+         q("explain", "--session", lambda c: c["key"], "--at", middle, "--json", "--no-sync")),
+    Step("timeline --json",
+         q("timeline", "--session", lambda c: c["key"], "--json", "--no-sync")),
+    Step("sessions --json", q("sessions", "--json", "--no-sync")),
+    Step("report",
+         q("report", "--html", lambda c: os.path.join(c["home"], "report.html"), "--no-sync")),
 ]
 
 
