@@ -10,14 +10,21 @@
 #   bash testdata/sample-archive/demo.sh [DIR]     # DIR: default a new temporary folder
 #
 # TRANSCOPE names the binary (default: `transcope` on the PATH). Nothing outside DIR
-# is written: the agentihooks home is DIR/home.
+# is written: the agentihooks home is DIR/home. A temporary folder the script made
+# itself is removed when it exits, however it exits; a DIR you named is kept.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 tc="${TRANSCOPE:-transcope}"
-dir="${1:-$(mktemp -d "${TMPDIR:-/tmp}/transcope-demo.XXXXXX")}"
-mkdir -p "$dir"
+if [ $# -gt 0 ]; then
+  dir="$1"
+  mkdir -p "$dir"
+else
+  dir="$(mktemp -d "${TMPDIR:-/tmp}/transcope-demo.XXXXXX")"
+  trap 'rm -rf -- "$dir"' EXIT
+fi
 dir="$(cd "$dir" && pwd)"
+echo "== working in $dir"
 session=0f0e0d0c-0000-4000-8000-000000000001
 source_transcript="$here/claude/projects/-work-alpha-one/$session.jsonl"
 
@@ -58,4 +65,8 @@ echo "== scope log of $session"
 "$tc" --home "$dir/home" scope log --session "$session"
 echo "== timeline"
 "$tc" --home "$dir/home" timeline --no-sync --session "$session"
-echo "== everything is under $dir"
+if [ $# -gt 0 ]; then
+  echo "== everything is under $dir"
+else
+  echo "== done; $dir is removed"
+fi

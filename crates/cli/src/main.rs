@@ -99,8 +99,8 @@ enum Command {
         /// The shell.
         shell: clap_complete::Shell,
     },
-    /// Print the manual page (roff), or write one page per command into DIR.
-    #[command(hide = true)]
+    /// Print the manual page (roff: `transcope man | man -l -`), every command in it;
+    /// or write one page per command into DIR.
     Man {
         /// Write `transcope.1` and a `transcope-<command>.1` for each command here.
         #[arg(long, value_name = "DIR")]
@@ -347,7 +347,12 @@ fn run_completions(shell: clap_complete::Shell) -> anyhow::Result<u8> {
     Ok(exit::OK)
 }
 
-/// `transcope man [--dir DIR]`: the page on stdout, or every page into DIR.
+/// `transcope man [--dir DIR]`: one page on stdout, or every page into DIR.
+///
+/// The page on stdout stands alone: it lists every command with its synopsis and what
+/// it does, and refers to no other page (clap_mangen's own top page names a
+/// `transcope-<command>(1)` for each command, pages that exist only where `--dir`
+/// wrote them all). The pages `--dir` writes refer to one another, all written at once.
 fn run_man(dir: Option<PathBuf>) -> anyhow::Result<u8> {
     use anyhow::Context;
     use clap::CommandFactory;
@@ -359,13 +364,52 @@ fn run_man(dir: Option<PathBuf>) -> anyhow::Result<u8> {
                 .with_context(|| format!("writing into {}", d.display()))?;
             say!("manual pages written into {}", d.display());
         }
-        None => {
-            let mut out = Vec::new();
-            clap_mangen::Man::new(cmd).render(&mut out)?;
-            write_out(&out)?;
-        }
+        None => write_out(&one_man_page(cmd)?)?,
     }
     Ok(exit::OK)
+}
+
+/// The whole manual as one roff page: clap_mangen's title, name, synopsis, description
+/// and options, then a COMMANDS section of every command, nested ones included.
+fn one_man_page(mut cmd: clap::Command) -> io::Result<Vec<u8>> {
+    use roff::{bold, roman, Roff};
+    cmd.build();
+    let man = clap_mangen::Man::new(cmd.clone());
+    let mut out = Vec::new();
+    man.render_title(&mut out)?;
+    man.render_name_section(&mut out)?;
+    man.render_synopsis_section(&mut out)?;
+    man.render_description_section(&mut out)?;
+    man.render_options_section(&mut out)?;
+    let mut roff = Roff::new();
+    roff.control("SH", ["COMMANDS"]);
+    fn each(roff: &mut Roff, cmd: &clap::Command) {
+        for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+            if sub.get_name() == "help" {
+                continue;
+            }
+            let usage = sub.clone().render_usage().to_string();
+            let usage = usage.strip_prefix("Usage: ").unwrap_or(&usage);
+            roff.control("TP", []);
+            roff.text([bold(usage.lines().next().unwrap_or_default())]);
+            if let Some(about) = sub.get_about() {
+                for line in about.to_string().lines() {
+                    roff.text([roman(line)]);
+                }
+            }
+            each(roff, sub);
+        }
+    }
+    each(&mut roff, &cmd);
+    roff.control("SH", ["SEE ALSO"]);
+    roff.text([roman(
+        "transcope COMMAND --help documents every flag of a command. \
+         transcope man --dir DIR writes this page as transcope.1 and one page per \
+         command, transcope-COMMAND.1, which refer to one another.",
+    )]);
+    roff.to_writer(&mut out)?;
+    man.render_version_section(&mut out)?;
+    Ok(out)
 }
 
 /// Write `bytes` to stdout; a closed pipe is not an error.

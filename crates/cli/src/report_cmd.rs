@@ -1,5 +1,7 @@
-//! `transcope report --html FILE`: the index drawn as one self-contained page
-//! (`transcope_report`), synced first like every query unless `--no-sync`.
+//! `transcope report [--html FILE]`: the index drawn as one self-contained page
+//! (`transcope_report`), synced first like every query unless `--no-sync`. Without
+//! `--html` the page is `transcope-report.html` in the current folder; either way the
+//! first thing printed is the path written.
 //!
 //! The file is written whole (temporary file, then rename), so a reader never sees
 //! half a report; the folder it goes in must exist (checked before the sync, so a
@@ -14,10 +16,13 @@ use serde_json::json;
 use crate::query_cmd::{index_for, load_prices, pricer, time_arg, Common};
 use crate::{exit, println_out};
 
+/// Where the report goes without `--html`: the current folder.
+const DEFAULT_FILE: &str = "transcope-report.html";
+
 #[derive(Args, Debug)]
 pub struct ReportArgs {
     /// Write the report to FILE: one HTML page that works offline.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", default_value = DEFAULT_FILE)]
     html: PathBuf,
     /// Sessions, transitions, markers and usage from this time.
     #[arg(long, value_name = "TIME", value_parser = time_arg)]

@@ -72,6 +72,35 @@ fn an_unwritable_path_is_a_clear_error_and_writes_nothing() {
     }
 }
 
+/// Issue 34: without `--html` the report is `transcope-report.html` in the current
+/// folder, and the path written is the first thing printed.
+#[test]
+fn issue34_report_without_html_writes_transcope_report_html_here_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let (home, user, here) = (
+        dir.path().join("home"),
+        dir.path().join("user"),
+        dir.path().join("here"),
+    );
+    std::fs::create_dir_all(&here).unwrap();
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_transcope"));
+    cmd.arg("--home")
+        .arg(&home)
+        .args(["report", "--no-sync"])
+        .current_dir(&here)
+        .env("HOME", &user);
+    common::clean_env(&mut cmd);
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{}", common::text(&out.stderr));
+    let said = common::text(&out.stdout);
+    assert!(
+        said.starts_with("transcope-report.html: 0 sessions, "),
+        "{said}"
+    );
+    let page = std::fs::read_to_string(here.join("transcope-report.html")).unwrap();
+    assert!(page.starts_with("<!DOCTYPE html>"), "{page:.100}");
+}
+
 #[test]
 fn no_sync_on_an_empty_home_writes_an_empty_report() {
     let dir = tempfile::tempdir().unwrap();

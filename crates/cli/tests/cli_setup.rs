@@ -591,7 +591,12 @@ fn the_manual_page_is_roff_for_every_command() {
     let out = h.ok(&["man"]);
     let page = text(&out.stdout);
     assert!(page.contains(".TH transcope 1"), "{page:.300}");
-    assert!(page.contains("doctor"));
+    for command in ["doctor", "report", "hook install", "scope record", "man"] {
+        assert!(
+            page.contains(&format!("transcope {command}")),
+            "{command} is not in the page"
+        );
+    }
     let dir = h.path().join("man");
     h.ok(&["man", "--dir", dir.to_str().unwrap()]);
     for page in [
@@ -601,6 +606,57 @@ fn the_manual_page_is_roff_for_every_command() {
     ] {
         assert!(dir.join(page).exists(), "{page}");
     }
+}
+
+/// Issue 34: the page `transcope man` prints names no other page (the per-command pages
+/// exist only where `--dir` wrote them), and every page `--dir` writes names only pages
+/// it wrote beside it.
+#[test]
+fn issue34_man_pages_refer_only_to_pages_that_are_installed_with_them() {
+    fn refs(page: &str) -> Vec<String> {
+        let page = page.replace("\\-", "-");
+        let mut found = Vec::new();
+        for (at, _) in page.match_indices("(1)") {
+            let name: String = page[..at]
+                .chars()
+                .rev()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect();
+            if name.starts_with("transcope") {
+                found.push(name);
+            }
+        }
+        found
+    }
+    let h = Home::new();
+    let page = text(&h.ok(&["man"]).stdout);
+    assert_eq!(refs(&page), Vec::<String>::new(), "{page}");
+
+    let dir = h.path().join("man");
+    h.ok(&["man", "--dir", dir.to_str().unwrap()]);
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let page = read(&entry.unwrap().path());
+        for name in refs(&page) {
+            assert!(dir.join(format!("{name}.1")).exists(), "{name}(1)");
+            checked += 1;
+        }
+    }
+    assert!(checked > 10, "the pages --dir writes refer to one another");
+}
+
+/// Issue 34: `--help` lists `man`.
+#[test]
+fn issue34_help_lists_man() {
+    let h = Home::new();
+    let help = text(&h.ok(&["--help"]).stdout);
+    assert!(
+        help.lines().any(|l| l.trim_start().starts_with("man ")),
+        "{help}"
+    );
 }
 
 // --- what the wired hooks receive ------------------------------------------------
