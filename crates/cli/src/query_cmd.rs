@@ -816,6 +816,12 @@ pub fn run_explain(home: &Path, a: ExplainArgs) -> Result<u8> {
         .map(|p| transcope_scopelog::in_force_in(p, t))
         .unwrap_or_default();
     let rows = found.rows;
+    if rows == 0 && !index.knows(Named::Session, &a.session)? {
+        why::say_empty(
+            &index,
+            &Asked::new("rows", Held::Sessions).named(Named::Session, Some(&a.session)),
+        )?;
+    }
     let in_force = found.row.as_ref().map(|(i, r)| (*i, r));
     let later_in_file_but_earlier = found.later_but_earlier;
     let grant = a.grant.as_deref().map(transcope_core::Grant::parse_list);

@@ -104,6 +104,16 @@ fn timeline_of_no_such_session_says_so_with_the_nearest_keys() {
         "no such session: \"0f0e0d0c\"; nearest: 0f0e0d0c-0000-4000-8000-000000000001",
     );
 
+    // `explain` says it too.
+    let out = s.ok(&[
+        "explain",
+        "--session",
+        "nope",
+        "--at",
+        "2026-10-08T10:00:00Z",
+    ]);
+    says(&out, "no such session: \"nope\"");
+
     // A session the index knows answers without a word on stderr.
     let out = s.ok(&[
         "timeline",
@@ -414,4 +424,15 @@ fn deliver_names_the_outbox_and_the_report_names_usage_in_no_project() {
         said.contains(": 12 sessions, 19 transitions, 6 markers, usage in 1 group: no project ("),
         "{said}"
     );
+    // A report of a project the index does not know says why it is empty.
+    let out = s.ok(&[
+        "report",
+        "--no-sync",
+        "--html",
+        page.to_str().unwrap(),
+        "--project",
+        "github.com/nobody/nothing",
+    ]);
+    assert!(text(&out.stdout).contains(": 0 sessions, 0 transitions, 0 markers, no usage ("));
+    says(&out, "no project by that id: \"github.com/nobody/nothing\"");
 }
