@@ -9,6 +9,7 @@ use clap::Args;
 use transcope_backfill::{backfill_iter, walk, MarkersOut, Options};
 use transcope_core::adapter::AdapterRegistry;
 
+use crate::table::count;
 use crate::transcript_cmd::{bare_env, process_env, resolver_for};
 use crate::{exit, println_out, user_home};
 
@@ -213,27 +214,43 @@ pub fn run_backfill(home: &Path, args: BackfillArgs) -> Result<u8> {
         }
         println_out(&mut std::io::stdout().lock(), &v.to_string())?;
     } else {
+        let delivered = delivered.as_ref().map_or(String::new(), |d| {
+            format!(
+                "; delivered: {} sent, {} to the outbox ({}), {} failed",
+                d.sent,
+                d.outbox,
+                crate::query_cmd::outbox_shown(home, &full),
+                d.failed
+            )
+        });
         // One write: stderr is unbuffered, and a formatted line is otherwise written
         // piece by piece (and could interleave with another writer's).
-        let line = format!(
-            "transcope: {} files, {} bytes, {} transitions written, {} markers ({} new to the ledger, {} pending, {} unattributed, {} not recorded, {} unclosed){}, {} errors, {:.2} s, {:.1} MB/s\n",
-            summary.files,
-            summary.bytes,
-            summary.transitions,
-            summary.markers,
-            summary.markers_recorded,
-            pending.map_or("-".to_owned(), |n| n.to_string()),
-            summary.unattributed,
-            summary.markers_undelivered,
-            summary.unclosed,
-            delivered.as_ref().map_or(String::new(), |d| format!(
-                "; delivered: {} sent, {} to the outbox, {} failed",
-                d.sent, d.outbox, d.failed
-            )),
-            summary.errors.len(),
-            summary.seconds,
-            summary.mb_per_s()
-        );
+        let line = if summary.bytes == 0 && summary.files > 0 && summary.errors.is_empty() {
+            // Every file was read to its end by an earlier run: "0 bytes, 0 markers"
+            // would read as "found nothing".
+            format!(
+                "transcope: {} looked at, nothing new since the last run ({} pending){delivered}, {:.2} s\n",
+                count(summary.files, "file"),
+                pending.map_or("-".to_owned(), |n| count(n, "marker")),
+                summary.seconds,
+            )
+        } else {
+            format!(
+                "transcope: {}, {} bytes, {} written, {} ({} new to the ledger, {} pending, {} unattributed, {} not recorded, {} unclosed){delivered}, {}, {:.2} s, {:.1} MB/s\n",
+                count(summary.files, "file"),
+                summary.bytes,
+                count(summary.transitions, "transition"),
+                count(summary.markers, "marker"),
+                summary.markers_recorded,
+                pending.map_or("-".to_owned(), |n| n.to_string()),
+                summary.unattributed,
+                summary.markers_not_recorded,
+                summary.unclosed,
+                count(summary.errors.len() as u64, "error"),
+                summary.seconds,
+                summary.mb_per_s()
+            )
+        };
         let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
     }
     Ok(if failed { exit::RUNTIME } else { exit::OK })

@@ -6,6 +6,11 @@
 //! in each agent's settings, and the programs they run found; the home writable; the
 //! scope switch; where markers go (the brain URL reachable, or the outbox); the index
 //! readable.
+//!
+//! Every agent is checked alike: one that is not installed here (its settings folder
+//! absent) has nothing to wire and is `ok`; one that is installed and not wired is a
+//! `warn` while another agent's hooks are wired, and a `fail` when no installed
+//! agent's are (then nothing would ever call transcope).
 
 use std::net::ToSocketAddrs;
 use std::path::{Path, PathBuf};
@@ -115,8 +120,14 @@ fn binary_check() -> Check {
     }
 }
 
-/// The hooks of one agent: wired, and the programs they run found.
-fn agent_checks(agent: Agent, out: &mut Vec<Check>) {
+/// Whether `agent` is installed here: its settings folder exists.
+fn installed(agent: Agent) -> bool {
+    agent.settings_path().parent().is_some_and(Path::is_dir)
+}
+
+/// The hooks of one agent: wired, and the programs they run found (`others_wired`:
+/// another installed agent's hooks are, so this one unwired is a warning only).
+fn agent_checks(agent: Agent, others_wired: bool, out: &mut Vec<Check>) {
     let path = agent.settings_path();
     let w = wiring(agent, &path);
     let name = format!("{} hooks", agent.title());
@@ -126,9 +137,7 @@ fn agent_checks(agent: Agent, out: &mut Vec<Check>) {
         Agent::Gemini => "gemini",
     };
     let install = format!("transcope hook install --agent {flag}");
-    // Claude Code is the agent transcope is for; the others only when they are here.
-    let present = agent == Agent::Claude || path.parent().is_some_and(Path::is_dir);
-    if !present {
+    if !installed(agent) {
         out.push(check(
             &name,
             Status::Ok,
@@ -141,10 +150,10 @@ fn agent_checks(agent: Agent, out: &mut Vec<Check>) {
         return;
     }
     if w.wired.is_empty() {
-        let status = if agent == Agent::Claude {
-            Status::Fail
-        } else {
+        let status = if others_wired {
             Status::Warn
+        } else {
+            Status::Fail
         };
         out.push(check(
             &name,
@@ -356,8 +365,20 @@ fn index_check(home: &Path) -> Check {
 pub fn run_doctor(home: &Path, args: DoctorArgs) -> Result<u8> {
     let env = process_env();
     let mut checks = vec![binary_check()];
+    let wired: Vec<Agent> = Agent::ALL
+        .into_iter()
+        .filter(|&a| installed(a) && !wiring(a, &a.settings_path()).wired.is_empty())
+        .collect();
     for agent in Agent::ALL {
-        agent_checks(agent, &mut checks);
+        agent_checks(agent, wired.iter().any(|&w| w != agent), &mut checks);
+    }
+    if !Agent::ALL.into_iter().any(installed) {
+        checks.push(check(
+            "agents",
+            Status::Warn,
+            "no agent is installed here (Claude Code, Codex, Gemini CLI): no hook will call transcope; `backfill` and the queries still work on archives you name".into(),
+            None,
+        ));
     }
     checks.push(home_check(home));
     checks.push(switch_check(&env));
@@ -382,7 +403,7 @@ pub fn run_doctor(home: &Path, args: DoctorArgs) -> Result<u8> {
     }
     let broken = checks.iter().filter(|c| c.status == Status::Fail).count();
     if broken > 0 {
-        say!("{broken} check(s) failed");
+        say!("{} failed", crate::table::count(broken as u64, "check"));
         return Ok(exit::RUNTIME);
     }
     Ok(exit::OK)

@@ -29,6 +29,7 @@ mod scope_cmd;
 mod settings_file;
 mod table;
 mod transcript_cmd;
+mod why;
 
 use std::io::{self, Write};
 use std::path::PathBuf;

@@ -15,10 +15,13 @@ use transcope_backfill::{backfill_iter, walk, MarkersOut, Options};
 use transcope_brain::{BrainClient, BrainConfig, HttpSink, OutboxSink, DEFAULT_TIMEOUT};
 use transcope_change_detect::Env;
 use transcope_core::quote::quote;
-use transcope_index::{seen_key, Index, LedgerFilter, SessionFilter, State, TimelineItem};
+use transcope_index::{
+    seen_key, Held, Index, LedgerFilter, Named, SessionFilter, State, TimelineItem,
+};
 
-use crate::table::{cut, local_time, Table};
+use crate::table::{count, cut, local_time, Table};
 use crate::transcript_cmd::{bare_env, process_env, resolver_for};
+use crate::why::{self, Asked};
 use crate::{exit, print_ndjson, println_out};
 
 /// What every query takes.
@@ -41,7 +44,8 @@ pub(crate) fn time_arg(s: &str) -> Result<i64, String> {
 
 #[derive(Args, Debug)]
 pub struct SessionsArgs {
-    /// In force in this project (its `project_id`).
+    /// In force in this project (its `project_id`, or its repository's short name
+    /// when only one project has it).
     #[arg(long, value_name = "ID")]
     project: Option<String>,
     /// In force in this worktree.
@@ -135,6 +139,10 @@ pub struct UsageArgs {
     /// Spent at or before this time.
     #[arg(long, value_name = "TIME", value_parser = time_arg)]
     until: Option<i64>,
+    /// Spent in this project only (its `project_id`, or its repository's short name
+    /// when only one project has it).
+    #[arg(long, value_name = "ID")]
+    project: Option<String>,
     /// Prices from FILE (the shipped table's format) instead of the shipped table.
     #[arg(long, value_name = "FILE")]
     pricing: Option<std::path::PathBuf>,
@@ -198,17 +206,30 @@ pub fn run_usage(home: &Path, a: UsageArgs) -> Result<u8> {
     } else {
         a.by.clone()
     };
+    let project = match why::project(&index, a.project.clone())? {
+        Ok(p) => p,
+        Err(code) => return Ok(code),
+    };
     let price = pricer(&prices);
     let groups = index.usage(
         &by,
         &transcope_index::UsageFilter {
             since: a.since,
             until: a.until,
+            project: project.clone(),
             ..Default::default()
         },
         &price,
         Some(prices.fingerprint()),
     )?;
+    if groups.is_empty() {
+        why::say_empty(
+            &index,
+            &Asked::new("requests", Held::Usage)
+                .named(Named::Project, project.as_deref())
+                .window(a.since, a.until),
+        )?;
+    }
     let mut out = std::io::stdout().lock();
     if a.common.json {
         print_ndjson(&mut out, groups.iter().map(|g| g.to_json(&by)))?;
@@ -225,6 +246,8 @@ pub fn run_usage(home: &Path, a: UsageArgs) -> Result<u8> {
         "cost USD",
     ]);
     let mut t = Table::new(&header);
+    // The keys are whole: each is what a filter of the next command takes.
+    t.whole(&(0..by.len()).collect::<Vec<_>>());
     let mut total = transcope_index::UsageGroup::default();
     for g in &groups {
         let mut row: Vec<String> = g
@@ -233,7 +256,7 @@ pub fn run_usage(home: &Path, a: UsageArgs) -> Result<u8> {
             .map(|k| {
                 cut(
                     k.as_deref().filter(|k| !k.is_empty()).unwrap_or("(none)"),
-                    48,
+                    usize::MAX,
                 )
             })
             .collect();
@@ -430,14 +453,14 @@ pub(crate) fn summary_line(out: &mut impl std::io::Write, json: bool, s: &Synced
         println_out(
             out,
             &format!(
-                "{} transcripts read ({} bytes), {} transitions written, {} markers ({} new), {} scope logs mirrored, {} errors",
-                s.summary.files,
+                "{} read ({} bytes), {} written, {} ({} new), {} mirrored, {}",
+                count(s.summary.files, "transcript"),
                 s.summary.bytes,
-                s.summary.transitions,
-                s.summary.markers,
+                count(s.summary.transitions, "transition"),
+                count(s.summary.markers, "marker"),
                 s.summary.markers_recorded,
-                s.logs,
-                s.summary.errors.len()
+                count(s.logs, "scope log"),
+                count(s.summary.errors.len() as u64, "error")
             ),
         )?;
     }
@@ -446,14 +469,29 @@ pub(crate) fn summary_line(out: &mut impl std::io::Write, json: bool, s: &Synced
 
 pub fn run_sessions(home: &Path, a: SessionsArgs) -> Result<u8> {
     let index = index_for(home, a.common)?;
+    let project = match why::project(&index, a.project.clone())? {
+        Ok(p) => p,
+        Err(code) => return Ok(code),
+    };
     let sessions = index.sessions(&SessionFilter {
-        project: a.project,
-        worktree: a.worktree,
-        branch: a.branch,
-        task: a.task,
+        project: project.clone(),
+        worktree: a.worktree.clone(),
+        branch: a.branch.clone(),
+        task: a.task.clone(),
         since: a.since,
         until: a.until,
     })?;
+    if sessions.is_empty() {
+        why::say_empty(
+            &index,
+            &Asked::new("sessions", Held::Sessions)
+                .named(Named::Project, project.as_deref())
+                .named(Named::Worktree, a.worktree.as_deref())
+                .named(Named::Branch, a.branch.as_deref())
+                .named(Named::Task, a.task.as_deref())
+                .window(a.since, a.until),
+        )?;
+    }
     let mut out = std::io::stdout().lock();
     if a.common.json {
         print_ndjson(&mut out, sessions.iter().map(|s| s.to_json()))?;
@@ -468,8 +506,11 @@ pub fn run_sessions(home: &Path, a: SessionsArgs) -> Result<u8> {
         "transitions",
         "markers",
     ]);
+    // The session keys and project ids are whole: they are what the next command
+    // takes.
+    t.whole(&[0, 4]);
     for s in &sessions {
-        let mut key = cut(&s.session, 48);
+        let mut key = s.session.clone();
         if s.parent.is_some() {
             key = format!("  ↳ {key}");
         }
@@ -478,12 +519,12 @@ pub fn run_sessions(home: &Path, a: SessionsArgs) -> Result<u8> {
             s.agent.clone().unwrap_or_default(),
             s.first_at.as_deref().map(local_time).unwrap_or_default(),
             s.last_at.as_deref().map(local_time).unwrap_or_default(),
-            cut(&s.projects.join(", "), 50),
+            s.projects.join(", "),
             s.transitions.to_string(),
             s.markers.to_string(),
         ]);
     }
-    t.print(&mut out, &format!("{} sessions", sessions.len()))?;
+    t.print(&mut out, &count(sessions.len() as u64, "session"))?;
     Ok(exit::OK)
 }
 
@@ -494,20 +535,30 @@ pub fn run_timeline(home: &Path, a: TimelineArgs) -> Result<u8> {
         // Streamed: a session with a million transitions is never held whole.
         let mut nd = crate::Ndjson::new(&mut out);
         let mut failed = None;
-        index.timeline_each(&a.session, |i| match nd.push(&i.to_json()) {
-            Ok(()) => true,
-            Err(e) => {
-                failed = Some(e);
-                false
+        let mut any = false;
+        index.timeline_each(&a.session, |i| {
+            any = true;
+            match nd.push(&i.to_json()) {
+                Ok(()) => true,
+                Err(e) => {
+                    failed = Some(e);
+                    false
+                }
             }
         })?;
         if let Some(e) = failed {
             return Err(e.into());
         }
         nd.finish()?;
+        if !any {
+            say_no_events(&index, &a.session)?;
+        }
         return Ok(exit::OK);
     }
     let items = index.timeline(&a.session)?;
+    if items.is_empty() {
+        say_no_events(&index, &a.session)?;
+    }
     let mut t = Table::new(&["time (local)", "kind", "what", "attribution"]);
     for i in &items {
         match i {
@@ -529,10 +580,11 @@ pub fn run_timeline(home: &Path, a: TimelineArgs) -> Result<u8> {
                 if what[0].is_empty() {
                     what[0] = format!("cwd={}", f("cwd"));
                 }
+                // Whole: it names the project, worktree, branch and task.
                 t.row(vec![
                     local_time(at),
                     "transition".into(),
-                    cut(&what.join("  "), 80),
+                    cut(&what.join("  "), usize::MAX),
                     String::new(),
                 ]);
             }
@@ -546,9 +598,23 @@ pub fn run_timeline(home: &Path, a: TimelineArgs) -> Result<u8> {
     }
     t.print(
         &mut out,
-        &format!("{} events of {}", items.len(), a.session),
+        &format!("{} of {}", count(items.len() as u64, "event"), a.session),
     )?;
     Ok(exit::OK)
+}
+
+/// Why `session`'s timeline is empty: no such session (and the keys near it), or a
+/// session with neither transitions nor markers.
+fn say_no_events(index: &Index, session: &str) -> Result<()> {
+    if index.knows(Named::Session, session)? {
+        say!("session {session} has no transitions or markers in the index");
+        Ok(())
+    } else {
+        why::say_empty(
+            index,
+            &Asked::new("events", Held::Sessions).named(Named::Session, Some(session)),
+        )
+    }
 }
 
 fn ledger_table(rows: &[transcope_index::LedgerRow]) -> Table {
@@ -562,15 +628,17 @@ fn ledger_table(rows: &[transcope_index::LedgerRow]) -> Table {
         "task",
         "state",
     ]);
+    // The session, project and task are whole: the next command takes them.
+    t.whole(&[1, 5, 6]);
     for r in rows {
         t.row(vec![
             r.at.as_deref().map(local_time).unwrap_or_default(),
-            cut(r.session.as_deref().unwrap_or("-"), 20),
+            r.session.clone().unwrap_or_else(|| "-".into()),
             r.kind.clone(),
             cut(&r.content, 60),
             r.attribution.clone().unwrap_or_default(),
-            cut(r.project_id.as_deref().unwrap_or(""), 32),
-            cut(r.task.as_deref().unwrap_or(""), 20),
+            r.project_id.clone().unwrap_or_default(),
+            r.task.clone().unwrap_or_default(),
             r.state.as_str().to_owned(),
         ]);
     }
@@ -579,22 +647,36 @@ fn ledger_table(rows: &[transcope_index::LedgerRow]) -> Table {
 
 pub fn run_ledger(home: &Path, a: LedgerArgs) -> Result<u8> {
     let index = index_for(home, a.common)?;
+    let project = match why::project(&index, a.project.clone())? {
+        Ok(p) => p,
+        Err(code) => return Ok(code),
+    };
     let rows = index.ledger(&LedgerFilter {
-        project: a.project,
-        task: a.task,
-        session: a.session,
-        kind: a.kind,
+        project: project.clone(),
+        task: a.task.clone(),
+        session: a.session.clone(),
+        kind: a.kind.clone(),
         since: a.since,
         until: a.until,
         pending: a.pending,
         ..LedgerFilter::default()
     })?;
+    if rows.is_empty() {
+        let mut asked = Asked::new("markers", Held::Markers)
+            .named(Named::Session, a.session.as_deref())
+            .named(Named::Project, project.as_deref())
+            .named(Named::Task, a.task.as_deref())
+            .named(Named::MarkerType, a.kind.as_deref())
+            .window(a.since, a.until);
+        asked.pending = a.pending;
+        why::say_empty(&index, &asked)?;
+    }
     let mut out = std::io::stdout().lock();
     if a.common.json {
         print_ndjson(&mut out, rows.iter().map(|r| r.to_json()))?;
         return Ok(exit::OK);
     }
-    ledger_table(&rows).print(&mut out, &format!("{} markers", rows.len()))?;
+    ledger_table(&rows).print(&mut out, &count(rows.len() as u64, "marker"))?;
     Ok(exit::OK)
 }
 
@@ -658,6 +740,18 @@ pub fn deliver_all(
     Ok(report)
 }
 
+/// The outbox folder delivery writes to (`BRAIN_WRITER_OUTBOX`, else the home's), as
+/// a person reads it.
+pub(crate) fn outbox_shown(home: &Path, env: &Env) -> String {
+    transcope_core::quote::escape_unsafe(
+        &BrainConfig::from_env(home, env)
+            .outbox
+            .display()
+            .to_string(),
+    )
+    .into_owned()
+}
+
 pub fn run_deliver(home: &Path, a: DeliverArgs) -> Result<u8> {
     if !a.common.no_sync {
         sync(home, Sync::Quick)?;
@@ -672,7 +766,7 @@ pub fn run_deliver(home: &Path, a: DeliverArgs) -> Result<u8> {
         } else {
             ledger_table(&rows).print(
                 &mut out,
-                &format!("{} markers would be delivered", rows.len()),
+                &format!("{} would be delivered", count(rows.len() as u64, "marker")),
             )?;
         }
         return Ok(exit::OK);
@@ -685,13 +779,19 @@ pub fn run_deliver(home: &Path, a: DeliverArgs) -> Result<u8> {
     if a.common.json {
         let mut v = report.to_json();
         v["pending"] = json!(pending);
+        v["outbox_dir"] = json!(BrainConfig::from_env(home, &env).outbox);
         println_out(&mut out, &v.to_string())?;
     } else {
         println_out(
             &mut out,
             &format!(
-                "{} sent, {} to the outbox, {} rejected, {} failed; {} pending",
-                report.sent, report.outbox, report.rejected, report.failed, pending
+                "{} sent, {} to the outbox ({}), {} rejected, {} failed; {} pending",
+                report.sent,
+                report.outbox,
+                outbox_shown(home, &env),
+                report.rejected,
+                report.failed,
+                pending
             ),
         )?;
     }
@@ -716,6 +816,12 @@ pub fn run_explain(home: &Path, a: ExplainArgs) -> Result<u8> {
         .map(|p| transcope_scopelog::in_force_in(p, t))
         .unwrap_or_default();
     let rows = found.rows;
+    if rows == 0 && !index.knows(Named::Session, &a.session)? {
+        why::say_empty(
+            &index,
+            &Asked::new("rows", Held::Sessions).named(Named::Session, Some(&a.session)),
+        )?;
+    }
     let in_force = found.row.as_ref().map(|(i, r)| (*i, r));
     let later_in_file_but_earlier = found.later_but_earlier;
     let grant = a.grant.as_deref().map(transcope_core::Grant::parse_list);
@@ -792,7 +898,7 @@ pub fn run_explain(home: &Path, a: ExplainArgs) -> Result<u8> {
     if let Some((_, r)) = in_force {
         for k in ["project_id", "worktree", "branch", "task", "cwd"] {
             if let Some(v) = r.get(k).and_then(Value::as_str).filter(|v| !v.is_empty()) {
-                t.row(vec![format!("  {k}"), cut(v, 80)]);
+                t.row(vec![format!("  {k}"), cut(v, usize::MAX)]);
             }
         }
     }

@@ -13,7 +13,11 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use serde_json::json;
 
+use transcope_index::{Held, Named};
+
 use crate::query_cmd::{index_for, load_prices, pricer, time_arg, Common};
+use crate::table::count;
+use crate::why::Asked;
 use crate::{exit, println_out};
 
 /// Where the report goes without `--html`: the current folder.
@@ -67,16 +71,27 @@ pub fn run_report(home: &Path, a: ReportArgs) -> Result<u8> {
     }
     let prices = load_prices(a.pricing.as_deref())?;
     let index = index_for(home, a.common)?;
+    let projects = match crate::why::projects(&index, a.projects)? {
+        Ok(p) => p,
+        Err(code) => return Ok(code),
+    };
     let window = transcope_report::Window {
         since: a.since,
         until: a.until,
-        projects: a.projects,
+        projects: projects.clone(),
     };
     let report = transcope_report::collect(&index, &window, &pricer(&prices))?;
     let page = transcope_report::render(&report);
     transcope_jsonl::write_atomic(&a.html, page.as_bytes(), true)
         .with_context(|| format!("writing the report to {}", a.html.display()))?;
     let c = report.counts();
+    if c.lanes == 0 {
+        let mut asked = Asked::new("sessions", Held::Sessions).window(a.since, a.until);
+        for p in &projects {
+            asked = asked.named(Named::Project, Some(p));
+        }
+        crate::why::say_empty(&index, &asked)?;
+    }
     let mut out = std::io::stdout().lock();
     if a.common.json {
         let v = json!({
@@ -86,6 +101,7 @@ pub fn run_report(home: &Path, a: ReportArgs) -> Result<u8> {
             "transitions": c.segments,
             "markers": c.markers,
             "usage_projects": c.usage_projects,
+            "usage_without_project": c.usage_without_project,
             "not_drawn": c.hidden,
         });
         println_out(&mut out, &v.to_string())?;
@@ -93,16 +109,47 @@ pub fn run_report(home: &Path, a: ReportArgs) -> Result<u8> {
         println_out(
             &mut out,
             &format!(
-                "{}: {} sessions, {} transitions, {} markers, usage in {} project{} ({} KiB)",
+                "{}: {}, {}, {}, {} ({} KiB)",
                 transcope_core::quote::escape_unsafe(&a.html.display().to_string()),
-                c.lanes,
-                c.segments,
-                c.markers,
-                c.usage_projects,
-                if c.usage_projects == 1 { "" } else { "s" },
+                count(c.lanes as u64, "session"),
+                count(c.segments as u64, "transition"),
+                count(c.markers as u64, "marker"),
+                usage_groups(c.usage_projects, c.usage_without_project),
                 page.len().div_ceil(1024)
             ),
         )?;
     }
     Ok(exit::OK)
+}
+
+/// The report's usage groups in words: projects by count, and the usage in no
+/// project named as such (`usage in 1 group: no project`).
+fn usage_groups(groups: usize, without_project: bool) -> String {
+    let projects = groups - usize::from(without_project);
+    match (projects, without_project) {
+        (0, false) => "no usage".to_owned(),
+        (0, true) => "usage in 1 group: no project".to_owned(),
+        (n, false) => format!("usage in {}", count(n as u64, "project")),
+        (n, true) => format!(
+            "usage in {} groups: {} and no project",
+            n + 1,
+            count(n as u64, "project")
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::usage_groups;
+
+    #[test]
+    fn usage_in_no_project_is_named_as_such() {
+        assert_eq!(usage_groups(1, true), "usage in 1 group: no project");
+        assert_eq!(usage_groups(1, false), "usage in 1 project");
+        assert_eq!(
+            usage_groups(3, true),
+            "usage in 3 groups: 2 projects and no project"
+        );
+        assert_eq!(usage_groups(0, false), "no usage");
+    }
 }

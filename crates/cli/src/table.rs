@@ -5,11 +5,16 @@
 //! terminal or reorder the row (a control such as ESC, a bidirectional control such as
 //! U+202E: [`transcope_core::quote::is_unsafe`]) is escaped as `\u{1b}`, `\u{202e}`.
 //! `--json` prints the data exactly as recorded instead.
+//!
+//! A column of IDs (session keys, project ids, and any value a filter takes back) is
+//! [`Table::whole`]: never cut, and on a narrow terminal the other columns wrap
+//! instead, so an ID read from a table pasted into the next command works. No line
+//! ends in spaces.
 
 use std::io::{IsTerminal, Write};
 use std::sync::OnceLock;
 
-use comfy_table::{presets, Attribute, Cell, ContentArrangement, TableComponent};
+use comfy_table::{presets, Attribute, Cell, ColumnConstraint, ContentArrangement, TableComponent};
 use transcope_core::quote::escape_unsafe;
 
 /// The local offset, read once at start-up (before any thread: the `time` crate only
@@ -61,6 +66,15 @@ pub fn cut(s: &str, max: usize) -> String {
     escape_unsafe(&out).into_owned()
 }
 
+/// `n` and `word`, plural unless `n` is 1 (`1 session`, `12 sessions`).
+pub fn count(n: u64, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
+
 /// A table being filled.
 pub struct Table {
     inner: comfy_table::Table,
@@ -70,8 +84,16 @@ pub struct Table {
 impl Table {
     /// A table with `header` (a header of empty names prints none).
     pub fn new(header: &[&str]) -> Table {
+        Table::for_output(header, std::io::stdout().is_terminal(), None)
+    }
+
+    /// A table for a terminal (`tty`: fitted to its width, or `width` columns) or
+    /// not (every cell whole).
+    fn for_output(header: &[&str], tty: bool, width: Option<u16>) -> Table {
         let mut inner = comfy_table::Table::new();
-        let tty = std::io::stdout().is_terminal();
+        if let Some(w) = width {
+            inner.set_width(w);
+        }
         inner
             .load_preset(if tty {
                 presets::UTF8_HORIZONTAL_ONLY
@@ -109,6 +131,17 @@ impl Table {
         Table { inner, rows: 0 }
     }
 
+    /// Keep the columns `columns` (by place) whole: never cut or wrapped, the others
+    /// wrap first.
+    pub fn whole(&mut self, columns: &[usize]) -> &mut Table {
+        for &c in columns {
+            if let Some(col) = self.inner.column_mut(c) {
+                col.set_constraint(ColumnConstraint::ContentWidth);
+            }
+        }
+        self
+    }
+
     /// Add a row (each cell escaped: see the [module](self) documentation).
     pub fn row(&mut self, cells: Vec<String>) {
         self.inner
@@ -120,8 +153,11 @@ impl Table {
     pub fn print(&self, out: &mut impl Write, footer: &str) -> std::io::Result<()> {
         let mut text = String::new();
         if self.rows > 0 {
-            text.push_str(&self.inner.to_string());
-            text.push('\n');
+            // The padding of a row's last cells is not kept: no line ends in spaces.
+            for line in self.inner.lines() {
+                text.push_str(line.trim_end_matches(' '));
+                text.push('\n');
+            }
         }
         if !footer.is_empty() {
             text.push_str(&escape_unsafe(footer));
@@ -131,5 +167,37 @@ impl Table {
             Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
             r => r,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// On a terminal narrower than the table, the ID column stays whole and the
+    /// others wrap; no line ends in a space (issue 34).
+    #[test]
+    fn a_narrow_terminal_wraps_other_columns_never_an_id() {
+        let id = "ef958aa1-0e93-49f0-bb71-150f63befcd1.a4ca752985dd4f2a1";
+        let mut t = Table::for_output(&["session", "content", "state"], true, Some(60));
+        t.whole(&[0]);
+        t.row(vec![
+            id.into(),
+            "a long sentence that has to wrap somewhere on a narrow screen".into(),
+            "pending".into(),
+        ]);
+        let mut out = Vec::new();
+        t.print(&mut out, "1 marker").unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains(id), "{text}");
+        assert!(text.lines().all(|l| !l.ends_with(' ')), "{text:?}");
+        assert!(text.lines().count() > 4, "the content wrapped: {text}");
+    }
+
+    #[test]
+    fn counts_are_singular_for_one() {
+        assert_eq!(count(1, "session"), "1 session");
+        assert_eq!(count(0, "session"), "0 sessions");
+        assert_eq!(count(12, "file"), "12 files");
     }
 }

@@ -495,6 +495,8 @@ fn all_wires_only_the_agents_that_are_here() {
 #[test]
 fn doctor_fails_on_a_broken_setup_and_passes_after_install() {
     let h = Home::new();
+    // Claude Code and Codex installed, neither wired: nothing would call transcope.
+    std::fs::create_dir_all(h.claude().parent().unwrap()).unwrap();
     std::fs::create_dir_all(h.codex().parent().unwrap()).unwrap();
     let out = h.run(&["doctor"]);
     assert_eq!(out.status.code(), Some(1));
@@ -533,6 +535,56 @@ fn doctor_fails_on_a_broken_setup_and_passes_after_install() {
     let report = text(&out.stdout);
     assert!(report.contains("fail  transcope on the PATH"), "{report}");
     assert!(report.contains("which is not found"), "{report}");
+}
+
+/// A machine with Codex alone (issue 34): Claude Code and Gemini CLI are not
+/// installed, so there is nothing to wire for them, alike; doctor fails only while
+/// Codex's hooks are not wired, and passes once they are.
+#[test]
+fn doctor_on_a_machine_with_only_codex_passes_once_codex_is_wired() {
+    let h = Home::new();
+    write(&h.codex(), "model = \"gpt-5\"\n");
+    let out = h.run(&["doctor"]);
+    let report = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{report}");
+    assert!(report.contains("fail  Codex hooks: not wired"), "{report}");
+    assert!(
+        text(&out.stderr).contains("1 check failed"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    h.ok(&["hook", "install", "--agent", "codex"]);
+    let out = h.run(&["doctor"]);
+    let report = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{report}");
+    for agent in ["Claude Code", "Gemini CLI"] {
+        assert!(
+            report.lines().any(|l| l
+                .starts_with(&format!("ok    {agent} hooks: not installed here"))
+                && l.ends_with("nothing to wire")),
+            "{agent}: {report}"
+        );
+    }
+    assert!(
+        report.contains("ok    Codex hooks: SessionStart, Stop wired"),
+        "{report}"
+    );
+    assert!(
+        !report.contains("fail") && !report.contains("warn"),
+        "{report}"
+    );
+    assert!(!h.claude().parent().unwrap().exists(), "no ~/.claude made");
+
+    // A second agent installed and not wired beside a wired one is a warning only.
+    std::fs::create_dir_all(h.gemini().parent().unwrap()).unwrap();
+    let out = h.run(&["doctor"]);
+    let report = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{report}");
+    assert!(
+        report.contains("warn  Gemini CLI hooks: not wired"),
+        "{report}"
+    );
 }
 
 #[test]

@@ -34,6 +34,7 @@
 #![warn(missing_docs)]
 
 mod deliver;
+pub mod names;
 pub mod query;
 pub mod recover;
 pub mod schema;
@@ -51,6 +52,7 @@ use transcope_brain::MarkerRecord;
 use transcope_core::{timestamp, Marker, Scope, ScopeField};
 
 pub use deliver::{deliver, Change, Claimed, DeliverReport, Lease, Take, CLAIM_BATCH, LEASE};
+pub use names::{Held, Named, ProjectMatch};
 pub use query::{LedgerFilter, LedgerRow, SessionFilter, SessionInfo, TimelineItem};
 pub use span::{span, Span};
 pub use spend::{UsageFilter, UsageGroup, UsageKey};

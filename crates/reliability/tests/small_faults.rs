@@ -265,7 +265,7 @@ fn backfill_counts_undelivered_markers_and_every_error() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["markers"], 2, "{v}");
     assert_eq!(v["markers_recorded"], 0, "{v}");
-    assert_eq!(v["markers_undelivered"], 2, "{v}");
+    assert_eq!(v["markers_not_recorded"], 2, "{v}");
     assert_eq!(v["transitions_written"], 0, "{v}");
     assert_eq!(v["errors"], 1, "{v}");
     let err = text(&out.stderr);

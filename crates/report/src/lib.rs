@@ -83,8 +83,10 @@ pub struct Counts {
     pub segments: usize,
     /// Marker glyphs.
     pub markers: usize,
-    /// Usage groups (per project).
+    /// Usage groups (per project; the group of usage in no project included).
     pub usage_projects: usize,
+    /// Whether one of those groups is the usage in no project.
+    pub usage_without_project: bool,
     /// Rows and markers that could not be placed.
     pub hidden: usize,
 }
@@ -409,6 +411,9 @@ pub fn collect(
     let by_project = usage(&[UsageKey::Project])?;
     let by_task = usage(&[UsageKey::Project, UsageKey::Task])?;
     counts.usage_projects = by_project.len();
+    counts.usage_without_project = by_project
+        .iter()
+        .any(|g| g["project_id"].as_str().is_none_or(str::is_empty));
 
     let extent = {
         let starts = lanes.iter().filter_map(|l| l["start"].as_i64());

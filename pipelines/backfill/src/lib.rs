@@ -219,7 +219,7 @@ pub struct Summary {
     pub markers_recorded: u64,
     /// Markers found but not recorded (the index or the markers file could not be
     /// written; the file's cursor is not saved, so the next run finds them again).
-    pub markers_undelivered: u64,
+    pub markers_not_recorded: u64,
     /// Transcripts whose last marker block was never closed (reported, not recorded).
     pub unclosed: u64,
     /// Model requests whose token usage was read (copies included: the index keeps
@@ -257,7 +257,7 @@ impl Summary {
             "transitions_written": self.transitions,
             "markers": self.markers,
             "markers_recorded": self.markers_recorded,
-            "markers_undelivered": self.markers_undelivered,
+            "markers_not_recorded": self.markers_not_recorded,
             "unclosed": self.unclosed,
             "usage_records": self.requests,
             "unattributed": self.unattributed,
@@ -307,7 +307,7 @@ struct FileOutcome {
     skipped: u64,
     transitions: u64,
     markers: u64,
-    markers_undelivered: u64,
+    markers_not_recorded: u64,
     unclosed: u64,
     unattributed: u64,
     requests: u64,
@@ -546,7 +546,7 @@ impl Summary {
             transitions: o.transitions,
             markers: o.markers,
             markers_recorded: 0,
-            markers_undelivered: o.markers_undelivered,
+            markers_not_recorded: o.markers_not_recorded,
             unclosed: o.unclosed,
             requests: o.requests,
             unattributed: o.unattributed,
@@ -572,7 +572,7 @@ impl Summary {
         self.transitions += other.transitions;
         self.markers += other.markers;
         self.markers_recorded += other.markers_recorded;
-        self.markers_undelivered += other.markers_undelivered;
+        self.markers_not_recorded += other.markers_not_recorded;
         self.unclosed += other.unclosed;
         self.requests += other.requests;
         self.unattributed += other.unattributed;
@@ -867,7 +867,7 @@ impl Recorder {
         for (i, (item, (path, cursor))) in items.iter().zip(rest).enumerate() {
             let has_markers = !item.markers.is_empty();
             if !recorded || (has_markers && !written) {
-                s.markers_undelivered += found(item);
+                s.markers_not_recorded += found(item);
                 continue;
             }
             if spent.get(i).copied().unwrap_or(false) {
@@ -977,7 +977,7 @@ fn process_file(
     // time), and its markers wait for that read: attributed now, against a log
     // lacking this file's rows, they would keep a wrong attribution in the ledger.
     if !o.errors.is_empty() {
-        o.markers_undelivered = item.markers.len() as u64;
+        o.markers_not_recorded = item.markers.len() as u64;
         item.markers.clear();
     }
     let cursor = pending.filter(|_| o.errors.is_empty());
