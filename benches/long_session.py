@@ -200,6 +200,7 @@ def main():
     if not os.path.exists(BIN):
         raise SystemExit(f"no release binary at {BIN} (cargo build --release -p transcope)")
     os.makedirs(HOMES, exist_ok=True)
+    os.makedirs(WORK, exist_ok=True)
     binaries = [("this build", BIN)] + ([("baseline", BASELINE)] if BASELINE else [])
     rows = []
     for n in SIZES:
