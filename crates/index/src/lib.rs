@@ -562,9 +562,7 @@ impl Index {
             let (mirrored, rows) = known.get(key).copied().unwrap_or((None, None));
             if mirrored != Some(size) {
                 let from = match (mirrored, rows) {
-                    (Some(m), Some(n)) if m > 0 && m < size && ends_line(&entry.path(), m) => {
-                        Some((m as u64, n))
-                    }
+                    (Some(m), Some(n)) if m > 0 && m < size => Some((m as u64, n)),
                     _ => None,
                 };
                 changed.push((key.to_owned(), entry.path(), from));
@@ -604,25 +602,33 @@ impl Index {
                 )
                 .map_err(sqlite)?;
             for (key, path, from) in logs {
-                let (start, mut seq) = match from {
-                    Some((at, rows)) => (*at, *rows),
-                    None => (0, 0),
-                };
-                if from.is_none() {
-                    clear.execute([key]).map_err(sqlite)?;
-                }
-                let mut failed = None;
-                let scanned = transcope_scopelog::scan_lines(path, start, |line, r| {
-                    if failed.is_none() {
-                        match insert_row(&mut row, key, seq, &r, line) {
-                            Ok(_) => seq += 1,
-                            Err(e) => failed = Some(e),
-                        }
+                let mut mirror_from = |from: Option<(u64, i64)>| {
+                    let (start, mut seq) = from.unwrap_or((0, 0));
+                    if from.is_none() {
+                        clear.execute([key]).map_err(sqlite)?;
                     }
-                });
-                if let Some(e) = failed {
-                    return Err(sqlite(e));
-                }
+                    let mut failed = None;
+                    let scanned = transcope_scopelog::scan_lines(path, start, |line, r| {
+                        if failed.is_none() {
+                            match insert_row(&mut row, key, seq, &r, line) {
+                                Ok(_) => seq += 1,
+                                Err(e) => failed = Some(e),
+                            }
+                        }
+                    });
+                    match failed {
+                        Some(e) => Err(sqlite(e)),
+                        None => Ok(scanned),
+                    }
+                };
+                // A log no longer whole up to where it was mirrored (cut, rewritten) is
+                // read whole: the check reads one byte, before any row.
+                let (from, scanned) = match mirror_from(*from)? {
+                    Err(e) if e.kind() == io::ErrorKind::InvalidData && from.is_some() => {
+                        (None, mirror_from(None)?)
+                    }
+                    scanned => (*from, scanned),
+                };
                 let scanned = match scanned {
                     Ok(s) => s,
                     Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
@@ -637,12 +643,7 @@ impl Index {
                 // Mirrored to the end of the last whole line: a torn or unended last
                 // line is read again next time (its row, if it is one, kept once).
                 let rows_whole = from.map_or(0, |(_, n)| n) + scanned.rows_before_whole as i64;
-                let mirrored = if scanned.whole_to == scanned.size {
-                    scanned.size
-                } else {
-                    scanned.whole_to
-                };
-                size.execute(params![key, mirrored as i64, rows_whole])
+                size.execute(params![key, scanned.whole_to as i64, rows_whole])
                     .map_err(sqlite)?;
             }
         }
@@ -771,17 +772,6 @@ pub(crate) fn time_text(v: &Value) -> String {
 /// A log to mirror: its session key, its path, and where its mirror goes on from (a
 /// place just past a `\n`, and the rows before it), `None` for the whole log.
 type ChangedLog = (String, PathBuf, Option<(u64, i64)>);
-
-/// Whether the byte before `at` in the file at `path` is the `\n` that ends a line:
-/// the file still holds, up to `at`, whole lines (a log that only grew).
-fn ends_line(path: &Path, at: i64) -> bool {
-    use std::os::unix::fs::FileExt;
-    let Ok((f, size)) = transcope_jsonl::open_private(path) else {
-        return false;
-    };
-    let mut b = [0u8; 1];
-    at > 0 && (at as u64) <= size && f.read_exact_at(&mut b, at as u64 - 1).is_ok() && b[0] == b'\n'
-}
 
 fn insert_row(
     st: &mut rusqlite::CachedStatement<'_>,

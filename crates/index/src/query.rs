@@ -595,18 +595,34 @@ fn within(
     first_us: Option<i64>,
     last_us: Option<i64>,
 ) -> bool {
-    let life_start = log_first.into_iter().chain(first_us).min();
-    let life_end = log_last.into_iter().chain(last_us).max();
-    let (Some(life_start), Some(life_end)) = (life_start, life_end) else {
-        return f.since.is_none() && f.until.is_none();
-    };
-    let lo = f.since.map_or(life_start, |s| s.max(life_start));
-    let hi = f.until.map_or(life_end, |u| u.min(life_end));
-    lo <= hi
+    match life(log_first, log_last, first_us, last_us) {
+        Some(life) => in_window(life, f).is_some(),
+        None => f.since.is_none() && f.until.is_none(),
+    }
+}
+
+/// A session's life: its log's first and last timed rows and its transcript's times,
+/// earliest to latest; `None` when nothing is timed.
+fn life(
+    log_first: Option<i64>,
+    log_last: Option<i64>,
+    first_us: Option<i64>,
+    last_us: Option<i64>,
+) -> Option<(i64, i64)> {
+    let start = log_first.into_iter().chain(first_us).min()?;
+    let end = log_last.into_iter().chain(last_us).max()?;
+    Some((start, end))
+}
+
+/// The part of `life` inside `f`'s window, when there is one.
+fn in_window((start, end): (i64, i64), f: &SessionFilter) -> Option<(i64, i64)> {
+    let lo = f.since.map_or(start, |s| s.max(start));
+    let hi = f.until.map_or(end, |u| u.min(end));
+    (lo <= hi).then_some((lo, hi))
 }
 
 /// Whether some instant of the window, within the session's life, has a row in force
-/// that matches `f` (module docs).
+/// that matches `f`'s scope (module docs); `log` is the session's rows in file order.
 fn matches(
     log: &[Transition],
     f: &SessionFilter,
@@ -615,20 +631,12 @@ fn matches(
 ) -> bool {
     let timed: Vec<&Transition> = log.iter().filter(|t| t.at_us.is_some()).collect();
     let times = timed.iter().filter_map(|t| t.at_us);
-    let life_start = times.clone().chain(first_us).min();
-    let life_end = times.chain(last_us).max();
-    let (Some(life_start), Some(life_end)) = (life_start, life_end) else {
-        // Nothing timed: only an unscoped question without a window matches.
-        return !f.scoped() && f.since.is_none() && f.until.is_none();
-    };
-    let lo = f.since.map_or(life_start, |s| s.max(life_start));
-    let hi = f.until.map_or(life_end, |u| u.min(life_end));
-    if lo > hi {
+    // Nothing timed, or no part of the window in the session's life: no instant to ask.
+    let Some((lo, hi)) =
+        life(times.clone().min(), times.max(), first_us, last_us).and_then(|l| in_window(l, f))
+    else {
         return false;
-    }
-    if !f.scoped() {
-        return true;
-    }
+    };
     // Rows by time; the row in force at t is the greatest seq among rows at or
     // before t: a running maximum over the sorted times.
     let mut by_time: Vec<(i64, i64, usize)> = timed

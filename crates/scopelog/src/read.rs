@@ -155,10 +155,23 @@ pub struct ScannedFrom {
 /// `\n`, or 0), each with its line's text, in file order, read in 64 KiB pieces:
 /// what [`rows_from_bytes`] gives for those bytes. Since `\n` always ends a line, the
 /// rows from a `\n` boundary on are exactly those a whole read finds past it, so a
-/// mirror can read what was appended and nothing else.
+/// mirror can read what was appended and nothing else. A `from` past the end or not
+/// just after a `\n` (the log was cut or rewritten since) is an
+/// [`io::ErrorKind::InvalidData`] error, before any row is handed on.
 pub fn scan_lines(path: &Path, from: u64, row: impl FnMut(&str, Row)) -> io::Result<ScannedFrom> {
+    use std::os::unix::fs::FileExt;
     let (mut file, size) = transcope_jsonl::open_private(path)?;
-    let from = from.min(size);
+    if from > 0 {
+        let mut before = [0u8; 1];
+        let whole =
+            from <= size && file.read_exact_at(&mut before, from - 1).is_ok() && before[0] == b'\n';
+        if !whole {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "not just after a line's end",
+            ));
+        }
+    }
     let mut out = scan_range(&mut file, from, size - from, row)?;
     out.size = size;
     Ok(out)
