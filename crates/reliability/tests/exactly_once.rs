@@ -27,14 +27,7 @@ struct Answers {
 fn query(sb: &Sandbox, args: &[&str]) -> String {
     let mut all = args.to_vec();
     all.extend(["--json", "--no-sync"]);
-    let out = run(sb.cmd(&all), b"");
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{args:?}: {}",
-        text(&out.stderr)
-    );
-    text(&out.stdout)
+    stdout_of(sb, &all)
 }
 
 fn answers(sb: &Sandbox) -> Answers {
@@ -50,10 +43,8 @@ fn answers(sb: &Sandbox) -> Answers {
     // The first query syncs, as a user's does: the index mirrors every scope log
     // (rows a read found already written, by a read killed before its commit, come
     // from the log itself), then the rest read what it holds.
-    let out = run(sb.cmd(&["sessions", "--json"]), b"");
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     Answers {
-        sessions: text(&out.stdout),
+        sessions: stdout_of(sb, &["sessions", "--json"]),
         usage: query(sb, &["usage", "--by", "session", "--by", "model"]),
         // In the order each marker was first recorded, which a kill may change: the
         // same rows are what must hold.

@@ -137,16 +137,7 @@ fn bidi_controls_reach_no_table_and_no_report_text() {
     let out = run(sb.cmd(&["backfill", t.to_str().unwrap()]), b"");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
 
-    let table = |args: &[&str]| {
-        let out = run(sb.cmd(args), b"");
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{args:?}: {}",
-            text(&out.stderr)
-        );
-        text(&out.stdout)
-    };
+    let table = |args: &[&str]| stdout_of(&sb, args);
     let sessions = table(&["sessions"]);
     nothing_raw(&sessions, "sessions");
     assert!(sessions.contains(r"\u{202e}gpj.exe"), "{sessions}");

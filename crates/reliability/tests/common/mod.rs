@@ -707,3 +707,15 @@ pub fn read_request(reader: &mut impl std::io::BufRead) -> Option<(Option<String
     reader.read_exact(&mut body).ok()?;
     Some((key, body))
 }
+
+/// The standard output of `args` run in `sb`, which must succeed.
+pub fn stdout_of(sb: &Sandbox, args: &[&str]) -> String {
+    let out = run(sb.cmd(args), b"");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{args:?}: {}",
+        text(&out.stderr)
+    );
+    text(&out.stdout)
+}
