@@ -319,9 +319,10 @@ impl Index {
         let run = |conn: &mut Connection| -> rusqlite::Result<()> {
             conn.pragma_update(None, "synchronous", "FULL")?;
             let tx = conn.transaction()?;
+            crate::next_change(&tx)?;
             {
                 let mut set = tx.prepare_cached(&format!(
-                    "UPDATE markers SET state = ?2, detail = ?3, changed_us = ?4,
+                    "UPDATE markers SET state = ?2, detail = ?3, changed_us = ?4, changed = (SELECT v FROM usage_meta WHERE k = 'changes'),
                          lease_owner = NULL, lease_until = NULL
                      WHERE idempotency_key = ?1{only}"
                 ))?;

@@ -33,6 +33,7 @@
 //! ```
 #![warn(missing_docs)]
 
+mod changes;
 mod deliver;
 pub mod names;
 pub mod query;
@@ -40,6 +41,7 @@ pub mod recover;
 pub mod schema;
 mod span;
 pub mod spend;
+mod store;
 mod usage;
 
 use std::fs;
@@ -51,11 +53,13 @@ use serde_json::{Map, Value};
 use transcope_brain::MarkerRecord;
 use transcope_core::{timestamp, Marker, Scope, ScopeField};
 
+pub use changes::{Changes, Mark, MarkerRow, RequestRow, SessionRow, TransitionRow};
 pub use deliver::{deliver, Change, Claimed, DeliverReport, Lease, Take, CLAIM_BATCH, LEASE};
 pub use names::{Held, Named, ProjectMatch};
 pub use query::{LedgerFilter, LedgerRow, SessionFilter, SessionInfo, TimelineItem};
 pub use span::{span, Span};
 pub use spend::{UsageFilter, UsageGroup, UsageKey};
+pub use transcope_store::{InForce, Origin, State, Store, StoreError};
 pub use usage::UsageBatch;
 
 /// The page size of an index [`Index::open_at`] creates, in bytes.
@@ -108,7 +112,7 @@ pub enum IndexError {
         /// The database.
         path: PathBuf,
         /// The cause.
-        source: rusqlite::Error,
+        source: transcope_sqlite::Error,
     },
     /// Reading a scope log or a transcript failed.
     #[error("{}: {source}", path.display())]
@@ -142,65 +146,6 @@ impl Stamp {
         timestamp::parse(text).map(|t| Stamp {
             text: text.to_owned(),
             micros: t.unix_micros(),
-        })
-    }
-}
-
-/// Who recorded a marker: a Stop delivers the pending markers its hooks recorded,
-/// never the ones a backfill found in the archive (those wait for `deliver`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Origin {
-    /// A hook's Stop.
-    Hook,
-    /// `transcope observe`.
-    Observe,
-    /// A backfill (or a query's sync).
-    Backfill,
-}
-
-impl Origin {
-    /// The stored name.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Origin::Hook => "hook",
-            Origin::Observe => "observe",
-            Origin::Backfill => "backfill",
-        }
-    }
-}
-
-/// A ledger row's delivery state.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum State {
-    /// Found, not yet delivered.
-    Pending,
-    /// Accepted by the brain (or printed to the stream asked for).
-    Delivered,
-    /// Written to the outbox, which agentihooks' drains send.
-    Outbox,
-    /// Refused by the brain (400, 404, 422): never sent again.
-    Rejected,
-}
-
-impl State {
-    /// The stored name.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            State::Pending => "pending",
-            State::Delivered => "delivered",
-            State::Outbox => "outbox",
-            State::Rejected => "rejected",
-        }
-    }
-
-    /// The state a stored name names.
-    pub fn parse(s: &str) -> Option<State> {
-        Some(match s {
-            "pending" => State::Pending,
-            "delivered" => State::Delivered,
-            "outbox" => State::Outbox,
-            "rejected" => State::Rejected,
-            _ => return None,
         })
     }
 }
@@ -372,7 +317,7 @@ impl Index {
         }
         IndexError::Sqlite {
             path: self.path.clone(),
-            source,
+            source: source.into(),
         }
     }
 
@@ -390,6 +335,7 @@ impl Index {
         let run = |conn: &mut Connection, fresh_ids: &mut Ids| -> rusqlite::Result<Vec<Recorded>> {
             conn.pragma_update(None, "synchronous", if sync { "FULL" } else { "NORMAL" })?;
             let tx = conn.transaction()?;
+            next_change(&tx)?;
             let mut out = Vec::with_capacity(items.len());
             {
                 let mut session = tx.prepare_cached(UPSERT_SESSION)?;
@@ -580,14 +526,15 @@ impl Index {
     /// rows before it) when given, else the whole log in place of the session's
     /// transitions; one transaction.
     fn mirror(&mut self, logs: &[ChangedLog]) -> Result<u64, IndexError> {
-        let sqlite = |e| IndexError::Sqlite {
+        let sqlite = |e: rusqlite::Error| IndexError::Sqlite {
             path: self.path.clone(),
-            source: e,
+            source: e.into(),
         };
         self.conn
             .pragma_update(None, "synchronous", "NORMAL")
             .map_err(sqlite)?;
         let tx = self.conn.transaction().map_err(sqlite)?;
+        next_change(&tx).map_err(sqlite)?;
         let mut read = 0;
         {
             let mut clear = tx
@@ -596,9 +543,12 @@ impl Index {
             let mut row = tx.prepare_cached(MIRROR_TRANSITION).map_err(sqlite)?;
             let mut size = tx
                 .prepare_cached(
-                    "INSERT INTO sessions (session, log_size, log_rows) VALUES (?1, ?2, ?3)
+                    "INSERT INTO sessions (session, log_size, log_rows, changed)
+                     VALUES (?1, ?2, ?3, (SELECT v FROM usage_meta WHERE k = 'changes'))
                      ON CONFLICT(session) DO UPDATE SET log_size = excluded.log_size,
-                         log_rows = excluded.log_rows",
+                         log_rows = excluded.log_rows,
+                         changed = CASE WHEN log_rows IS excluded.log_rows THEN changed
+                                        ELSE excluded.changed END",
                 )
                 .map_err(sqlite)?;
             for (key, path, from) in logs {
@@ -727,10 +677,21 @@ impl Index {
     }
 }
 
+/// Take the next change number for this transaction's rows (schema version 8).
+pub(crate) fn next_change(tx: &Connection) -> rusqlite::Result<i64> {
+    tx.query_row(
+        "UPDATE usage_meta SET v = v + 1 WHERE k = 'changes' RETURNING v",
+        [],
+        |r| r.get(0),
+    )
+}
+
 const UPSERT_SESSION: &str = "
-INSERT INTO sessions (session, parent, agent, transcript, first_at, first_us, last_at, last_us, log_size)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, NULL)
+INSERT INTO sessions (session, parent, agent, transcript, first_at, first_us, last_at, last_us, log_size,
+    changed)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, NULL, (SELECT v FROM usage_meta WHERE k = 'changes'))
 ON CONFLICT(session) DO UPDATE SET
+    changed = excluded.changed,
     parent = coalesce(excluded.parent, parent),
     agent = coalesce(excluded.agent, agent),
     transcript = coalesce(excluded.transcript, transcript),
@@ -758,8 +719,9 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?
 
 const INSERT_MARKER: &str = "
 INSERT OR IGNORE INTO markers (idempotency_key, session, type, content, attrs, at, at_us, attribution,
-    project_id, worktree, branch, task, body, origin, state, found_us)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, 'pending', ?15)";
+    project_id, worktree, branch, task, body, origin, state, found_us, changed)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, 'pending', ?15,
+    (SELECT v FROM usage_meta WHERE k = 'changes'))";
 
 /// A time value as text: a string as it is, anything else as its JSON.
 pub(crate) fn time_text(v: &Value) -> String {

@@ -42,9 +42,15 @@
 //!   order, `transition_id` unique beside it; an index by `(session, at_us, seq)`
 //!   reads a session's rows in time order. Nothing is sorted whole, and a long
 //!   session's rows are never scattered across the table.
+//! * `changed` on `sessions`, `markers` and `usage`, `usage_meta.changes` and
+//!   `usage_meta.index_id` (version 8): every writing transaction takes the next
+//!   number of `changes` and stamps the rows it inserts or changes with it, so a
+//!   fleet push sends only what changed since the number it last sent up to; the
+//!   index's random id tells a push that the index was made again (a rebuild), whose
+//!   numbers start over. Rows of version 7 have 0: sent by a machine's first push.
 
 /// The migrations, in order: migration `i` takes version `i` to `i + 1`.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8];
 
 const V1: &str = "
 CREATE TABLE sessions (
@@ -265,4 +271,16 @@ ALTER TABLE transitions_by_place RENAME TO transitions;
 CREATE UNIQUE INDEX transitions_id ON transitions (session, transition_id);
 CREATE INDEX transitions_project ON transitions (project_id);
 CREATE INDEX transitions_time ON transitions (session, at_us, seq);
+";
+
+/// Version 8: what changed since a number, for a fleet push (module docs).
+const V8: &str = "
+ALTER TABLE sessions ADD COLUMN changed INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE markers ADD COLUMN changed INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE usage ADD COLUMN changed INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX sessions_changed ON sessions (changed);
+CREATE INDEX markers_changed ON markers (changed);
+CREATE INDEX usage_changed ON usage (changed);
+INSERT INTO usage_meta (k, v) VALUES ('changes', 0);
+INSERT INTO usage_meta (k, v) VALUES ('index_id', abs(random()));
 ";

@@ -6,158 +6,15 @@
 //! whose model has no price adds nothing to `cost_usd` and is counted in `unpriced`;
 //! a group where no request is priced has `cost_usd: null`, never 0.
 
-use std::collections::HashMap;
-
 use rustc_hash::FxHashMap;
 
 use rusqlite::{params, OptionalExtension};
-use serde_json::{Map, Value};
 use transcope_core::Tokens;
+use transcope_store::spend::{Part, ScopeRow, DAY_US};
+
+pub use transcope_store::spend::{UsageFilter, UsageGroup, UsageKey};
 
 use crate::{Index, IndexError};
-
-/// A `--by` key.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum UsageKey {
-    /// `project_id` in force.
-    Project,
-    /// `worktree` in force.
-    Worktree,
-    /// `branch` in force.
-    Branch,
-    /// `task` in force.
-    Task,
-    /// The session (a sub-agent is its own).
-    Session,
-    /// The root session (a sub-agent's parent).
-    RootSession,
-    /// The model.
-    Model,
-    /// The UTC day (`YYYY-MM-DD`).
-    Day,
-}
-
-impl UsageKey {
-    /// The name `--by` takes.
-    pub fn parse(s: &str) -> Option<UsageKey> {
-        Some(match s {
-            "project" => UsageKey::Project,
-            "worktree" => UsageKey::Worktree,
-            "branch" => UsageKey::Branch,
-            "task" => UsageKey::Task,
-            "session" => UsageKey::Session,
-            "root-session" => UsageKey::RootSession,
-            "model" => UsageKey::Model,
-            "day" => UsageKey::Day,
-            _ => return None,
-        })
-    }
-
-    /// The JSON key (cli.md).
-    pub const fn json_key(self) -> &'static str {
-        match self {
-            UsageKey::Project => "project_id",
-            UsageKey::Worktree => "worktree",
-            UsageKey::Branch => "branch",
-            UsageKey::Task => "task",
-            UsageKey::Session => "session",
-            UsageKey::RootSession => "root_session",
-            UsageKey::Model => "model",
-            UsageKey::Day => "day",
-        }
-    }
-}
-
-/// Which requests.
-#[derive(Clone, Debug, Default)]
-pub struct UsageFilter {
-    /// Spent at or after (microseconds since the epoch).
-    pub since: Option<i64>,
-    /// Spent at or before.
-    pub until: Option<i64>,
-    /// By this session only.
-    pub session: Option<String>,
-    /// Under this task only.
-    pub task: Option<String>,
-    /// In this project only.
-    pub project: Option<String>,
-}
-
-/// One group's totals.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct UsageGroup {
-    /// The group's value of each `--by` key, in order (`None`: not known, e.g. no
-    /// model named).
-    pub keys: Vec<Option<String>>,
-    /// The tokens summed.
-    pub tokens: Tokens,
-    /// Requests counted.
-    pub messages: u64,
-    /// The cost of the priced requests; `None` when none is priced.
-    pub cost_usd: Option<f64>,
-    /// Requests whose model has no price.
-    pub unpriced: u64,
-}
-
-impl UsageGroup {
-    /// The `--json` object: the `by` keys, then the counts (cli.md).
-    pub fn to_json(&self, by: &[UsageKey]) -> Value {
-        let mut m = Map::new();
-        for (k, v) in by.iter().zip(&self.keys) {
-            m.insert(
-                k.json_key().into(),
-                v.clone().map_or(Value::Null, Value::String),
-            );
-        }
-        let t = &self.tokens;
-        for (k, v) in [
-            ("input_tokens", t.input),
-            ("output_tokens", t.output),
-            ("cache_creation_input_tokens", t.cache_creation),
-            ("cache_read_input_tokens", t.cache_read),
-            ("reasoning_output_tokens", t.reasoning_output),
-            ("total_tokens", t.total()),
-            ("messages", self.messages),
-        ] {
-            m.insert(k.into(), Value::from(v));
-        }
-        m.insert(
-            "cost_usd".into(),
-            self.cost_usd
-                .map_or(Value::Null, |c| Value::from((c * 1e6).round() / 1e6)),
-        );
-        m.insert("unpriced_messages".into(), Value::from(self.unpriced));
-        Value::Object(m)
-    }
-
-    fn add(&mut self, t: &Tokens, cost: Option<f64>) {
-        self.tokens.add(t);
-        self.messages += 1;
-        match cost {
-            Some(c) => *self.cost_usd.get_or_insert(0.0) += c,
-            None => self.unpriced += 1,
-        }
-    }
-
-    /// Add `other`'s totals (a table's total row): its cost when it has one.
-    pub fn absorb(&mut self, other: &UsageGroup) {
-        self.tokens.add(&other.tokens);
-        self.messages += other.messages;
-        self.unpriced += other.unpriced;
-        if let Some(c) = other.cost_usd {
-            *self.cost_usd.get_or_insert(0.0) += c;
-        }
-    }
-}
-
-/// The UTC day of an instant.
-fn day(micros: i64) -> String {
-    let t = transcope_core::Instant::from_unix_micros(micros).to_python_isoformat();
-    t[..10].to_owned()
-}
-
-/// A `usage_scopes` row: session, root session, project, worktree, branch, task.
-type ScopeRow = [Option<String>; 6];
 
 impl Index {
     /// The requests `filter` keeps, grouped by `by` (in key order), each priced by
@@ -211,42 +68,17 @@ impl Index {
             // read-only) is only not kept.
             let _ = self.store_parts(p, generation, &parts);
         }
-        let wanted = |row: &ScopeRow| {
-            let is = |f: &Option<String>, v: &Option<String>| v.is_none() || f == v;
-            is(&row[0], &filter.session)
-                && is(&row[5], &filter.task)
-                && is(&row[2], &filter.project)
-        };
-        let by_day = by.contains(&UsageKey::Day);
-        let mut groups: HashMap<Vec<Option<String>>, UsageGroup> = HashMap::new();
         // In key order, so a group's cost is summed the same way every time.
-        for ((scope, model, day), part) in parts {
-            let Some(row) = scopes.get(&scope).filter(|r| wanted(r)) else {
-                continue;
-            };
-            let keys: Vec<Option<String>> = by
-                .iter()
-                .map(|k| match k {
-                    UsageKey::Session => row[0].clone(),
-                    UsageKey::RootSession => row[1].clone(),
-                    UsageKey::Project => row[2].clone(),
-                    UsageKey::Worktree => row[3].clone(),
-                    UsageKey::Branch => row[4].clone(),
-                    UsageKey::Task => row[5].clone(),
-                    UsageKey::Model => model.and_then(|m| models.get(&m)).cloned(),
-                    UsageKey::Day => day.filter(|_| by_day).map(|d| self::day(d * DAY_US)),
-                })
-                .collect();
-            match groups.get_mut(&keys) {
-                Some(g) => g.absorb(&part),
-                None => {
-                    groups.insert(keys.clone(), UsageGroup { keys, ..part });
-                }
-            }
-        }
-        let mut out: Vec<UsageGroup> = groups.into_values().collect();
-        out.sort_by(|a, b| a.keys.cmp(&b.keys));
-        Ok(out)
+        let parts = parts.iter().filter_map(|((scope, model, day), sums)| {
+            Some(Part {
+                scope: scopes.get(scope)?,
+                model: model.and_then(|m| models.get(&m)).map(String::as_str),
+                day: *day,
+                machine: None,
+                sums,
+            })
+        });
+        Ok(transcope_store::group(parts, by, filter))
     }
 
     /// The scopes and models, by number (a few thousand rows at most).
@@ -455,6 +287,3 @@ impl Index {
 
 /// A part's (scope, model, day): the ids of the scope and model, the day number.
 type PartKey = (i64, Option<i64>, Option<i64>);
-
-/// A day in microseconds.
-const DAY_US: i64 = 86_400_000_000;

@@ -202,6 +202,7 @@ pub(crate) fn write(
     }
     // The sums kept by queries are of the requests before these.
     tx.execute("UPDATE usage_meta SET v = v + 1 WHERE k = 'generation'", [])?;
+    let changed = crate::next_change(tx)?;
     // The place of the batch's first read: after every place given before it (its
     // first write takes it), and its reads' places kept from the next run's.
     let base = match batch.base {
@@ -254,6 +255,7 @@ pub(crate) fn write(
             model,
             counts: counts(&r.tokens),
             place: base + i64::from(r.order),
+            changed,
         })
     };
     // Each key's copies (a run of `sorted`) merged into its row, and the rows written
@@ -355,10 +357,12 @@ struct Row {
     counts: [i64; 6],
     /// Where the copy was read: its run's first place and its read's `order`.
     place: i64,
+    /// The writing transaction's change number (schema version 8).
+    changed: i64,
 }
 
 /// The columns of a row (and the parameters of one row's insert).
-const COLUMNS: usize = 12;
+const COLUMNS: usize = 13;
 
 /// Rows inserted by one statement.
 const CHUNK: usize = 64;
@@ -375,6 +379,7 @@ impl Row {
             st.raw_bind_parameter(first + 6 + i, c)?;
         }
         st.raw_bind_parameter(first + 12, self.place)?;
+        st.raw_bind_parameter(first + 13, self.changed)?;
         Ok(())
     }
 }
@@ -389,9 +394,10 @@ impl Row {
 const UPSERT_USAGE: &str = "
 INSERT INTO usage (message_key, scope, is_root, at_us, model, input_tokens, output_tokens,
     cache_creation_input_tokens, cache_creation_1h_input_tokens, cache_read_input_tokens,
-    reasoning_output_tokens, place)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+    reasoning_output_tokens, place, changed)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
 ON CONFLICT(message_key) DO UPDATE SET
+    changed = excluded.changed,
     scope = CASE WHEN e THEN excluded.scope ELSE scope END,
     is_root = CASE WHEN e THEN excluded.is_root ELSE is_root END,
     at_us = CASE WHEN e THEN excluded.at_us ELSE at_us END,
