@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use transcope_engine::cursor::{Cursor, Intent, CURSOR_VERSION};
-use transcope_engine::store::{database_path, CursorStore, Encoded};
+use transcope_cursor_store::cursor::{Cursor, Intent, CURSOR_VERSION};
+use transcope_cursor_store::{database_path, CursorStore, Encoded};
 
 fn cursor(key: &str, path: &Path, offset: u64) -> Cursor {
     Cursor {
@@ -394,3 +394,4 @@ fn a_cursor_row_is_short_and_the_longer_form_is_still_read() {
         None
     );
 }
+
