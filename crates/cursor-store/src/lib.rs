@@ -4,7 +4,8 @@
 //! transcript's [`Cursor`] ([`cursor`]) for the read engine (`transcope-engine`, which
 //! re-exports this crate as `transcope_engine::store`). It is a crate of its own so
 //! that the storage engine stays in a backend crate: no library crate above it names
-//! SQLite.
+//! SQLite, and no SQLite type crosses its API ([`StoreError`] carries SQLite's message
+//! in an opaque [`SqliteError`]).
 //!
 //! ```
 //! use transcope_cursor_store::cursor::Cursor;
@@ -194,7 +195,7 @@ pub enum StoreError {
         /// The database file.
         path: PathBuf,
         /// What SQLite said.
-        source: rusqlite::Error,
+        source: SqliteError,
     },
     /// The file system.
     #[error("the cursor store {path}: {source}")]
@@ -207,6 +208,19 @@ pub enum StoreError {
     /// A cursor that could not be encoded.
     #[error("encoding a cursor: {0}")]
     Encode(#[from] serde_json::Error),
+}
+
+/// What SQLite said, as its message (and its cause, as [`std::error::Error::source`]);
+/// opaque, so that no SQLite type is part of the store's API. It reads as SQLite's
+/// error does, `Debug` too.
+#[derive(thiserror::Error)]
+#[error(transparent)]
+pub struct SqliteError(rusqlite::Error);
+
+impl std::fmt::Debug for SqliteError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
 }
 
 impl From<StoreError> for io::Error {
@@ -858,7 +872,7 @@ impl CursorStore {
     fn sqlite(&self, source: rusqlite::Error) -> StoreError {
         StoreError::Sqlite {
             path: self.path.clone(),
-            source,
+            source: SqliteError(source),
         }
     }
 }
