@@ -86,7 +86,10 @@
 
 pub mod cursor;
 pub mod scan;
-pub mod store;
+/// The cursor store, `<home>/transcope/cursors.sqlite`: the backend crate
+/// `transcope-cursor-store` (the only one here that knows SQLite), re-exported where it
+/// has always been.
+pub use transcope_cursor_store as store;
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -495,7 +498,7 @@ impl Pipeline {
         obs.resumed = saved.is_some();
         let document = saved.as_ref().is_some_and(|c| c.whole);
         let from = match &saved {
-            Some(c) if !document => c.resume(),
+            Some(c) if !document => Resume::from(c),
             _ => Resume::START,
         };
         let whole = source.as_ref().is_some_and(Source::whole);
@@ -614,7 +617,7 @@ impl Pipeline {
 /// when it cannot read that state. A file read whole starts every read afresh.
 fn restore_adapter(c: &Cursor, source: Option<&mut Source<'_>>) -> bool {
     match source {
-        Some(src) if !c.whole => src.resume_adapter(c.resume(), &c.adapter_checkpoint),
+        Some(src) if !c.whole => src.resume_adapter(Resume::from(c), &c.adapter_checkpoint),
         _ => true,
     }
 }

@@ -25,6 +25,8 @@
 //!
 //! The binary `transcope-corpus` wraps [`generate`]; [`single_transcript`] writes one large
 //! Claude transcript for benchmarks; [`parse_size`] reads sizes like `150MB` or `512KiB`.
+//! [`pg`] gives a test a fresh database of its own on a real PostgreSQL (the server
+//! `TRANSCOPE_TEST_PG` names; a skip without it, a failure under CI).
 //!
 //! # Example
 //!
@@ -49,6 +51,7 @@ pub mod engine;
 mod git;
 mod json;
 pub mod mutate;
+pub mod pg;
 mod rng;
 pub use rng::Rng;
 mod sink;

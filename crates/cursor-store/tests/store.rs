@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use transcope_engine::cursor::{Cursor, Intent, CURSOR_VERSION};
-use transcope_engine::store::{database_path, CursorStore, Encoded};
+use transcope_cursor_store::cursor::{Cursor, Intent, CURSOR_VERSION};
+use transcope_cursor_store::{database_path, CursorStore, Encoded, StoreError};
 
 fn cursor(key: &str, path: &Path, offset: u64) -> Cursor {
     Cursor {
@@ -304,17 +304,24 @@ fn an_intent_survives_the_journal_rotation_of_a_batch() {
     }
 }
 
+/// A home whose database holds one cursor, of `t.jsonl` for `s1` at offset 1, saved
+/// by a hook.
+fn one_saved() -> (tempfile::TempDir, std::path::PathBuf) {
+    let home = tempfile::tempdir().unwrap();
+    let t = home.path().join("t.jsonl");
+    CursorStore::new(home.path(), true)
+        .put("s1", &t, encoded(&cursor("s1", &t, 1)))
+        .unwrap();
+    (home, t)
+}
+
 /// The database keeps a rollback journal: a hook that only reads makes no
 /// write-ahead log or shared-memory index, and a database an earlier version left in
 /// WAL mode is moved over at its next write.
 #[test]
 fn the_database_keeps_a_rollback_journal_and_a_wal_one_is_moved_over() {
-    let home = tempfile::tempdir().unwrap();
-    let t = home.path().join("t.jsonl");
+    let (home, t) = one_saved();
     let db = database_path(home.path());
-    CursorStore::new(home.path(), true)
-        .put("s1", &t, encoded(&cursor("s1", &t, 1)))
-        .unwrap();
     let mode = |db: &Path| -> String {
         rusqlite::Connection::open(db)
             .unwrap()
@@ -393,4 +400,28 @@ fn a_cursor_row_is_short_and_the_longer_form_is_still_read() {
         CursorStore::new(home.path(), true).load("s1", &t).unwrap(),
         None
     );
+}
+
+/// A database a newer transcope made is not written, and the error says SQLite's
+/// message as it did before SQLite's error was wrapped (`StoreError::Sqlite`).
+#[test]
+fn a_newer_database_is_refused_with_sqlites_message() {
+    let (home, t) = one_saved();
+    let db = database_path(home.path());
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .pragma_update(None, "user_version", 2)
+        .unwrap();
+    let e = CursorStore::new(home.path(), true)
+        .put("s1", &t, encoded(&cursor("s1", &t, 2)))
+        .unwrap_err();
+    assert!(matches!(e, StoreError::Sqlite { .. }), "{e:?}");
+    let sqlite = rusqlite::Error::InvalidQuery;
+    assert_eq!(
+        e.to_string(),
+        format!("the cursor store {}: {sqlite}", db.display())
+    );
+    let source = std::error::Error::source(&e).expect("SQLite's error");
+    assert_eq!(source.to_string(), sqlite.to_string());
+    assert_eq!(format!("{source:?}"), format!("{sqlite:?}"));
 }

@@ -1,4 +1,34 @@
-//! Where cursors are kept: one embedded SQLite database, `<home>/transcope/cursors.sqlite`.
+//! # transcope-cursor-store: where cursors are kept
+//!
+//! One embedded SQLite database, `<home>/transcope/cursors.sqlite`, holding each
+//! transcript's [`Cursor`] ([`cursor`]) for the read engine (`transcope-engine`, which
+//! re-exports this crate as `transcope_engine::store`). It is a crate of its own so
+//! that the storage engine stays in a backend crate: no library crate above it names
+//! SQLite, and no SQLite type crosses its API ([`StoreError`] carries SQLite's message
+//! in an opaque [`SqliteError`]).
+//!
+//! ```
+//! use transcope_cursor_store::cursor::Cursor;
+//! use transcope_cursor_store::{database_path, CursorStore, Encoded};
+//!
+//! let home = tempfile::tempdir().unwrap();
+//! let t = home.path().join("t.jsonl");
+//! let store = CursorStore::new(home.path(), true);
+//! // A read creates nothing.
+//! assert_eq!(store.load("s1", &t).unwrap(), None);
+//! assert!(!database_path(home.path()).exists());
+//!
+//! // A cursor's stored text: its key is the row's, its default fields left out.
+//! let c: Cursor = serde_json::from_str(
+//!     r#"{"version":2,"adapter":"claude","offset":6,"line":3,"size":6,"head_len":6,"head_sha256":"00"}"#,
+//! )
+//! .unwrap();
+//! store.put("s1", &t, Encoded::new(&c).unwrap()).unwrap();
+//! let back = CursorStore::new(home.path(), true).load("s1", &t).unwrap().unwrap();
+//! assert_eq!((back.session.as_str(), back.offset), ("s1", 6));
+//! ```
+//!
+//! # How it keeps them
 //!
 //! One row per (session key, transcript path) holds that transcript's [`Cursor`] as
 //! JSON. A hook's Stop reads one row and, when it read something, writes two (the
@@ -47,6 +77,10 @@
 //!   (`<home>/transcope/cursors/*.json`) are imported when the database is created,
 //!   then removed.
 
+#![warn(missing_docs)]
+
+pub mod cursor;
+
 /// The store's maps: keyed by row keys and their hashes, never by anything an
 /// attacker picks to collide (a collision only costs a question to the database).
 type HashMap<K, V> = rustc_hash::FxHashMap<K, V>;
@@ -63,7 +97,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Once};
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-use crate::cursor::{self, Cursor, Intent};
+use crate::cursor::{Cursor, Intent};
 
 /// The schema version (`PRAGMA user_version`).
 pub const SCHEMA_VERSION: i64 = 1;
@@ -161,7 +195,7 @@ pub enum StoreError {
         /// The database file.
         path: PathBuf,
         /// What SQLite said.
-        source: rusqlite::Error,
+        source: SqliteError,
     },
     /// The file system.
     #[error("the cursor store {path}: {source}")]
@@ -174,6 +208,19 @@ pub enum StoreError {
     /// A cursor that could not be encoded.
     #[error("encoding a cursor: {0}")]
     Encode(#[from] serde_json::Error),
+}
+
+/// What SQLite said, as its message (and its cause, as [`std::error::Error::source`]);
+/// opaque, so that no SQLite type is part of the store's API. It reads as SQLite's
+/// error does, `Debug` too.
+#[derive(thiserror::Error)]
+#[error(transparent)]
+pub struct SqliteError(rusqlite::Error);
+
+impl std::fmt::Debug for SqliteError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
 }
 
 impl From<StoreError> for io::Error {
@@ -825,7 +872,7 @@ impl CursorStore {
     fn sqlite(&self, source: rusqlite::Error) -> StoreError {
         StoreError::Sqlite {
             path: self.path.clone(),
-            source,
+            source: SqliteError(source),
         }
     }
 }
