@@ -374,6 +374,9 @@ fn stop(home: &Path, payload: &HookInput, started: std::time::Instant) -> Value 
     );
     let mut v = summary.to_json();
     v["scope_key"] = json!(w.key);
+    if let Some(f) = crate::fleet_cmd::stop_push(home) {
+        v["fleet"] = f;
+    }
     if w.key.is_none() {
         v["error"] = json!("no session could be established; markers written unattributed");
     } else if w.transcript.is_none() && v["error"].is_null() {

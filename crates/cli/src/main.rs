@@ -18,6 +18,7 @@ macro_rules! say {
 mod backfill_cmd;
 mod compose;
 mod doctor;
+mod fleet_cmd;
 mod hook;
 mod install;
 mod jsontext;
@@ -91,6 +92,10 @@ enum Command {
     /// The local index (`<home>/transcope/index.sqlite`).
     #[command(subcommand)]
     Index(query_cmd::IndexCommand),
+    /// Many machines in one PostgreSQL: push this machine's index, see the machines.
+    /// Queries read it with --fleet URL.
+    #[command(subcommand)]
+    Fleet(fleet_cmd::FleetCommand),
     /// Check the set-up (binary, hooks, home, switches, brain, index) and say how to fix
     /// what is broken; exits 1 when something is.
     Doctor(doctor::DoctorArgs),
@@ -256,6 +261,7 @@ fn main() -> ExitCode {
         Command::Explain(args) => query_cmd::run_explain(&home, args),
         Command::Usage(args) => query_cmd::run_usage(&home, args),
         Command::Report(args) => report_cmd::run_report(&home, args),
+        Command::Fleet(cmd) => fleet_cmd::run(&home, cmd),
         Command::Statusline => query_cmd::run_statusline(&home),
         Command::Index(cmd) => query_cmd::run_index(&home, cmd),
         Command::Doctor(args) => doctor::run_doctor(&home, args),

@@ -35,6 +35,77 @@ pub struct Common {
     pub(crate) no_sync: bool,
 }
 
+/// Where a query reads: the local index, or a fleet.
+#[derive(Args, Debug, Clone, Default)]
+pub struct Source {
+    /// Read the fleet at URL (a PostgreSQL URL every machine pushes to with `fleet
+    /// push`) instead of the local index; answers name each row's machine.
+    #[arg(long, value_name = "URL")]
+    pub(crate) fleet: Option<String>,
+}
+
+/// How long a query waits to connect to a fleet.
+const FLEET_CONNECT: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// The store a query reads: the fleet when `--fleet` names one, else the local index
+/// (synced first unless `--no-sync`).
+pub(crate) fn store_for(
+    home: &Path,
+    common: Common,
+    source: &Source,
+) -> Result<Box<dyn transcope_store::Store>> {
+    Ok(match &source.fleet {
+        Some(url) => Box::new(transcope_fleet::Fleet::connect(url, Some(FLEET_CONNECT))?),
+        None => Box::new(index_for(home, common)?),
+    })
+}
+
+/// A price list as the stores take it: each model's price looked up once (the name
+/// matching runs per distinct model, not per request).
+pub(crate) struct PriceList<'a> {
+    prices: &'a transcope_pricing::Prices,
+    resolved: std::cell::RefCell<
+        std::collections::HashMap<String, Option<&'a transcope_pricing::ModelPrice>>,
+    >,
+}
+
+impl<'a> PriceList<'a> {
+    pub(crate) fn new(prices: &'a transcope_pricing::Prices) -> Self {
+        PriceList {
+            prices,
+            resolved: Default::default(),
+        }
+    }
+
+    fn price(&self, model: &str) -> Option<&'a transcope_pricing::ModelPrice> {
+        let mut cache = self.resolved.borrow_mut();
+        match cache.get(model) {
+            Some(p) => *p,
+            None => *cache
+                .entry(model.to_owned())
+                .or_insert_with(|| self.prices.price(model)),
+        }
+    }
+}
+
+impl transcope_store::Pricer for PriceList<'_> {
+    fn cost(&self, model: Option<&str>, t: &transcope_core::Tokens) -> Option<f64> {
+        self.price(model?).map(|p| p.cost(&priced(t)))
+    }
+
+    fn cost_in_tier(&self, model: Option<&str>, t: &transcope_core::Tokens, prompt: u64) -> Option<f64> {
+        self.price(model?).map(|p| p.cost_at(&priced(t), prompt))
+    }
+
+    fn thresholds(&self) -> Vec<u64> {
+        self.prices.thresholds()
+    }
+
+    fn fingerprint(&self) -> Option<&str> {
+        Some(self.prices.fingerprint())
+    }
+}
+
 /// A time filter: what `scope at --at` accepts (no offset: UTC).
 pub(crate) fn time_arg(s: &str) -> Result<i64, String> {
     transcope_core::timestamp::parse(s)
@@ -64,6 +135,8 @@ pub struct SessionsArgs {
     #[arg(long, value_name = "TIME", value_parser = time_arg)]
     until: Option<i64>,
     #[command(flatten)]
+    source: Source,
+    #[command(flatten)]
     common: Common,
 }
 
@@ -72,6 +145,8 @@ pub struct TimelineArgs {
     /// The session (its scope-log key).
     #[arg(long, allow_hyphen_values = true)]
     session: String,
+    #[command(flatten)]
+    source: Source,
     #[command(flatten)]
     common: Common,
 }
@@ -100,6 +175,8 @@ pub struct LedgerArgs {
     #[arg(long)]
     pending: bool,
     #[command(flatten)]
+    source: Source,
+    #[command(flatten)]
     common: Common,
 }
 
@@ -124,13 +201,15 @@ pub struct ExplainArgs {
     #[arg(long, value_name = "IDS")]
     grant: Option<String>,
     #[command(flatten)]
+    source: Source,
+    #[command(flatten)]
     common: Common,
 }
 
 #[derive(Args, Debug)]
 pub struct UsageArgs {
-    /// Group by: project, worktree, branch, task, session, root-session, model, day
-    /// (repeatable, in order) [default: project].
+    /// Group by: project, worktree, branch, task, session, root-session, model, day,
+    /// machine (repeatable, in order) [default: project].
     #[arg(long = "by", value_name = "KEY", value_parser = usage_key)]
     by: Vec<transcope_index::UsageKey>,
     /// Spent at or after this time.
@@ -147,12 +226,14 @@ pub struct UsageArgs {
     #[arg(long, value_name = "FILE")]
     pricing: Option<std::path::PathBuf>,
     #[command(flatten)]
+    source: Source,
+    #[command(flatten)]
     common: Common,
 }
 
 fn usage_key(s: &str) -> Result<transcope_index::UsageKey, String> {
     transcope_index::UsageKey::parse(s).ok_or_else(|| {
-        "not a usage key (project, worktree, branch, task, session, root-session, model, day)"
+        "not a usage key (project, worktree, branch, task, session, root-session, model, day, machine)"
             .to_owned()
     })
 }
@@ -179,39 +260,20 @@ pub(crate) fn load_prices(file: Option<&Path>) -> Result<transcope_pricing::Pric
     })
 }
 
-/// A request's cost by `prices`, each model's price looked up once (the name matching
-/// runs per distinct model, not per request).
-pub(crate) fn pricer(
-    prices: &transcope_pricing::Prices,
-) -> impl Fn(Option<&str>, &transcope_core::Tokens) -> Option<f64> + '_ {
-    let resolved: std::cell::RefCell<
-        std::collections::HashMap<String, Option<&transcope_pricing::ModelPrice>>,
-    > = Default::default();
-    move |model, t| {
-        let m = model?;
-        let mut cache = resolved.borrow_mut();
-        let p = match cache.get(m) {
-            Some(p) => *p,
-            None => *cache.entry(m.to_owned()).or_insert_with(|| prices.price(m)),
-        };
-        p.map(|p| p.cost(&priced(t)))
-    }
-}
-
 pub fn run_usage(home: &Path, a: UsageArgs) -> Result<u8> {
     let prices = load_prices(a.pricing.as_deref())?;
-    let index = index_for(home, a.common)?;
+    let store = store_for(home, a.common, &a.source)?;
+    let index = &*store;
     let by = if a.by.is_empty() {
         vec![transcope_index::UsageKey::Project]
     } else {
         a.by.clone()
     };
-    let project = match why::project(&index, a.project.clone())? {
+    let project = match why::project(index, a.project.clone())? {
         Ok(p) => p,
         Err(code) => return Ok(code),
     };
-    let price = pricer(&prices);
-    let groups = index.usage(
+    let mut groups = index.usage(
         &by,
         &transcope_index::UsageFilter {
             since: a.since,
@@ -219,12 +281,20 @@ pub fn run_usage(home: &Path, a: UsageArgs) -> Result<u8> {
             project: project.clone(),
             ..Default::default()
         },
-        &price,
-        Some(prices.fingerprint()),
+        &PriceList::new(&prices),
     )?;
+    if a.source.fleet.is_none() {
+        // One machine's rows are this machine's.
+        if let Some(i) = by.iter().position(|k| *k == transcope_index::UsageKey::Machine) {
+            let name = transcope_fleet::Machine::name_here(None);
+            for g in &mut groups {
+                g.keys[i] = Some(name.clone());
+            }
+        }
+    }
     if groups.is_empty() {
         why::say_empty(
-            &index,
+            index,
             &Asked::new("requests", Held::Usage)
                 .named(Named::Project, project.as_deref())
                 .window(a.since, a.until),
@@ -468,8 +538,9 @@ pub(crate) fn summary_line(out: &mut impl std::io::Write, json: bool, s: &Synced
 }
 
 pub fn run_sessions(home: &Path, a: SessionsArgs) -> Result<u8> {
-    let index = index_for(home, a.common)?;
-    let project = match why::project(&index, a.project.clone())? {
+    let store = store_for(home, a.common, &a.source)?;
+    let index = &*store;
+    let project = match why::project(index, a.project.clone())? {
         Ok(p) => p,
         Err(code) => return Ok(code),
     };
@@ -483,7 +554,7 @@ pub fn run_sessions(home: &Path, a: SessionsArgs) -> Result<u8> {
     })?;
     if sessions.is_empty() {
         why::say_empty(
-            &index,
+            index,
             &Asked::new("sessions", Held::Sessions)
                 .named(Named::Project, project.as_deref())
                 .named(Named::Worktree, a.worktree.as_deref())
@@ -529,14 +600,15 @@ pub fn run_sessions(home: &Path, a: SessionsArgs) -> Result<u8> {
 }
 
 pub fn run_timeline(home: &Path, a: TimelineArgs) -> Result<u8> {
-    let index = index_for(home, a.common)?;
+    let store = store_for(home, a.common, &a.source)?;
+    let index = &*store;
     let mut out = std::io::stdout().lock();
     if a.common.json {
         // Streamed: a session with a million transitions is never held whole.
         let mut nd = crate::Ndjson::new(&mut out);
         let mut failed = None;
         let mut any = false;
-        index.timeline_each(&a.session, |i| {
+        index.timeline_each(&a.session, &mut |i| {
             any = true;
             match nd.push(&i.to_json()) {
                 Ok(()) => true,
@@ -551,13 +623,13 @@ pub fn run_timeline(home: &Path, a: TimelineArgs) -> Result<u8> {
         }
         nd.finish()?;
         if !any {
-            say_no_events(&index, &a.session)?;
+            say_no_events(index, &a.session)?;
         }
         return Ok(exit::OK);
     }
     let items = index.timeline(&a.session)?;
     if items.is_empty() {
-        say_no_events(&index, &a.session)?;
+        say_no_events(index, &a.session)?;
     }
     let mut t = Table::new(&["time (local)", "kind", "what", "attribution"]);
     for i in &items {
@@ -605,7 +677,7 @@ pub fn run_timeline(home: &Path, a: TimelineArgs) -> Result<u8> {
 
 /// Why `session`'s timeline is empty: no such session (and the keys near it), or a
 /// session with neither transitions nor markers.
-fn say_no_events(index: &Index, session: &str) -> Result<()> {
+fn say_no_events(index: &dyn transcope_store::Store, session: &str) -> Result<()> {
     if index.knows(Named::Session, session)? {
         say!("session {session} has no transitions or markers in the index");
         Ok(())
@@ -646,8 +718,9 @@ fn ledger_table(rows: &[transcope_index::LedgerRow]) -> Table {
 }
 
 pub fn run_ledger(home: &Path, a: LedgerArgs) -> Result<u8> {
-    let index = index_for(home, a.common)?;
-    let project = match why::project(&index, a.project.clone())? {
+    let store = store_for(home, a.common, &a.source)?;
+    let index = &*store;
+    let project = match why::project(index, a.project.clone())? {
         Ok(p) => p,
         Err(code) => return Ok(code),
     };
@@ -669,7 +742,7 @@ pub fn run_ledger(home: &Path, a: LedgerArgs) -> Result<u8> {
             .named(Named::MarkerType, a.kind.as_deref())
             .window(a.since, a.until);
         asked.pending = a.pending;
-        why::say_empty(&index, &asked)?;
+        why::say_empty(index, &asked)?;
     }
     let mut out = std::io::stdout().lock();
     if a.common.json {
@@ -803,22 +876,19 @@ pub fn run_deliver(home: &Path, a: DeliverArgs) -> Result<u8> {
 }
 
 pub fn run_explain(home: &Path, a: ExplainArgs) -> Result<u8> {
-    let index = index_for(home, a.common)?;
     let Some(t) = transcope_core::timestamp::parse(&a.at) else {
         say!("--at: not a time: {}", quote(&a.at));
         return Ok(exit::USAGE);
     };
-    let log = transcope_scopelog::ScopeLog::open(home, a.session.as_str());
+    let store = store_for(home, a.common, &a.source)?;
+    let index = &*store;
     // The rule (scope-log.md §4.1): the last row in file order whose own time is at or
     // before the instant — found reading the log in pieces, one row held at a time.
-    let found = log
-        .path()
-        .map(|p| transcope_scopelog::in_force_in(p, t))
-        .unwrap_or_default();
+    let found = index.in_force(&a.session, t.unix_micros())?;
     let rows = found.rows;
     if rows == 0 && !index.knows(Named::Session, &a.session)? {
         why::say_empty(
-            &index,
+            index,
             &Asked::new("rows", Held::Sessions).named(Named::Session, Some(&a.session)),
         )?;
     }

@@ -15,7 +15,7 @@ use serde_json::json;
 
 use transcope_index::{Held, Named};
 
-use crate::query_cmd::{index_for, load_prices, pricer, time_arg, Common};
+use crate::query_cmd::{load_prices, store_for, time_arg, Common, PriceList, Source};
 use crate::table::count;
 use crate::why::Asked;
 use crate::{exit, println_out};
@@ -41,6 +41,8 @@ pub struct ReportArgs {
     /// Prices from FILE (the shipped table's format) instead of the shipped table.
     #[arg(long, value_name = "FILE")]
     pricing: Option<PathBuf>,
+    #[command(flatten)]
+    source: Source,
     #[command(flatten)]
     common: Common,
 }
@@ -70,8 +72,9 @@ pub fn run_report(home: &Path, a: ReportArgs) -> Result<u8> {
         }
     }
     let prices = load_prices(a.pricing.as_deref())?;
-    let index = index_for(home, a.common)?;
-    let projects = match crate::why::projects(&index, a.projects)? {
+    let store = store_for(home, a.common, &a.source)?;
+    let index = &*store;
+    let projects = match crate::why::projects(index, a.projects)? {
         Ok(p) => p,
         Err(code) => return Ok(code),
     };
@@ -80,7 +83,7 @@ pub fn run_report(home: &Path, a: ReportArgs) -> Result<u8> {
         until: a.until,
         projects: projects.clone(),
     };
-    let report = transcope_report::collect(&index, &window, &pricer(&prices))?;
+    let report = transcope_report::collect(index, &window, &PriceList::new(&prices))?;
     let page = transcope_report::render(&report);
     transcope_jsonl::write_atomic(&a.html, page.as_bytes(), true)
         .with_context(|| format!("writing the report to {}", a.html.display()))?;
@@ -90,7 +93,7 @@ pub fn run_report(home: &Path, a: ReportArgs) -> Result<u8> {
         for p in &projects {
             asked = asked.named(Named::Project, Some(p));
         }
-        crate::why::say_empty(&index, &asked)?;
+        crate::why::say_empty(index, &asked)?;
     }
     let mut out = std::io::stdout().lock();
     if a.common.json {

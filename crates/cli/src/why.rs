@@ -5,7 +5,7 @@
 
 use anyhow::Result;
 use transcope_core::quote::quote;
-use transcope_index::{Held, Index, Named, ProjectMatch};
+use transcope_store::{Held, Named, ProjectMatch, Store};
 
 use crate::exit;
 use crate::table::{count, local_time};
@@ -14,7 +14,7 @@ use crate::table::{count, local_time};
 /// name it is. Several projects of that short name is a usage error (`Err`, after
 /// saying which); one the index does not know is kept as given (the answer is empty,
 /// and [`say_empty`] says why).
-pub(crate) fn project(index: &Index, given: Option<String>) -> Result<Result<Option<String>, u8>> {
+pub(crate) fn project(index: &dyn Store, given: Option<String>) -> Result<Result<Option<String>, u8>> {
     let Some(given) = given else {
         return Ok(Ok(None));
     };
@@ -34,7 +34,7 @@ pub(crate) fn project(index: &Index, given: Option<String>) -> Result<Result<Opt
 }
 
 /// [`project`] for each of `given` (the report's repeatable `--project`).
-pub(crate) fn projects(index: &Index, given: Vec<String>) -> Result<Result<Vec<String>, u8>> {
+pub(crate) fn projects(index: &dyn Store, given: Vec<String>) -> Result<Result<Vec<String>, u8>> {
     let mut out = Vec::with_capacity(given.len());
     for g in given {
         match project(index, Some(g))? {
@@ -91,7 +91,7 @@ fn shown(us: i64) -> String {
 }
 
 /// "no session nope" and the values near it, or `None` when the index knows it.
-fn unknown(index: &Index, what: Named, value: &str) -> Result<Option<String>> {
+fn unknown(index: &dyn Store, what: Named, value: &str) -> Result<Option<String>> {
     let known = index.known(what)?;
     if known.binary_search_by(|k| k.as_str().cmp(value)).is_ok() {
         return Ok(None);
@@ -124,12 +124,12 @@ fn unknown(index: &Index, what: Named, value: &str) -> Result<Option<String>> {
 /// Say on stderr why `asked` found nothing: the first of a value named that the
 /// index does not know, a window outside what it holds, nothing pending, or the
 /// filters together.
-pub(crate) fn say_empty(index: &Index, asked: &Asked<'_>) -> Result<()> {
+pub(crate) fn say_empty(index: &dyn Store, asked: &Asked<'_>) -> Result<()> {
     say!("{}", why_empty(index, asked)?);
     Ok(())
 }
 
-fn why_empty(index: &Index, asked: &Asked<'_>) -> Result<String> {
+fn why_empty(index: &dyn Store, asked: &Asked<'_>) -> Result<String> {
     let span = index.time_span(asked.held)?;
     let what = match asked.held {
         Held::Usage => "usage",
@@ -173,7 +173,7 @@ fn why_empty(index: &Index, asked: &Asked<'_>) -> Result<String> {
 }
 
 /// Whether `held`'s table has any row (a row without a time included).
-fn index_has_any(index: &Index, held: Held) -> Result<bool> {
+fn index_has_any(index: &dyn Store, held: Held) -> Result<bool> {
     Ok(match held {
         Held::Sessions => !index.known(Named::Session)?.is_empty(),
         Held::Markers => !index.known(Named::MarkerType)?.is_empty(),

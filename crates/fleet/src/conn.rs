@@ -169,6 +169,15 @@ impl Fleet {
     /// for the connection when given, and bring the schema up to date.
     pub fn connect(url: &str, timeout: Option<Duration>) -> Result<Fleet, FleetError> {
         let shown = redact(url);
+        // libpq's verify-ca and verify-full, which the client's parser does not know:
+        // TLS required, and the server's certificate checked against the roots.
+        let (url, verify) = match ["verify-full", "verify-ca"]
+            .iter()
+            .find(|m| url.contains(&format!("sslmode={m}")))
+        {
+            Some(m) => (url.replace(&format!("sslmode={m}"), "sslmode=require"), true),
+            None => (url.to_owned(), false),
+        };
         let mut config: Config = url.parse().map_err(|e: postgres::Error| FleetError::Url {
             url: shown.clone(),
             reason: e.to_string(),
@@ -195,10 +204,12 @@ impl Fleet {
             config.connect_timeout(t);
         }
         config.application_name("transcope");
-        let connected = if config.get_ssl_mode() == SslMode::Disable {
+        let local = config.get_hosts().iter().all(|h| matches!(h, Host::Unix(_)));
+        let connected = if config.get_ssl_mode() == SslMode::Disable || local {
+            // A Unix socket has no TLS (libpq's rule too).
             config.connect(postgres::NoTls)
         } else {
-            config.connect(tls())
+            config.connect(tls(verify))
         };
         let mut client = connected.map_err(|source| FleetError::Connect {
             url: shown.clone(),
@@ -237,17 +248,75 @@ impl Fleet {
     }
 }
 
-/// The rustls connector: Mozilla's roots compiled in (no system store needed).
-fn tls() -> tokio_postgres_rustls::MakeRustlsConnect {
-    let mut roots = rustls::RootCertStore::empty();
-    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+/// The rustls connector. As libpq: `sslmode=prefer` and `require` encrypt without
+/// checking who the server is (`verify` false); `verify-ca` and `verify-full` check
+/// its certificate against Mozilla's roots, compiled in (no system store needed).
+fn tls(verify: bool) -> tokio_postgres_rustls::MakeRustlsConnect {
     let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
+    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .expect("ring supports the default protocol versions")
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+        .expect("ring supports the default protocol versions");
+    let config = if verify {
+        let mut roots = rustls::RootCertStore::empty();
+        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        builder.with_root_certificates(roots).with_no_client_auth()
+    } else {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(std::sync::Arc::new(Unchecked(provider)))
+            .with_no_client_auth()
+    };
     tokio_postgres_rustls::MakeRustlsConnect::new(config)
+}
+
+/// libpq's `prefer`/`require`: any certificate is taken (the connection is encrypted,
+/// the server not authenticated); the handshake's signatures are still checked.
+#[derive(Debug)]
+struct Unchecked(std::sync::Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for Unchecked {
+    fn verify_server_cert(
+        &self,
+        _: &rustls::pki_types::CertificateDer<'_>,
+        _: &[rustls::pki_types::CertificateDer<'_>],
+        _: &rustls::pki_types::ServerName<'_>,
+        _: &[u8],
+        _: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
 }
 
 /// The password libpq would use when the URL gives none: `PGPASSWORD`, else the first

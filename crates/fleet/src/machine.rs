@@ -20,14 +20,18 @@ impl Machine {
     /// The machine of `home`: its id file `<home>/transcope/machine-id` (made when
     /// missing), named `name`, else `TRANSCOPE_MACHINE`, else the host name.
     pub fn of_home(home: &Path, name: Option<&str>) -> std::io::Result<Machine> {
-        let name = name
-            .map(str::to_owned)
-            .or_else(|| std::env::var(MACHINE_ENV).ok().filter(|n| !n.is_empty()))
-            .unwrap_or_else(host_name);
         Ok(Machine {
             id: machine_id(home)?,
-            name,
+            name: Machine::name_here(name),
         })
+    }
+
+    /// The name this machine goes by: `name`, else `TRANSCOPE_MACHINE`, else the host
+    /// name.
+    pub fn name_here(name: Option<&str>) -> String {
+        name.map(str::to_owned)
+            .or_else(|| std::env::var(MACHINE_ENV).ok().filter(|n| !n.is_empty()))
+            .unwrap_or_else(host_name)
     }
 }
 

@@ -202,7 +202,13 @@ impl ModelPrice {
     /// of the request (as Anthropic, Google and OpenAI bill long context, and as litellm
     /// computes it). So pass one request's tokens, not a session's sum.
     pub fn cost(&self, tokens: &Tokens) -> f64 {
-        let prompt = tokens.prompt();
+        self.cost_at(tokens, tokens.prompt())
+    }
+
+    /// The cost in USD of `tokens` at the prices a request whose prompt is `prompt`
+    /// tokens pays: the sum of requests that all fall in one tier, priced at once
+    /// (prices are linear within a tier).
+    pub fn cost_at(&self, tokens: &Tokens, prompt: u64) -> f64 {
         let tier = self
             .tiers
             .iter()
@@ -370,6 +376,18 @@ impl Prices {
     /// The prices of `model`, found as [`Prices::resolve`] says.
     pub fn price(&self, model: &str) -> Option<&ModelPrice> {
         self.resolve(model).map(|(_, price)| price)
+    }
+
+    /// Every tier threshold of the list, ascending, once each.
+    pub fn thresholds(&self) -> Vec<u64> {
+        let mut all: Vec<u64> = self
+            .models
+            .values()
+            .flat_map(|m| m.tiers.iter().map(|t| t.above))
+            .collect();
+        all.sort_unstable();
+        all.dedup();
+        all
     }
 
     /// The cost in USD of one request of `model` (see [`ModelPrice::cost`]); `None` when

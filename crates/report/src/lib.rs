@@ -39,7 +39,7 @@
 //! use transcope_report::{collect, render, Window};
 //! let home = tempfile::tempdir().unwrap();
 //! let index = Index::open(home.path()).unwrap();
-//! let report = collect(&index, &Window::default(), &|_, _| None).unwrap();
+//! let report = collect(&index, &Window::default(), &transcope_store::Unpriced).unwrap();
 //! assert_eq!(report.counts().lanes, 0);
 //! let html = render(&report);
 //! assert!(html.starts_with("<!DOCTYPE html>"));
@@ -52,8 +52,10 @@ mod html;
 use std::collections::HashMap;
 
 use serde_json::{json, Value};
-use transcope_core::{Instant, Tokens};
-use transcope_index::{Index, IndexError, LedgerFilter, SessionFilter, UsageFilter, UsageKey};
+use transcope_core::Instant;
+use transcope_store::{
+    LedgerFilter, Pricer, SessionFilter, SessionInfo, Store, StoreError, UsageFilter, UsageKey,
+};
 
 pub use html::{embed_json, render, CSP};
 
@@ -155,7 +157,7 @@ struct Shown {
 
 impl Shown {
     /// A row's project id, project, worktree, branch, task and folder, as the index
-    /// mirrors them ([`transcope_index::Index::each_transition`]).
+    /// mirrors them ([`Store::each_transition`]).
     fn of_fields(fields: [String; 6]) -> Shown {
         // A row without a project id is coloured by its folder: the best the log
         // knows of where the session was (the legend says which is which).
@@ -204,13 +206,13 @@ fn clipped(text: &str) -> String {
     }
 }
 
-/// Read what `window` shows from `index`; `price(model, tokens)` prices one request
-/// (`None`: no price).
+/// Read what `window` shows from `index` (the local index, or a fleet: any
+/// [`Store`]); `prices` prices the requests.
 pub fn collect(
-    index: &Index,
+    index: &dyn Store,
     window: &Window,
-    price: &dyn Fn(Option<&str>, &Tokens) -> Option<f64>,
-) -> Result<Report, IndexError> {
+    prices: &dyn Pricer,
+) -> Result<Report, StoreError> {
     let filter = |project: Option<&String>| SessionFilter {
         project: project.cloned(),
         since: window.since,
@@ -230,7 +232,7 @@ pub fn collect(
             }
         }
         // One order whatever the projects' order: by first time, then key.
-        let first = |s: &transcope_index::SessionInfo| {
+        let first = |s: &SessionInfo| {
             s.first_at
                 .as_deref()
                 .and_then(transcope_core::timestamp::parse)
@@ -280,7 +282,7 @@ pub fn collect(
         // id of the scope it shows, never the rows themselves.
         let mut times: Vec<Option<Instant>> = Vec::new();
         let mut shown_ids: Vec<usize> = Vec::new();
-        index.each_transition(&s.session, |at_us, fields| {
+        index.each_transition(&s.session, &mut |at_us, fields| {
             times.push(at_us.map(Instant::from_unix_micros));
             shown_ids.push(scopes.id(&Shown::of_fields(fields)));
         })?;
@@ -389,7 +391,7 @@ pub fn collect(
     counts.markers = markers.len();
 
     // Usage per project and per (project, task).
-    let usage = |by: &[UsageKey]| -> Result<Vec<Value>, IndexError> {
+    let usage = |by: &[UsageKey]| -> Result<Vec<Value>, StoreError> {
         let mut groups = Vec::new();
         let projects: Vec<Option<String>> = if window.projects.is_empty() {
             vec![None]
@@ -403,7 +405,7 @@ pub fn collect(
                 project: p,
                 ..UsageFilter::default()
             };
-            groups.extend(index.usage(by, &f, price, None)?);
+            groups.extend(index.usage(by, &f, prices)?);
         }
         groups.sort_by_key(|g| std::cmp::Reverse(g.tokens.total()));
         Ok(groups.iter().map(|g| g.to_json(by)).collect())

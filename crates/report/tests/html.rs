@@ -106,7 +106,7 @@ fn embedded_json_survives_hostile_strings() {
 #[test]
 fn hostile_archive_text_stays_inside_the_data_block() {
     let (_home, index) = hostile_index();
-    let report = collect(&index, &Window::default(), &|_, _| None).unwrap();
+    let report = collect(&index, &Window::default(), &transcope_store::Unpriced).unwrap();
     let page = render(&report);
     // Exactly the three scripts the page is made of: the data, d3, the page's own.
     let s = scripts(&page);
@@ -131,7 +131,7 @@ fn hostile_archive_text_stays_inside_the_data_block() {
 #[test]
 fn the_page_is_self_contained_and_its_policy_forbids_the_network() {
     let (_home, index) = hostile_index();
-    let page = render(&collect(&index, &Window::default(), &|_, _| None).unwrap());
+    let page = render(&collect(&index, &Window::default(), &transcope_store::Unpriced).unwrap());
     let lower = page.to_ascii_lowercase();
     for bad in [
         "src=\"http",
@@ -193,7 +193,7 @@ fn the_page_is_self_contained_and_its_policy_forbids_the_network() {
 #[test]
 fn lanes_segments_and_markers_are_what_the_index_holds() {
     let (_home, index) = hostile_index();
-    let report = collect(&index, &Window::default(), &|_, _| None).unwrap();
+    let report = collect(&index, &Window::default(), &transcope_store::Unpriced).unwrap();
     let c = report.counts();
     assert_eq!((c.lanes, c.segments, c.markers, c.hidden), (2, 3, 2, 0));
     let m = report.model();
@@ -217,7 +217,7 @@ fn a_window_clips_segments_and_keeps_markers_inside_it() {
         until: Stamp::parse("2026-10-08T10:50:00Z").map(|s| s.micros),
         projects: Vec::new(),
     };
-    let report = collect(&index, &w, &|_, _| None).unwrap();
+    let report = collect(&index, &w, &transcope_store::Unpriced).unwrap();
     let c = report.counts();
     assert_eq!((c.lanes, c.segments, c.markers), (1, 1, 1));
     let seg = &report.model()["lanes"][0]["segs"][0];
@@ -228,14 +228,14 @@ fn a_window_clips_segments_and_keeps_markers_inside_it() {
         projects: vec!["p2".into()],
         ..Window::default()
     };
-    let report = collect(&index, &p, &|_, _| None).unwrap();
+    let report = collect(&index, &p, &transcope_store::Unpriced).unwrap();
     assert_eq!(report.counts().lanes, 2);
     let none = Window {
         projects: vec!["nowhere".into()],
         ..Window::default()
     };
     assert_eq!(
-        collect(&index, &none, &|_, _| None).unwrap().counts().lanes,
+        collect(&index, &none, &transcope_store::Unpriced).unwrap().counts().lanes,
         0
     );
 }
@@ -244,7 +244,7 @@ fn a_window_clips_segments_and_keeps_markers_inside_it() {
 fn an_empty_index_gives_a_page_that_says_so() {
     let home = tempfile::tempdir().unwrap();
     let index = Index::open(home.path()).unwrap();
-    let report = collect(&index, &Window::default(), &|_, _| None).unwrap();
+    let report = collect(&index, &Window::default(), &transcope_store::Unpriced).unwrap();
     let page = render(&report);
     let model = model_of(&page);
     assert_eq!(model["lanes"], json!([]));

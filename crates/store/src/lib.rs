@@ -23,7 +23,9 @@ use serde_json::{Map, Value};
 
 pub use names::{match_project, nearest, short_name, Held, Named, ProjectMatch, NEAREST};
 pub use query::{LedgerFilter, LedgerRow, SessionFilter, SessionInfo, TimelineItem, Transition};
-pub use spend::{group, Part, Pricer, ScopeRow, UsageFilter, UsageGroup, UsageKey, DAY_US};
+pub use spend::{
+    group, Part, Pricer, ScopeRow, Unpriced, UsageFilter, UsageGroup, UsageKey, DAY_US,
+};
 
 /// Who recorded a marker: a Stop delivers the pending markers its hooks recorded,
 /// never the ones a backfill found in the archive (those wait for `deliver`).

@@ -184,6 +184,24 @@ pub trait Pricer {
     }
 }
 
+/// A price list that prices nothing: every request is counted as unpriced.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Unpriced;
+
+impl Pricer for Unpriced {
+    fn cost(&self, _: Option<&str>, _: &Tokens) -> Option<f64> {
+        None
+    }
+
+    fn cost_in_tier(&self, _: Option<&str>, _: &Tokens, _: u64) -> Option<f64> {
+        None
+    }
+
+    fn thresholds(&self) -> Vec<u64> {
+        Vec::new()
+    }
+}
+
 /// A request's prompt as tiers compare it: input, cache writes and cache reads.
 pub fn prompt(t: &Tokens) -> u64 {
     t.input
