@@ -12,6 +12,10 @@
 //! tie. Every key is checked against the scope-log grammar. The file is read only as
 //! far as its first JSON object, never past 1 MiB.
 //!
+//! A rollout's [origin](Layout::origin), the session whose family it belongs to, is
+//! in the same `session_meta`: a fork's `forked_from_id`, else a sub-agent's
+//! `parent_thread_id`.
+//!
 //! Roots: `$CODEX_HOME/sessions`, else `~/.codex/sessions` (an empty variable counts
 //! as unset).
 //!
@@ -175,6 +179,26 @@ impl Layout for CodexLayout {
         let stem = head.path().file_stem().and_then(|s| s.to_str());
         let first = first_object(head);
         codex_key(stem, first.as_ref()).map(|key| (Confidence::Certain, key))
+    }
+
+    /// A rollout whose first object is its `session_meta`: the session it was forked
+    /// from (`forked_from_id`), else, a sub-agent's, its parent thread
+    /// (`parent_thread_id`, at the top or under `source.subagent.thread_spawn`); a
+    /// value that is no valid scope-log key is none.
+    fn origin(&self, head: &Head<'_>) -> Option<String> {
+        let first = first_object(head)?;
+        let meta = first
+            .payload
+            .as_ref()
+            .filter(|_| first.ty() == Some("session_meta"))?;
+        [
+            "/forked_from_id",
+            "/parent_thread_id",
+            "/source/subagent/thread_spawn/parent_thread_id",
+        ]
+        .iter()
+        .filter_map(|at| meta.pointer(at)?.as_str())
+        .find_map(|id| checked_key(id.to_owned()).ok())
     }
 }
 

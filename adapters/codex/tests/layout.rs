@@ -143,3 +143,50 @@ fn roots_claims_and_no_parent() {
         .layout()
         .is_some());
 }
+
+/// A fork belongs to its source's family and a sub-agent to its parent thread's: the
+/// origin a batch split into shards keeps them with.
+#[test]
+fn the_origin_of_a_fork_or_a_sub_agent_is_in_its_session_meta() {
+    use transcope_core::head::Head;
+    let dir = tempfile::tempdir().unwrap();
+    let cases: &[(&str, Option<&str>)] = &[
+        (
+            r#"{"type":"session_meta","payload":{"id":"f","forked_from_id":"s"}}"#,
+            Some("s"),
+        ),
+        (
+            r#"{"type":"session_meta","payload":{"id":"f","forked_from_id":"s","parent_thread_id":"p"}}"#,
+            Some("s"),
+        ),
+        (
+            r#"{"type":"session_meta","payload":{"id":"c","parent_thread_id":"p"}}"#,
+            Some("p"),
+        ),
+        (
+            r#"{"type":"session_meta","payload":{"id":"c","source":{"subagent":{"thread_spawn":{"parent_thread_id":"p"}}}}}"#,
+            Some("p"),
+        ),
+        // Not a key: no origin, the rollout is its own family's root.
+        (
+            r#"{"type":"session_meta","payload":{"id":"f","forked_from_id":"a/b"}}"#,
+            None,
+        ),
+        (
+            r#"{"type":"session_meta","payload":{"id":"f","forked_from_id":7}}"#,
+            None,
+        ),
+        (r#"{"type":"session_meta","payload":{"id":"r"}}"#, None),
+        (
+            r#"{"type":"turn_context","payload":{"forked_from_id":"s"}}"#,
+            None,
+        ),
+        (r#"{"id":"legacy","forked_from_id":"s"}"#, None),
+    ];
+    for (i, (first, want)) in cases.iter().enumerate() {
+        let path = dir.path().join(format!("r{i}.jsonl"));
+        std::fs::write(&path, format!("{first}\n")).unwrap();
+        let got = CodexLayout.origin(&Head::new(&path));
+        assert_eq!(got.as_deref(), *want, "{first}");
+    }
+}

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use clap::Args;
-use transcope_backfill::{backfill_iter, walk, MarkersOut, Options};
+use transcope_backfill::{backfill_iter, walk, MarkersOut, Options, Shard};
 use transcope_core::adapter::AdapterRegistry;
 
 use crate::table::count;
@@ -52,6 +52,12 @@ pub struct BackfillArgs {
     /// (default: read every file through one reusable buffer).
     #[arg(long)]
     mmap: bool,
+    /// Read only shard K of N (0 ≤ K < N): the sessions whose family's root session (a
+    /// sub-agent's parent, a Codex fork's source) hashes to K. N runs over one archive,
+    /// each in its own home, write what one run writes; the other shards' files are
+    /// counted (`other_shards`), not read past the head that names them.
+    #[arg(long, value_name = "K/N")]
+    shard: Option<Shard>,
 }
 
 /// Every registered agent's default folders that exist (each adapter's layout says
@@ -130,6 +136,8 @@ pub fn run_backfill(home: &Path, args: BackfillArgs) -> Result<u8> {
     }
     opts.index = !args.no_index;
     opts.usage = !args.no_usage;
+    // `0/1` is the whole archive: no head is read twice for it.
+    opts.shard = args.shard.filter(|s| !s.is_whole());
     if opts.index && !args.paths.is_empty() {
         // Kept so `index rebuild` walks them again (the default folders it walks
         // anyway): each as named, with the folder it was named from.
@@ -177,7 +185,11 @@ pub fn run_backfill(home: &Path, args: BackfillArgs) -> Result<u8> {
                 b.set_position(bytes);
             }
             if let Some(files) = files {
-                b.set_message(format!("{files}/{total_files} files"));
+                // A shard's share of the archive is known only once each file is named.
+                b.set_message(match opts.shard {
+                    Some(shard) => format!("{files} files (shard {shard} of {total_files})"),
+                    None => format!("{files}/{total_files} files"),
+                });
             }
         }
     };
@@ -189,7 +201,13 @@ pub fn run_backfill(home: &Path, args: BackfillArgs) -> Result<u8> {
         say!("{}: {}", p.path.display(), p.reason);
     }
     if summary.files == 0 && summary.errors.is_empty() && !paths.is_empty() {
-        say!("no transcript found in the paths given; nothing read");
+        match args.shard {
+            Some(shard) if summary.other_shards > 0 => say!(
+                "none of the {} found is shard {shard}'s; nothing read",
+                count(summary.other_shards, "transcript")
+            ),
+            _ => say!("no transcript found in the paths given; nothing read"),
+        }
     }
     let mut failed = !summary.errors.is_empty();
     let delivered = if args.deliver {
@@ -209,6 +227,7 @@ pub fn run_backfill(home: &Path, args: BackfillArgs) -> Result<u8> {
     if args.json {
         let mut v = summary.to_json();
         v["markers_pending"] = serde_json::json!(pending);
+        v["shard"] = serde_json::json!(args.shard.map(|s| s.to_string()));
         if let Some(d) = &delivered {
             v["delivered"] = d.to_json();
         }
@@ -223,21 +242,28 @@ pub fn run_backfill(home: &Path, args: BackfillArgs) -> Result<u8> {
                 d.failed
             )
         });
+        // Shard K/N: the files it read, and those it left to the others.
+        let files = match args.shard {
+            Some(shard) => format!(
+                "{} (shard {shard}; {} in other shards)",
+                count(summary.files, "file"),
+                summary.other_shards
+            ),
+            None => count(summary.files, "file"),
+        };
         // One write: stderr is unbuffered, and a formatted line is otherwise written
         // piece by piece (and could interleave with another writer's).
         let line = if summary.bytes == 0 && summary.files > 0 && summary.errors.is_empty() {
             // Every file was read to its end by an earlier run: "0 bytes, 0 markers"
             // would read as "found nothing".
             format!(
-                "transcope: {} looked at, nothing new since the last run ({} pending){delivered}, {:.2} s\n",
-                count(summary.files, "file"),
+                "transcope: {files} looked at, nothing new since the last run ({} pending){delivered}, {:.2} s\n",
                 pending.map_or("-".to_owned(), |n| count(n, "marker")),
                 summary.seconds,
             )
         } else {
             format!(
-                "transcope: {}, {} bytes, {} written, {} ({} new to the ledger, {} pending, {} unattributed, {} not recorded, {} unclosed){delivered}, {}, {:.2} s, {:.1} MB/s\n",
-                count(summary.files, "file"),
+                "transcope: {files}, {} bytes, {} written, {} ({} new to the ledger, {} pending, {} unattributed, {} not recorded, {} unclosed){delivered}, {}, {:.2} s, {:.1} MB/s\n",
                 summary.bytes,
                 count(summary.transitions, "transition"),
                 count(summary.markers, "marker"),

@@ -5,9 +5,9 @@
 //! borrow from the line. Format detection is separate ([`AdapterFactory::sniff`]), and
 //! so are framing ([`Framing`]: lines, or one document per file) and the agent's
 //! on-disk [`Layout`] (its default folders, which files it claims, a file's scope-log
-//! key, a sub-agent's parent), so a third-party crate adds a format by implementing
-//! these traits and registering its factory in an [`AdapterRegistry`] — no existing
-//! crate changes.
+//! key, a sub-agent's parent, a fork's source), so a third-party crate adds a format by
+//! implementing these traits and registering its factory in an [`AdapterRegistry`] —
+//! no existing crate changes.
 //!
 //! ```
 //! use transcope_core::adapter::*;
@@ -249,6 +249,15 @@ pub trait Layout: Send + Sync {
         let _ = key;
         None
     }
+
+    /// The key of the session the file's session was made from when its head says so
+    /// and its key does not (a Codex fork's source, a Codex sub-agent's parent thread),
+    /// read through `head` as far as naming the file read it; else `None`, the default.
+    /// One step only: the source's own source is in the source's file.
+    fn origin(&self, head: &Head<'_>) -> Option<String> {
+        let _ = head;
+        None
+    }
 }
 
 /// How sure a factory is that a file is its format.
@@ -360,6 +369,17 @@ impl AdapterRegistry {
             }
         }
         best.map(|(_, name, key)| (name, key))
+    }
+
+    /// The key of the root session of the family that `key`, named from `head` by the
+    /// layout of the factory called `name`, belongs to: its parent
+    /// ([`Layout::parent`]), else the session it was made from ([`Layout::origin`]),
+    /// else `key` itself. A batch split into shards keeps a family together by it.
+    pub fn root_of(&self, name: &str, key: &str, head: &Head<'_>) -> String {
+        let layout = self.by_name(name).and_then(AdapterFactory::layout);
+        layout
+            .and_then(|l| l.parent(key).or_else(|| l.origin(head)))
+            .unwrap_or_else(|| key.to_owned())
     }
 
     /// The factory registered under `name`.

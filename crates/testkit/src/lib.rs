@@ -592,6 +592,50 @@ pub fn single_transcript(path: &Path, target_bytes: u64, seed: u64) -> io::Resul
     Ok(entry)
 }
 
+/// The session ids of [`codex_family`]'s rollouts: the source, its fork and its
+/// sub-agent thread.
+pub const CODEX_FAMILY: [&str; 3] = [
+    "0199aaaa-0000-7000-8000-000000000001",
+    "0199aaaa-0000-7000-8000-000000000002",
+    "0199aaaa-0000-7000-8000-000000000003",
+];
+
+/// Writes a Codex session's family under the sessions folder `sessions`, in
+/// `2026/01/02/`: a source rollout, a fork of it (`session_meta.forked_from_id`) and a
+/// sub-agent thread it spawned (`parent_thread_id`), each moving between two folders
+/// under `/w` (not created); their ids are [`CODEX_FAMILY`]. Returns the files, in
+/// that order.
+pub fn codex_family(sessions: &Path) -> io::Result<Vec<PathBuf>> {
+    let dir = sessions.join("2026/01/02");
+    fs::create_dir_all(&dir)?;
+    let [source, fork, child] = CODEX_FAMILY;
+    let spawned =
+        serde_json::json!({"subagent": {"thread_spawn": {"parent_thread_id": source, "depth": 1}}});
+    let metas = [
+        serde_json::json!({"id": source, "cwd": "/w/a", "source": "cli"}),
+        serde_json::json!({"id": fork, "cwd": "/w/b", "source": "cli", "forked_from_id": source}),
+        serde_json::json!({"id": child, "cwd": "/w/c", "source": spawned, "parent_thread_id": source}),
+    ];
+    let mut files = Vec::new();
+    for (i, (id, meta)) in CODEX_FAMILY.iter().zip(metas).enumerate() {
+        let at = |m: usize| format!("2026-01-02T10:{:02}:{m:02}.000Z", i * 10);
+        let turn = |m: usize, cwd: &str| {
+            serde_json::json!({"timestamp": at(m), "type": "turn_context",
+                "payload": {"cwd": cwd, "model": "gpt-5-codex"}})
+        };
+        let lines = [
+            serde_json::json!({"timestamp": at(0), "type": "session_meta", "payload": meta}),
+            turn(1, &format!("/w/{}", ["a", "b", "c"][i])),
+            turn(2, "/w/shared"),
+        ];
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        let path = dir.join(format!("rollout-2026-01-02T10-{:02}-00-{id}.jsonl", i * 10));
+        fs::write(&path, text)?;
+        files.push(path);
+    }
+    Ok(files)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,7 +2,8 @@
 //!
 //! Which files are transcripts, and the scope-log key of each, are the adapters'
 //! knowledge (their [`Layout`](transcope_core::adapter::Layout)s): the walk keeps the
-//! files some registered layout claims, and [`scope_key`] asks the layouts.
+//! files some registered layout claims, and [`scope_key`] asks the layouts; [`family`]
+//! adds the root of the file's family, which a [`Shard`] goes by.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -10,6 +11,8 @@ use std::path::{Path, PathBuf};
 use transcope_core::adapter::AdapterRegistry;
 use transcope_core::head::Head;
 use transcope_engine::Handoff;
+
+use crate::Shard;
 
 /// One transcript to process.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -206,25 +209,56 @@ pub fn scope_key(registry: &AdapterRegistry, path: &Path) -> Result<String, Stri
     named(registry.scope_key(path))
 }
 
-/// [`scope_key`], and the file opened to name it with the bytes read from its head,
-/// for its read to go on from ([`Handoff`]; `None` when it could not be opened as a
-/// regular file, which its read then reports).
-pub fn scope_key_opened(
-    registry: &AdapterRegistry,
-    path: &Path,
-) -> (Result<String, String>, Option<Handoff>) {
+/// The scope-log key of `path` and the key of its family's root session
+/// ([`AdapterRegistry::root_of`]: a sub-agent's parent, a Codex fork's source, else the
+/// key itself), or why it has no key: what a [`Shard`] is chosen by.
+pub fn family(registry: &AdapterRegistry, path: &Path) -> Result<(String, String), String> {
+    let head = Head::new(path);
+    let (name, key) = registry.scope_key_of(&head).ok_or_else(no_adapter)?;
+    let key = key?;
+    let root = registry.root_of(name, &key, &head);
+    Ok((key, root))
+}
+
+/// What naming a file for a run found ([`name_opened`]).
+pub(crate) enum Named {
+    /// Its scope-log key, and the file opened to name it with the bytes read from its
+    /// head, for its read to go on from ([`Handoff`]; `None` when it could not be
+    /// opened as a regular file, which its read then reports).
+    Key(String, Option<Handoff>),
+    /// Its family is another shard's: nothing past the head that named it was read.
+    OtherShard,
+    /// Why it has no key.
+    Keyless(String),
+}
+
+/// The scope-log key of `path` ([`scope_key`]) when its family is `shard`'s (every
+/// file's without a shard). A file without a key goes to shard 0 (its problem is
+/// reported once, whatever the number of shards).
+pub(crate) fn name_opened(registry: &AdapterRegistry, path: &Path, shard: Option<Shard>) -> Named {
     let (head, size) = match transcope_jsonl::open_regular(path) {
         Ok((file, size)) => (Head::with_file(path, file), size),
         Err(_) => (Head::unopened(path), 0),
     };
-    let key = named(registry.scope_key_of(&head));
+    let (name, key) = match registry.scope_key_of(&head) {
+        Some((name, Ok(key))) => (name, key),
+        _ if shard.is_some_and(|s| s.index != 0) => return Named::OtherShard,
+        Some((_, Err(why))) => return Named::Keyless(why),
+        None => return Named::Keyless(no_adapter()),
+    };
+    if let Some(shard) = shard.filter(|s| !s.is_whole()) {
+        if !shard.takes(&registry.root_of(name, &key, &head)) {
+            return Named::OtherShard;
+        }
+    }
     let (file, bytes) = head.into_parts();
-    (key, file.map(|f| Handoff::new((f, size), bytes)))
+    Named::Key(key, file.map(|f| Handoff::new((f, size), bytes)))
 }
 
 fn named(found: Option<(&'static str, Result<String, String>)>) -> Result<String, String> {
-    match found {
-        Some((_, key)) => key,
-        None => Err("no registered adapter knows this file".into()),
-    }
+    found.ok_or_else(no_adapter)?.1
+}
+
+fn no_adapter() -> String {
+    "no registered adapter knows this file".into()
 }

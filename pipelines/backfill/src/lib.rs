@@ -20,6 +20,10 @@
 //! * the environment is the bare one: never the backfilling process's
 //!   `AGENTIHOOKS_SWARM*` variables;
 //! * one bad file is reported (path and reason), counted, and never stops the others;
+//! * with a [`Shard`] `K/N` ([`Options::shard`]), only the files whose family's root
+//!   session hashes to K are read (each other file's head is read to name it, and it
+//!   is counted in [`Summary::other_shards`]): N runs in N homes write what one run
+//!   writes, each scope log in one of them;
 //! * model requests for the index are held and written many files' worth at a time
 //!   ([`USAGE_FLUSH`] copies, in key order); near the end of a run what is held is
 //!   written beside the last files' reading, not after it (the stream is read ahead
@@ -56,6 +60,7 @@
 #![warn(missing_docs)]
 
 mod discover;
+mod shard;
 mod tail;
 
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -78,7 +83,8 @@ use transcope_markers::MarkerStage;
 use transcope_scopelog::ScopeLog;
 use transcope_stop::observe::{observe_deferred, observed, Observe};
 
-pub use discover::{discover, scope_key, walk, Job, Problem, Walk};
+pub use discover::{discover, family, scope_key, walk, Job, Problem, Walk};
+pub use shard::{ParseShardError, Shard};
 
 /// How whole files are read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -178,6 +184,10 @@ pub struct Options {
     /// How many copies of requests a run gathers before it writes them
     /// ([`USAGE_FLUSH`]; a flush passes over the usage table in key order once).
     pub usage_flush: usize,
+    /// Only the files whose family is this shard's ([`Shard`]); the others are named
+    /// (their head read), counted in [`Summary::other_shards`] and left. `None`, like
+    /// `0/1`, is every file.
+    pub shard: Option<Shard>,
 }
 
 impl Options {
@@ -196,6 +206,7 @@ impl Options {
             usage: true,
             rebuild: false,
             usage_flush: USAGE_FLUSH,
+            shard: None,
         }
     }
 }
@@ -230,6 +241,9 @@ pub struct Summary {
     /// Writes of the held requests made near the end, beside the last files' reading
     /// (at most one a run; not in the `--json` summary).
     pub early_writes: u64,
+    /// Files left to other shards ([`Options::shard`]): with [`Summary::files`], every
+    /// file the run was given.
+    pub other_shards: u64,
     /// Every problem, with its file: a file may have several (its transitions and its
     /// markers can fail apart).
     pub errors: Vec<Problem>,
@@ -262,6 +276,7 @@ impl Summary {
             "usage_records": self.requests,
             "unattributed": self.unattributed,
             "errors": self.errors.len(),
+            "other_shards": self.other_shards,
             "seconds": (self.seconds * 1000.0).round() / 1000.0,
             "mb_per_s": (self.mb_per_s() * 10.0).round() / 10.0,
         })
@@ -411,10 +426,15 @@ where
                 return None;
             }
         };
-        let (key, opened) = discover::scope_key_opened(opts.pipeline.registry(), &job.path);
-        let key = match key {
-            Ok(k) => k,
-            Err(reason) => {
+        let named = discover::name_opened(opts.pipeline.registry(), &job.path, opts.shard);
+        let (key, opened) = match named {
+            discover::Named::Key(key, opened) => (key, opened),
+            discover::Named::OtherShard => {
+                recorder.tail.file_done(job.size);
+                lock(&summary).other_shards += 1;
+                return None;
+            }
+            discover::Named::Keyless(reason) => {
                 // A file without a key counts as a failed file.
                 recorder.tail.file_done(job.size);
                 lock(&summary).add(
@@ -551,6 +571,7 @@ impl Summary {
             requests: o.requests,
             unattributed: o.unattributed,
             early_writes: 0,
+            other_shards: 0,
             errors: o
                 .errors
                 .into_iter()
@@ -577,6 +598,7 @@ impl Summary {
         self.requests += other.requests;
         self.unattributed += other.unattributed;
         self.early_writes += other.early_writes;
+        self.other_shards += other.other_shards;
         self.errors.extend(other.errors);
     }
 }
