@@ -60,52 +60,6 @@ pub(crate) fn store_for(
     })
 }
 
-/// A price list as the stores take it: each model's price looked up once (the name
-/// matching runs per distinct model, not per request).
-pub(crate) struct PriceList<'a> {
-    prices: &'a transcope_pricing::Prices,
-    resolved: std::cell::RefCell<
-        std::collections::HashMap<String, Option<&'a transcope_pricing::ModelPrice>>,
-    >,
-}
-
-impl<'a> PriceList<'a> {
-    pub(crate) fn new(prices: &'a transcope_pricing::Prices) -> Self {
-        PriceList {
-            prices,
-            resolved: Default::default(),
-        }
-    }
-
-    fn price(&self, model: &str) -> Option<&'a transcope_pricing::ModelPrice> {
-        let mut cache = self.resolved.borrow_mut();
-        match cache.get(model) {
-            Some(p) => *p,
-            None => *cache
-                .entry(model.to_owned())
-                .or_insert_with(|| self.prices.price(model)),
-        }
-    }
-}
-
-impl transcope_store::Pricer for PriceList<'_> {
-    fn cost(&self, model: Option<&str>, t: &transcope_core::Tokens) -> Option<f64> {
-        self.price(model?).map(|p| p.cost(&priced(t)))
-    }
-
-    fn cost_in_tier(&self, model: Option<&str>, t: &transcope_core::Tokens, prompt: u64) -> Option<f64> {
-        self.price(model?).map(|p| p.cost_at(&priced(t), prompt))
-    }
-
-    fn thresholds(&self) -> Vec<u64> {
-        self.prices.thresholds()
-    }
-
-    fn fingerprint(&self) -> Option<&str> {
-        Some(self.prices.fingerprint())
-    }
-}
-
 /// A time filter: what `scope at --at` accepts (no offset: UTC).
 pub(crate) fn time_arg(s: &str) -> Result<i64, String> {
     transcope_core::timestamp::parse(s)
@@ -238,18 +192,7 @@ fn usage_key(s: &str) -> Result<transcope_index::UsageKey, String> {
     })
 }
 
-/// Token counts as the price list takes them (the cache writes split by lifetime;
-/// reasoning is inside the output already).
-pub(crate) fn priced(t: &transcope_core::Tokens) -> transcope_pricing::Tokens {
-    transcope_pricing::Tokens {
-        input: t.input,
-        output: t.output,
-        cache_creation_5m: t.cache_creation - t.cache_creation_1h.min(t.cache_creation),
-        cache_creation_1h: t.cache_creation_1h.min(t.cache_creation),
-        cache_read: t.cache_read,
-        reasoning_output: 0,
-    }
-}
+pub(crate) use transcope_pricing::{priced, PriceList};
 
 /// The shipped price table, or `file`'s.
 pub(crate) fn load_prices(file: Option<&Path>) -> Result<transcope_pricing::Prices> {
@@ -285,7 +228,10 @@ pub fn run_usage(home: &Path, a: UsageArgs) -> Result<u8> {
     )?;
     if a.source.fleet.is_none() {
         // One machine's rows are this machine's.
-        if let Some(i) = by.iter().position(|k| *k == transcope_index::UsageKey::Machine) {
+        if let Some(i) = by
+            .iter()
+            .position(|k| *k == transcope_index::UsageKey::Machine)
+        {
             let name = transcope_fleet::Machine::name_here(None);
             for g in &mut groups {
                 g.keys[i] = Some(name.clone());

@@ -14,7 +14,10 @@ use crate::table::{count, local_time};
 /// name it is. Several projects of that short name is a usage error (`Err`, after
 /// saying which); one the index does not know is kept as given (the answer is empty,
 /// and [`say_empty`] says why).
-pub(crate) fn project(index: &dyn Store, given: Option<String>) -> Result<Result<Option<String>, u8>> {
+pub(crate) fn project(
+    index: &dyn Store,
+    given: Option<String>,
+) -> Result<Result<Option<String>, u8>> {
     let Some(given) = given else {
         return Ok(Ok(None));
     };

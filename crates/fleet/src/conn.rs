@@ -175,7 +175,10 @@ impl Fleet {
             .iter()
             .find(|m| url.contains(&format!("sslmode={m}")))
         {
-            Some(m) => (url.replace(&format!("sslmode={m}"), "sslmode=require"), true),
+            Some(m) => (
+                url.replace(&format!("sslmode={m}"), "sslmode=require"),
+                true,
+            ),
             None => (url.to_owned(), false),
         };
         let mut config: Config = url.parse().map_err(|e: postgres::Error| FleetError::Url {
@@ -204,7 +207,10 @@ impl Fleet {
             config.connect_timeout(t);
         }
         config.application_name("transcope");
-        let local = config.get_hosts().iter().all(|h| matches!(h, Host::Unix(_)));
+        let local = config
+            .get_hosts()
+            .iter()
+            .all(|h| matches!(h, Host::Unix(_)));
         let connected = if config.get_ssl_mode() == SslMode::Disable || local {
             // A Unix socket has no TLS (libpq's rule too).
             config.connect(postgres::NoTls)

@@ -85,7 +85,7 @@ CREATE TEMP TABLE u_in (
     branch TEXT, task TEXT, lane TEXT, is_root BOOLEAN, at_us BIGINT, model TEXT,
     input_tokens BIGINT, output_tokens BIGINT, cache_creation_input_tokens BIGINT,
     cache_creation_1h_input_tokens BIGINT, cache_read_input_tokens BIGINT,
-    reasoning_output_tokens BIGINT
+    reasoning_output_tokens BIGINT, place BIGINT
 ) ON COMMIT DROP;
 ";
 
@@ -151,6 +151,7 @@ fn merge_usage() -> String {
     let most = |c: &str| format!("{c} = GREATEST(usage.{c}, excluded.{c})");
     let mut sets: Vec<String> = [
         "machine",
+        "place",
         "session",
         "root_session",
         "is_root",
@@ -183,10 +184,12 @@ fn merge_usage() -> String {
     format!(
         "INSERT INTO usage (message_key, machine, session, root_session, is_root, at_us, model,
             input_tokens, output_tokens, cache_creation_input_tokens, cache_creation_1h_input_tokens,
-            cache_read_input_tokens, reasoning_output_tokens, project_id, worktree, branch, task, lane)
+            cache_read_input_tokens, reasoning_output_tokens, project_id, worktree, branch, task, lane,
+            place)
         SELECT message_key, $1, session, root_session, is_root, at_us, model,
             input_tokens, output_tokens, cache_creation_input_tokens, cache_creation_1h_input_tokens,
-            cache_read_input_tokens, reasoning_output_tokens, project_id, worktree, branch, task, lane
+            cache_read_input_tokens, reasoning_output_tokens, project_id, worktree, branch, task, lane,
+            place
         FROM u_in ORDER BY message_key
         ON CONFLICT (message_key) DO UPDATE SET {}",
         sets.join(",\n            ")
@@ -323,6 +326,7 @@ fn push_once(index: &Index, fleet: &Fleet, machine: &Machine) -> Result<Pushed, 
             for c in u.counts {
                 r.int(Some(c));
             }
+            r.int(Some(u.place));
             w.end_row();
             if failed.is_none() {
                 failed = w.flush_some().err();

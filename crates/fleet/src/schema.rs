@@ -113,7 +113,8 @@ CREATE TABLE usage (
     worktree TEXT NOT NULL DEFAULT '',
     branch TEXT NOT NULL DEFAULT '',
     task TEXT NOT NULL DEFAULT '',
-    lane TEXT NOT NULL DEFAULT ''
+    lane TEXT NOT NULL DEFAULT '',
+    place BIGINT NOT NULL DEFAULT 0
 );
 CREATE INDEX usage_machine ON usage (machine);
 CREATE INDEX usage_time ON usage (at_us);

@@ -84,6 +84,9 @@ pub struct RequestRow {
     pub model: Option<String>,
     /// Input, output, cache writes, 1-hour cache writes, cache reads, reasoning.
     pub counts: [i64; 6],
+    /// Where the kept copy was read (its run's first place and its file's place in
+    /// the run's stream): what decides between copies tied by time and root-ness.
+    pub place: i64,
 }
 
 /// One read transaction over the index: the rows changed after a number.
@@ -256,7 +259,7 @@ impl Changes<'_> {
                         s.branch, s.task, s.lane, u.is_root, u.at_us, m.model,
                         u.input_tokens, u.output_tokens, u.cache_creation_input_tokens,
                         u.cache_creation_1h_input_tokens, u.cache_read_input_tokens,
-                        u.reasoning_output_tokens
+                        u.reasoning_output_tokens, u.place
                  FROM usage u JOIN usage_scopes s ON s.id = u.scope
                  LEFT JOIN usage_models m ON m.id = u.model
                  WHERE u.changed > ?1",
@@ -280,6 +283,7 @@ impl Changes<'_> {
                     at_us: r.get(9)?,
                     model: r.get(10)?,
                     counts,
+                    place: r.get(17)?,
                 })
             })()
             .map_err(sql)?;

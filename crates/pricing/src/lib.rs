@@ -497,3 +497,67 @@ fn strip_date(name: &str) -> Option<&str> {
 fn digits(b: &[u8]) -> bool {
     !b.is_empty() && b.iter().all(u8::is_ascii_digit)
 }
+
+/// Token counts as the price list takes them from a transcript's (the cache writes
+/// split by lifetime; reasoning is inside the output already).
+pub fn priced(t: &transcope_core::Tokens) -> Tokens {
+    Tokens {
+        input: t.input,
+        output: t.output,
+        cache_creation_5m: t.cache_creation - t.cache_creation_1h.min(t.cache_creation),
+        cache_creation_1h: t.cache_creation_1h.min(t.cache_creation),
+        cache_read: t.cache_read,
+        reasoning_output: 0,
+    }
+}
+
+/// A price list as the stores take it ([`transcope_store::Pricer`]): each model's
+/// price looked up once (the name matching runs per distinct model, not per
+/// request).
+pub struct PriceList<'a> {
+    prices: &'a Prices,
+    resolved: std::cell::RefCell<std::collections::HashMap<String, Option<&'a ModelPrice>>>,
+}
+
+impl<'a> PriceList<'a> {
+    /// `prices`, for a store.
+    pub fn new(prices: &'a Prices) -> Self {
+        PriceList {
+            prices,
+            resolved: Default::default(),
+        }
+    }
+
+    fn price(&self, model: &str) -> Option<&'a ModelPrice> {
+        let mut cache = self.resolved.borrow_mut();
+        match cache.get(model) {
+            Some(p) => *p,
+            None => *cache
+                .entry(model.to_owned())
+                .or_insert_with(|| self.prices.price(model)),
+        }
+    }
+}
+
+impl transcope_store::Pricer for PriceList<'_> {
+    fn cost(&self, model: Option<&str>, t: &transcope_core::Tokens) -> Option<f64> {
+        self.price(model?).map(|p| p.cost(&priced(t)))
+    }
+
+    fn cost_in_tier(
+        &self,
+        model: Option<&str>,
+        t: &transcope_core::Tokens,
+        prompt: u64,
+    ) -> Option<f64> {
+        self.price(model?).map(|p| p.cost_at(&priced(t), prompt))
+    }
+
+    fn thresholds(&self) -> Vec<u64> {
+        self.prices.thresholds()
+    }
+
+    fn fingerprint(&self) -> Option<&str> {
+        Some(self.prices.fingerprint())
+    }
+}

@@ -235,7 +235,10 @@ fn a_window_clips_segments_and_keeps_markers_inside_it() {
         ..Window::default()
     };
     assert_eq!(
-        collect(&index, &none, &transcope_store::Unpriced).unwrap().counts().lanes,
+        collect(&index, &none, &transcope_store::Unpriced)
+            .unwrap()
+            .counts()
+            .lanes,
         0
     );
 }

@@ -53,6 +53,7 @@ mod json;
 pub mod mutate;
 pub mod pg;
 mod rng;
+pub mod store_kit;
 pub use rng::Rng;
 mod sink;
 mod text;

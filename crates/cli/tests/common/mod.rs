@@ -51,6 +51,8 @@ pub fn clean_env(cmd: &mut Command) {
         "CODEX_HOME",
         "GEMINI_CLI_HOME",
         "TRANSCOPE",
+        "TRANSCOPE_FLEET_URL",
+        "TRANSCOPE_MACHINE",
     ] {
         cmd.env_remove(k);
     }
