@@ -362,6 +362,52 @@ fn index_check(home: &Path) -> Check {
     }
 }
 
+/// The fleet a Stop pushes to (`TRANSCOPE_FLEET_URL`), when one is set: reachable,
+/// its schema one this build reads, and whether this home has pushed to it. The URL
+/// is shown with its password hidden, and so is every message.
+fn fleet_check(home: &Path) -> Option<Check> {
+    let url = crate::fleet_cmd::fleet_url(None)?;
+    let shown = transcope_fleet::redact(&url);
+    let name = "fleet";
+    Some(
+        match transcope_fleet::Fleet::connect(&url, Some(Duration::from_secs(3))) {
+            Ok(fleet) => {
+                let id = std::fs::read_to_string(transcope_fleet::machine_id_file(home))
+                    .ok()
+                    .map(|t| t.trim().to_owned());
+                let pushed = fleet.machines().ok().and_then(|ms| {
+                    ms.into_iter().find(|m| Some(&m.id) == id.as_ref())
+                });
+                match pushed {
+                    Some(m) => check(
+                        name,
+                        Status::Ok,
+                        format!(
+                            "{shown} reachable; this home pushed as {} (last {})",
+                            m.name,
+                            m.last_push.as_deref().unwrap_or("never")
+                        ),
+                        None,
+                    ),
+                    None => check(
+                        name,
+                        Status::Ok,
+                        format!("{shown} reachable; this home has not pushed to it yet"),
+                        Some("`transcope fleet push` sends this machine's index (a Stop then pushes its own rows)".into()),
+                    ),
+                }
+            }
+            Err(e) => check(
+                name,
+                Status::Fail,
+                // The error names the URL redacted already.
+                e.to_string(),
+                Some(format!("check that the server in {} ({}) is up and this user may connect; unset it to stop the Stop's pushes", transcope_fleet::URL_ENV, shown)),
+            ),
+        },
+    )
+}
+
 pub fn run_doctor(home: &Path, args: DoctorArgs) -> Result<u8> {
     let env = process_env();
     let mut checks = vec![binary_check()];
@@ -384,6 +430,9 @@ pub fn run_doctor(home: &Path, args: DoctorArgs) -> Result<u8> {
     checks.push(switch_check(&env));
     checks.push(brain_check(home, &env));
     checks.push(index_check(home));
+    if let Some(c) = fleet_check(home) {
+        checks.push(c);
+    }
     let mut out = std::io::stdout().lock();
     for c in &checks {
         let line = if args.json {

@@ -76,3 +76,211 @@ fn the_fleet_answers_every_question_as_the_index_does_over_a_generated_archive()
     assert!(asked.questions > 1000, "{asked:?}");
     assert!(asked.answered > 300, "{asked:?}");
 }
+
+/// `psql` on `url`, which must succeed.
+fn psql(url: &str, sql: &str) -> String {
+    let out = std::process::Command::new("psql")
+        .args([url, "-XAtqc", sql])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "psql {sql}: {}", text(&out.stderr));
+    text(&out.stdout)
+}
+
+#[test]
+fn queries_read_the_fleet_and_name_each_rows_machine() {
+    let Some(db) = pg::database("fleet_queries") else {
+        return;
+    };
+    let home = pushed_home(&testdata().join("sample-archive"), db.url(), "laptop");
+    let fleet = db.url();
+    // Every session and marker names its machine; the local answers do not.
+    let sessions = ok(home.path(), &["sessions", "--json", "--fleet", fleet]);
+    assert!(sessions.lines().count() > 5, "{sessions}");
+    for l in sessions.lines() {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        assert_eq!(v["machine"], "laptop", "{l}");
+    }
+    let local = ok(home.path(), &["sessions", "--json", "--no-sync"]);
+    assert!(!local.contains("\"machine\""), "{local}");
+    let ledger = ok(home.path(), &["ledger", "--json", "--fleet", fleet]);
+    assert!(ledger.lines().count() >= 6, "{ledger}");
+    assert!(
+        ledger.lines().all(|l| l.contains("\"machine\":\"laptop\"")),
+        "{ledger}"
+    );
+    // Usage by machine: the fleet's rows by the machine that pushed them; on one
+    // machine, that machine's name.
+    let by_machine = ok(
+        home.path(),
+        &["usage", "--by", "machine", "--json", "--fleet", fleet],
+    );
+    let v: serde_json::Value = serde_json::from_str(by_machine.trim()).unwrap();
+    assert_eq!(v["machine"], "laptop");
+    let total = v["messages"].as_u64().unwrap();
+    assert!(total > 0);
+    let out = run(
+        home.path(),
+        &["usage", "--by", "machine", "--json", "--no-sync"],
+        "",
+        &[("TRANSCOPE_MACHINE", "this-box")],
+    );
+    let v: serde_json::Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
+    assert_eq!(
+        (v["machine"].as_str(), v["messages"].as_u64()),
+        (Some("this-box"), Some(total))
+    );
+    // A table, an explain and a report read the fleet too.
+    let table = ok(home.path(), &["usage", "--fleet", fleet]);
+    assert!(table.contains("total"), "{table}");
+    let report = home.path().join("r.html");
+    ok(
+        home.path(),
+        &[
+            "report",
+            "--html",
+            report.to_str().unwrap(),
+            "--fleet",
+            fleet,
+        ],
+    );
+    assert!(std::fs::read_to_string(&report)
+        .unwrap()
+        .contains("<!DOCTYPE html>"));
+    // The status lists the machine and what it pushed.
+    let status = ok(home.path(), &["fleet", "status", "--to", fleet, "--json"]);
+    let v: serde_json::Value = serde_json::from_str(status.trim()).unwrap();
+    assert_eq!(
+        (v["machine"].as_str(), v["pushes"].as_i64()),
+        (Some("laptop"), Some(1))
+    );
+    assert_eq!(
+        v["sessions"].as_u64(),
+        Some(sessions.lines().count() as u64)
+    );
+    // Pushed again with nothing new: nothing moves.
+    let again = ok(
+        home.path(),
+        &[
+            "fleet",
+            "push",
+            "--to",
+            fleet,
+            "--machine",
+            "laptop",
+            "--json",
+        ],
+    );
+    let v: serde_json::Value = serde_json::from_str(again.trim()).unwrap();
+    for k in ["sessions", "transitions", "markers", "requests"] {
+        assert_eq!(v[k], 0, "{again}");
+    }
+    assert_eq!(v["whole"], false);
+}
+
+#[test]
+fn a_newer_or_foreign_fleet_is_refused_and_nothing_is_written() {
+    let Some(db) = pg::database("fleet_newer") else {
+        return;
+    };
+    let home = pushed_home(&testdata().join("sample-archive"), db.url(), "laptop");
+    psql(db.url(), "UPDATE transcope_schema SET version = 99");
+    let before = psql(db.url(), "SELECT count(*) FROM sessions");
+    let out = run(home.path(), &["fleet", "push", "--to", db.url()], "", &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("schema version 99, newer than this transcope's"),
+        "{err}"
+    );
+    assert!(err.contains("upgrade transcope"), "{err}");
+    assert_eq!(psql(db.url(), "SELECT count(*) FROM sessions"), before);
+    let Some(other) = pg::database("fleet_foreign") else {
+        return;
+    };
+    psql(other.url(), "CREATE TABLE sessions (x int)");
+    let out = run(home.path(), &["sessions", "--fleet", other.url()], "", &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("is not a transcope fleet"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(
+        psql(
+            other.url(),
+            "SELECT count(*) FROM pg_tables WHERE tablename = 'transcope_schema'"
+        ),
+        "0\n"
+    );
+}
+
+#[test]
+fn no_fleet_is_a_usage_error_and_a_password_is_never_printed() {
+    let home = tempfile::tempdir().unwrap();
+    let out = run(home.path(), &["fleet", "push"], "", &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("TRANSCOPE_FLEET_URL"));
+    let url = "postgresql://alice:s3cret-pw@127.0.0.1:1/fleet";
+    for args in [
+        vec!["fleet", "push", "--to", url],
+        vec!["fleet", "status", "--to", url],
+        vec!["sessions", "--fleet", url],
+    ] {
+        let out = run(home.path(), &args, "", &[]);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+        assert!(!all.contains("s3cret-pw"), "{all}");
+        assert!(all.contains("alice:***@127.0.0.1:1"), "{all}");
+    }
+    let out = run(
+        home.path(),
+        &["doctor", "--json"],
+        "",
+        &[("TRANSCOPE_FLEET_URL", url)],
+    );
+    let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(!all.contains("s3cret-pw"), "{all}");
+    let fleet = all
+        .lines()
+        .find(|l| l.contains("\"check\":\"fleet\""))
+        .expect("a fleet check");
+    assert!(
+        fleet.contains("\"status\":\"fail\"") && fleet.contains("Connection refused"),
+        "{fleet}"
+    );
+}
+
+#[test]
+fn doctor_says_the_fleet_is_reachable_and_whether_this_home_pushed() {
+    let Some(db) = pg::database("fleet_doctor") else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let url = format!("{} password=never-shown", db.url());
+    let check = |home: &Path| {
+        let out = run(
+            home,
+            &["doctor", "--json"],
+            "",
+            &[("TRANSCOPE_FLEET_URL", &url)],
+        );
+        let all = text(&out.stdout);
+        assert!(!all.contains("never-shown"), "{all}");
+        all.lines()
+            .find(|l| l.contains("\"check\":\"fleet\""))
+            .expect("a fleet check")
+            .to_owned()
+    };
+    let before = check(home.path());
+    assert!(
+        before.contains("\"status\":\"ok\"") && before.contains("not pushed"),
+        "{before}"
+    );
+    ok(
+        home.path(),
+        &["fleet", "push", "--to", &url, "--machine", "box"],
+    );
+    let after = check(home.path());
+    assert!(after.contains("pushed as box"), "{after}");
+}

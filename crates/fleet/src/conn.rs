@@ -24,12 +24,12 @@ pub enum FleetError {
         reason: String,
     },
     /// The server could not be reached, or refused us.
-    #[error("the fleet {url} could not be reached: {source}")]
+    #[error("the fleet {url} could not be reached: {}", chain(cause))]
     Connect {
         /// The URL, its password hidden.
         url: String,
-        /// The cause.
-        source: postgres::Error,
+        /// The cause (said whole in the message, not as a source).
+        cause: postgres::Error,
     },
     /// The fleet's schema is newer than this build knows.
     #[error("the fleet {url} has schema version {found}, newer than this transcope's {known}: upgrade transcope on this machine")]
@@ -50,12 +50,12 @@ pub enum FleetError {
         what: String,
     },
     /// A statement failed.
-    #[error("the fleet {url}: {source}")]
+    #[error("the fleet {url}: {}", chain(cause))]
     Query {
         /// The URL, its password hidden.
         url: String,
-        /// The cause.
-        source: postgres::Error,
+        /// The cause (said whole in the message, not as a source).
+        cause: postgres::Error,
     },
     /// Writing a bulk copy failed.
     #[error("the fleet {url}: {source}")]
@@ -70,12 +70,28 @@ pub enum FleetError {
     Local(#[from] transcope_index::IndexError),
 }
 
+/// An error with its causes, as one line (the client's own message is terse: "error
+/// connecting to server"; the cause says why).
+fn chain(e: &postgres::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        let more = c.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        cause = c.source();
+    }
+    text
+}
+
 impl FleetError {
     /// Whether trying again may succeed (a deadlock or serialization failure between
     /// concurrent pushes).
     pub fn is_transient(&self) -> bool {
         let code = match self {
-            FleetError::Query { source, .. } | FleetError::Connect { source, .. } => source.code(),
+            FleetError::Query { cause, .. } | FleetError::Connect { cause, .. } => cause.code(),
             _ => None,
         };
         code.is_some_and(|c| {
@@ -217,9 +233,9 @@ impl Fleet {
         } else {
             config.connect(tls(verify))
         };
-        let mut client = connected.map_err(|source| FleetError::Connect {
+        let mut client = connected.map_err(|cause| FleetError::Connect {
             url: shown.clone(),
-            source,
+            cause,
         })?;
         if let Some(t) = timeout {
             // Every statement of a bounded run ends by then, too.
@@ -228,9 +244,9 @@ impl Fleet {
                 .batch_execute(&format!(
                     "SET statement_timeout = {ms}; SET lock_timeout = {ms}"
                 ))
-                .map_err(|source| FleetError::Query {
+                .map_err(|cause| FleetError::Query {
                     url: shown.clone(),
-                    source,
+                    cause,
                 })?;
         }
         let fleet = Fleet {
@@ -246,10 +262,10 @@ impl Fleet {
         &self.url
     }
 
-    pub(crate) fn query_error(&self, source: postgres::Error) -> FleetError {
+    pub(crate) fn query_error(&self, cause: postgres::Error) -> FleetError {
         FleetError::Query {
             url: self.url.clone(),
-            source,
+            cause,
         }
     }
 }

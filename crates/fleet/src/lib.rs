@@ -36,4 +36,4 @@ pub mod schema;
 pub mod status;
 
 pub use conn::{redact, Fleet, FleetError, URL_ENV};
-pub use machine::{Machine, MACHINE_ENV};
+pub use machine::{id_file as machine_id_file, Machine, MACHINE_ENV};
