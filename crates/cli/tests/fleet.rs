@@ -284,3 +284,76 @@ fn doctor_says_the_fleet_is_reachable_and_whether_this_home_pushed() {
     let after = check(home.path());
     assert!(after.contains("pushed as box"), "{after}");
 }
+
+/// The database a key=value conninfo names, as another user.
+fn as_user(url: &str, user: &str) -> String {
+    url.split_whitespace()
+        .map(|kv| {
+            if kv.starts_with("user=") {
+                format!("user={user}")
+            } else {
+                kv.to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[test]
+fn the_documented_roles_push_and_read_and_nothing_more() {
+    let Some(db) = pg::database("fleet_roles") else {
+        return;
+    };
+    let home = pushed_home(&testdata().join("sample-archive"), db.url(), "owner-box");
+    let roles = testdata().join("../docs/fleet/roles.sql");
+    let out = std::process::Command::new("psql")
+        .args([db.url(), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f"])
+        .arg(&roles)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let pusher = as_user(db.url(), "transcope_push");
+    let reader = as_user(db.url(), "transcope_read");
+    // The pusher pushes a second machine's whole index; the reader reads it all.
+    let other = tempfile::tempdir().unwrap();
+    ok(
+        other.path(),
+        &[
+            "backfill",
+            testdata().join("sample-archive").to_str().unwrap(),
+        ],
+    );
+    ok(
+        other.path(),
+        &["fleet", "push", "--to", &pusher, "--machine", "second"],
+    );
+    let status = ok(home.path(), &["fleet", "status", "--to", &reader, "--json"]);
+    assert_eq!(status.lines().count(), 2, "{status}");
+    let sessions = ok(home.path(), &["sessions", "--json", "--fleet", &reader]);
+    assert!(sessions.lines().count() > 5);
+    // The reader cannot push; neither can delete.
+    let out = run(
+        other.path(),
+        &["fleet", "push", "--to", &reader, "--machine", "x"],
+        "",
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("permission denied"),
+        "{}",
+        text(&out.stderr)
+    );
+    for who in [&pusher, &reader] {
+        let out = std::process::Command::new("psql")
+            .args([who.as_str(), "-XAtqc", "DELETE FROM usage"])
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        assert!(
+            text(&out.stderr).contains("permission denied"),
+            "{}",
+            text(&out.stderr)
+        );
+    }
+}
