@@ -278,12 +278,34 @@ impl Fleet {
                 .collect::<Vec<_>>()
                 .join(" + ")
         };
-        let by_machine = by.contains(&UsageKey::Machine);
-        let machine = if by_machine { "machine" } else { "''" };
+        // Only the columns the groups need: the filters are applied by the server.
+        let column = |k: &UsageKey| match k {
+            UsageKey::Session => "session",
+            UsageKey::RootSession => "root_session",
+            UsageKey::Project => "project_id",
+            UsageKey::Worktree => "worktree",
+            UsageKey::Branch => "branch",
+            UsageKey::Task => "task",
+            UsageKey::Model => "model",
+            UsageKey::Day => "day",
+            UsageKey::Machine => "machine",
+        };
+        let wanted = |k: UsageKey| by.contains(&k);
+        let pick = |k: UsageKey| {
+            if wanted(k) {
+                column(&k)
+            } else {
+                "NULL::text"
+            }
+        };
+        let day = if wanted(UsageKey::Day) {
+            format!("floor(at_us::numeric / {DAY_US})::bigint")
+        } else {
+            "NULL::bigint".to_owned()
+        };
         let rows = self.rows(
             &format!(
-                "SELECT session, root_session, project_id, worktree, branch, task, model,
-                        floor(at_us::numeric / {DAY_US})::bigint AS day, {machine} AS m, {tier} AS tier,
+                "SELECT {}, {}, {}, {}, {}, {}, model, {day}, {}, {tier},
                         sum(input_tokens)::bigint, sum(output_tokens)::bigint,
                         sum(cache_creation_input_tokens)::bigint,
                         sum(cache_creation_1h_input_tokens)::bigint,
@@ -294,7 +316,14 @@ impl Fleet {
                    AND ($3::text IS NULL OR session = $3) AND ($4::text IS NULL OR task = $4)
                    AND ($5::text IS NULL OR project_id = $5)
                  GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
-                 ORDER BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10"
+                 ORDER BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10",
+                pick(UsageKey::Session),
+                pick(UsageKey::RootSession),
+                pick(UsageKey::Project),
+                pick(UsageKey::Worktree),
+                pick(UsageKey::Branch),
+                pick(UsageKey::Task),
+                pick(UsageKey::Machine),
             ),
             &[
                 &filter.since,
@@ -304,30 +333,15 @@ impl Fleet {
                 &filter.project,
             ],
         )?;
-        let names = if by_machine {
-            self.names()?
-        } else {
-            HashMap::new()
-        };
-        let mut parts: Vec<(
-            ScopeRow,
-            Option<String>,
-            Option<i64>,
-            Option<String>,
-            UsageGroup,
-        )> = Vec::with_capacity(rows.len());
+        let by_machine = wanted(UsageKey::Machine);
+        let names = if by_machine { self.names()? } else { HashMap::new() };
+        let mut parts: Vec<(ScopeRow, Option<String>, Option<i64>, Option<String>, UsageGroup)> =
+            Vec::with_capacity(rows.len());
         for r in rows {
-            let scope: ScopeRow = [
-                Some(r.get(0)),
-                Some(r.get(1)),
-                Some(r.get(2)),
-                Some(r.get(3)),
-                Some(r.get(4)),
-                Some(r.get(5)),
-            ];
+            let scope: ScopeRow = [r.get(0), r.get(1), r.get(2), r.get(3), r.get(4), r.get(5)];
             let model: Option<String> = r.get(6);
             let day: Option<i64> = r.get(7);
-            let machine: String = r.get(8);
+            let machine: Option<String> = r.get(8);
             let tier: i32 = r.get(9);
             let n = |i: usize| r.get::<_, i64>(i).max(0) as u64;
             let tokens = Tokens::from_counts([n(10), n(11), n(12), n(13), n(14), n(15)]);
@@ -345,9 +359,11 @@ impl Fleet {
                 cost_usd: cost,
                 unpriced: if cost.is_some() { 0 } else { count },
             };
-            let machine = by_machine.then(|| names.get(&machine).cloned().unwrap_or(machine));
+            let machine = machine.map(|m| names.get(&m).cloned().unwrap_or(m));
             parts.push((scope, model, day, machine, sums));
         }
+        // The filters were the server's: every part is wanted.
+        let all = UsageFilter::default();
         Ok(group(
             parts.iter().map(|(scope, model, day, machine, sums)| Part {
                 scope,
@@ -357,7 +373,7 @@ impl Fleet {
                 sums,
             }),
             by,
-            filter,
+            &all,
         ))
     }
 }
