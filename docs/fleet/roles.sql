@@ -33,7 +33,11 @@ $$;
 GRANT USAGE ON SCHEMA public TO transcope_push, transcope_read;
 GRANT SELECT ON transcope_schema TO transcope_push, transcope_read;
 
-GRANT SELECT, INSERT, UPDATE ON machines, sessions, transitions, markers, usage TO transcope_push;
+GRANT SELECT, INSERT, UPDATE
+    ON machines, sessions, transitions, markers, usage, usage_parts, fleet_meta
+    TO transcope_push;
 GRANT USAGE ON SEQUENCE markers_found TO transcope_push;
 
-GRANT SELECT ON machines, sessions, transitions, markers, usage TO transcope_read;
+GRANT SELECT
+    ON machines, sessions, transitions, markers, usage, usage_parts, fleet_meta
+    TO transcope_read;

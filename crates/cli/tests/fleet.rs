@@ -75,6 +75,82 @@ fn the_fleet_answers_every_question_as_the_index_does_over_a_generated_archive()
     let asked = conform(home.path(), db.url());
     assert!(asked.questions > 1000, "{asked:?}");
     assert!(asked.answered > 300, "{asked:?}");
+
+    // Then the archive grows: a streamed request's later line with a larger output
+    // count (the index keeps the largest: the fleet's row and its part change), and
+    // a second archive's sessions; pushed again, only what changed moves, and every
+    // answer is still the index's.
+    let mut files = Vec::new();
+    transcope_testkit::jsonl_files(corpus.path(), &mut files);
+    files.sort();
+    let mut grown = 0;
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        let Some(line) = text
+            .lines()
+            .find(|l| l.contains("\"output_tokens\"") && l.contains("\"assistant\""))
+        else {
+            continue;
+        };
+        let mut v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let Some(n) = v.pointer_mut("/message/usage/output_tokens") else {
+            continue;
+        };
+        *n = serde_json::json!(n.as_u64().unwrap() + 1000);
+        let mut text = text;
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&v.to_string());
+        text.push('\n');
+        std::fs::write(f, text).unwrap();
+        grown += 1;
+        if grown == 3 {
+            break;
+        }
+    }
+    assert_eq!(grown, 3, "streamed requests to grow");
+    let more = tempfile::tempdir().unwrap();
+    transcope_testkit::generate(
+        &transcope_testkit::CorpusSpec::new(36, 1 << 20),
+        more.path(),
+    )
+    .unwrap();
+    ok(
+        home.path(),
+        &[
+            "backfill",
+            "--json",
+            corpus.path().to_str().unwrap(),
+            more.path().to_str().unwrap(),
+        ],
+    );
+    let again = ok(
+        home.path(),
+        &[
+            "fleet",
+            "push",
+            "--to",
+            db.url(),
+            "--machine",
+            "generated",
+            "--json",
+        ],
+    );
+    let v: serde_json::Value = serde_json::from_str(again.trim()).unwrap();
+    assert_eq!(v["whole"], false, "{again}");
+    let requests = v["requests"].as_u64().unwrap();
+    assert!(requests >= 3, "{again}");
+    let total: u64 = psql(db.url(), "SELECT count(*) FROM usage")
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        requests < total / 2,
+        "an incremental push sends what changed: {again}"
+    );
+    let asked = conform(home.path(), db.url());
+    assert!(asked.answered > 300, "{asked:?}");
 }
 
 /// `psql` on `url`, which must succeed.

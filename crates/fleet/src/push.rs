@@ -196,6 +196,64 @@ fn merge_usage() -> String {
     )
 }
 
+/// The advisory lock a push holds while it merges requests (any constant of ours).
+const PARTS_LOCK: i64 = 0x7472_616e_7370_7274; // "transprt"
+
+/// The fleet's tier thresholds (`fleet_meta.thresholds`), set by the first push to
+/// those of its built-in price list.
+fn thresholds(tx: &mut postgres::Transaction<'_>) -> Result<Vec<u64>, postgres::Error> {
+    let builtin = transcope_pricing::Prices::builtin().thresholds();
+    let text: Vec<String> = builtin.iter().map(u64::to_string).collect();
+    tx.execute(
+        "INSERT INTO fleet_meta (k, v) VALUES ('thresholds', $1) ON CONFLICT (k) DO NOTHING",
+        &[&text.join(",")],
+    )?;
+    let v: String = tx
+        .query_one("SELECT v FROM fleet_meta WHERE k = 'thresholds'", &[])?
+        .get(0);
+    Ok(crate::read::parse_thresholds(&v))
+}
+
+/// A part's columns (as `usage_parts` names them).
+const PART_COLUMNS: &str =
+    "machine, session, root_session, project_id, worktree, branch, task, model, day, tier";
+
+/// [`PART_COLUMNS`] by place, for `GROUP BY` and `ORDER BY`.
+const GROUPED: &str = "1, 2, 3, 4, 5, 6, 7, 8, 9, 10";
+
+/// The part of a request `u` under `thresholds`, as [`PART_COLUMNS`].
+fn part_key(thresholds: &[u64]) -> String {
+    format!(
+        "u.machine AS machine, u.session AS session, u.root_session AS root_session,
+         u.project_id AS project_id, u.worktree AS worktree, u.branch AS branch, u.task AS task,
+         coalesce(u.model, '') AS model,
+         coalesce(floor(u.at_us::numeric / {})::bigint, {}) AS day, {} AS tier",
+        transcope_store::DAY_US,
+        i64::MIN,
+        crate::read::tier_expr("u.", thresholds)
+    )
+}
+
+/// The sums of a group of requests, and with the sign turned.
+const SUMMED: &str = "sum(u.input_tokens) AS input_tokens, sum(u.output_tokens) AS output_tokens,
+    sum(u.cache_creation_input_tokens) AS cache_creation_input_tokens,
+    sum(u.cache_creation_1h_input_tokens) AS cache_creation_1h_input_tokens,
+    sum(u.cache_read_input_tokens) AS cache_read_input_tokens,
+    sum(u.reasoning_output_tokens) AS reasoning_output_tokens, count(*) AS requests";
+const NEGATED: &str =
+    "-sum(u.input_tokens) AS input_tokens, -sum(u.output_tokens) AS output_tokens,
+    -sum(u.cache_creation_input_tokens) AS cache_creation_input_tokens,
+    -sum(u.cache_creation_1h_input_tokens) AS cache_creation_1h_input_tokens,
+    -sum(u.cache_read_input_tokens) AS cache_read_input_tokens,
+    -sum(u.reasoning_output_tokens) AS reasoning_output_tokens, -count(*) AS requests";
+const ADDED: &str = "input_tokens = usage_parts.input_tokens + excluded.input_tokens,
+    output_tokens = usage_parts.output_tokens + excluded.output_tokens,
+    cache_creation_input_tokens = usage_parts.cache_creation_input_tokens + excluded.cache_creation_input_tokens,
+    cache_creation_1h_input_tokens = usage_parts.cache_creation_1h_input_tokens + excluded.cache_creation_1h_input_tokens,
+    cache_read_input_tokens = usage_parts.cache_read_input_tokens + excluded.cache_read_input_tokens,
+    reasoning_output_tokens = usage_parts.reasoning_output_tokens + excluded.reasoning_output_tokens,
+    requests = usage_parts.requests + excluded.requests";
+
 fn push_once(index: &Index, fleet: &Fleet, machine: &Machine) -> Result<Pushed, FleetError> {
     let q = |e| fleet.query_error(e);
     let io = |source| FleetError::Copy {
@@ -345,7 +403,32 @@ fn push_once(index: &Index, fleet: &Fleet, machine: &Machine) -> Result<Pushed, 
     tx.execute(MERGE_SESSIONS, &[id]).map_err(q)?;
     tx.execute(MERGE_TRANSITIONS, &[id]).map_err(q)?;
     tx.execute(merge_markers().as_str(), &[id]).map_err(q)?;
+    // The requests and their sums by part change together, one push at a time:
+    // a part's sums are the old rows' taken out and the merged rows' put in, which
+    // a concurrent merge of the same requests would make wrong.
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&PARTS_LOCK])
+        .map_err(q)?;
+    let part = part_key(&thresholds(&mut tx).map_err(q)?);
+    tx.batch_execute(&format!(
+        "CREATE TEMP TABLE d_parts ON COMMIT DROP AS
+         SELECT {part}, {NEGATED} FROM usage u
+         WHERE u.message_key IN (SELECT message_key FROM u_in) GROUP BY {GROUPED}"
+    ))
+    .map_err(q)?;
     tx.execute(merge_usage().as_str(), &[id]).map_err(q)?;
+    tx.batch_execute(&format!(
+        "INSERT INTO d_parts
+         SELECT {part}, {SUMMED} FROM usage u
+         WHERE u.message_key IN (SELECT message_key FROM u_in) GROUP BY {GROUPED};
+         INSERT INTO usage_parts
+         SELECT {PART_COLUMNS}, sum(input_tokens), sum(output_tokens),
+                sum(cache_creation_input_tokens), sum(cache_creation_1h_input_tokens),
+                sum(cache_read_input_tokens), sum(reasoning_output_tokens), sum(requests)
+         FROM d_parts GROUP BY {GROUPED} ORDER BY {GROUPED}
+         ON CONFLICT (machine, session, root_session, project_id, worktree, branch, task, model, day, tier)
+         DO UPDATE SET {ADDED}"
+    ))
+    .map_err(q)?;
     let mark = changes.mark();
     drop(changes);
     tx.execute(

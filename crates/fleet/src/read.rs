@@ -51,7 +51,36 @@ fn ledger_row(r: &postgres::Row, names: &HashMap<String, String>) -> LedgerRow {
     }
 }
 
+/// Which of `thresholds` a request's prompt (input, cache writes and reads; its
+/// columns prefixed by `prefix`) is above, counted: its price tier.
+pub(crate) fn tier_expr(prefix: &str, thresholds: &[u64]) -> String {
+    if thresholds.is_empty() {
+        return "0".to_owned();
+    }
+    let p = format!(
+        "({prefix}input_tokens + {prefix}cache_creation_input_tokens + {prefix}cache_read_input_tokens)"
+    );
+    thresholds
+        .iter()
+        .map(|t| format!("({p} > {t})::int"))
+        .collect::<Vec<_>>()
+        .join(" + ")
+}
+
+/// `fleet_meta.thresholds` as numbers (comma-separated, ascending).
+pub(crate) fn parse_thresholds(v: &str) -> Vec<u64> {
+    v.split(',').filter_map(|t| t.trim().parse().ok()).collect()
+}
+
 impl Fleet {
+    /// The tier thresholds the fleet's parts are kept by (`None`: no push yet).
+    fn thresholds(&self) -> Result<Option<Vec<u64>>, FleetError> {
+        Ok(self
+            .rows("SELECT v FROM fleet_meta WHERE k = 'thresholds'", &[])?
+            .first()
+            .map(|r| parse_thresholds(&r.get::<_, String>(0))))
+    }
+
     fn rows(&self, sql: &str, params: &[P<'_>]) -> Result<Vec<postgres::Row>, FleetError> {
         self.client
             .borrow_mut()
@@ -266,17 +295,28 @@ impl Fleet {
     ) -> Result<Vec<UsageGroup>, FleetError> {
         // Requests summed by the server by scope, model, day, price tier (which
         // thresholds their prompt is above) and, when asked, machine; each sum
-        // priced at its tier.
+        // priced at its tier. Without a time window, and with the fleet's own tier
+        // thresholds, from the parts every push keeps (schema docs); else from every
+        // request in the window.
         let thresholds = prices.thresholds();
-        let prompt = "(input_tokens + cache_creation_input_tokens + cache_read_input_tokens)";
-        let tier = if thresholds.is_empty() {
-            "0".to_owned()
+        let windowed = filter.since.is_some() || filter.until.is_some();
+        let parts = !windowed && self.thresholds()?.as_deref() == Some(&thresholds[..]);
+        let (table, model, day_of, tier, count) = if parts {
+            (
+                "usage_parts",
+                "NULLIF(model, '')".to_owned(),
+                format!("NULLIF(day, {})", i64::MIN),
+                "tier".to_owned(),
+                "sum(requests)",
+            )
         } else {
-            thresholds
-                .iter()
-                .map(|t| format!("({prompt} > {t})::int"))
-                .collect::<Vec<_>>()
-                .join(" + ")
+            (
+                "usage",
+                "model".to_owned(),
+                format!("floor(at_us::numeric / {DAY_US})::bigint"),
+                tier_expr("", &thresholds),
+                "count(*)",
+            )
         };
         // Only the columns the groups need: the filters are applied by the server.
         let column = |k: &UsageKey| match k {
@@ -299,23 +339,24 @@ impl Fleet {
             }
         };
         let day = if wanted(UsageKey::Day) {
-            format!("floor(at_us::numeric / {DAY_US})::bigint")
+            day_of
         } else {
             "NULL::bigint".to_owned()
         };
         let rows = self.rows(
             &format!(
-                "SELECT {}, {}, {}, {}, {}, {}, model, {day}, {}, {tier},
+                "SELECT {}, {}, {}, {}, {}, {}, {model}, {day}, {}, {tier},
                         sum(input_tokens)::bigint, sum(output_tokens)::bigint,
                         sum(cache_creation_input_tokens)::bigint,
                         sum(cache_creation_1h_input_tokens)::bigint,
                         sum(cache_read_input_tokens)::bigint, sum(reasoning_output_tokens)::bigint,
-                        count(*)
-                 FROM usage
+                        {count}::bigint
+                 FROM {table}
                  WHERE ($1::bigint IS NULL OR at_us >= $1) AND ($2::bigint IS NULL OR at_us <= $2)
                    AND ($3::text IS NULL OR session = $3) AND ($4::text IS NULL OR task = $4)
                    AND ($5::text IS NULL OR project_id = $5)
                  GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
+                 HAVING {count} > 0
                  ORDER BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10",
                 pick(UsageKey::Session),
                 pick(UsageKey::RootSession),
@@ -324,6 +365,14 @@ impl Fleet {
                 pick(UsageKey::Branch),
                 pick(UsageKey::Task),
                 pick(UsageKey::Machine),
+            )
+            .replace(
+                "($1::bigint IS NULL OR at_us >= $1) AND ($2::bigint IS NULL OR at_us <= $2)",
+                if parts {
+                    "$1::bigint IS NULL AND $2::bigint IS NULL"
+                } else {
+                    "($1::bigint IS NULL OR at_us >= $1) AND ($2::bigint IS NULL OR at_us <= $2)"
+                },
             ),
             &[
                 &filter.since,
@@ -334,9 +383,18 @@ impl Fleet {
             ],
         )?;
         let by_machine = wanted(UsageKey::Machine);
-        let names = if by_machine { self.names()? } else { HashMap::new() };
-        let mut parts: Vec<(ScopeRow, Option<String>, Option<i64>, Option<String>, UsageGroup)> =
-            Vec::with_capacity(rows.len());
+        let names = if by_machine {
+            self.names()?
+        } else {
+            HashMap::new()
+        };
+        let mut parts: Vec<(
+            ScopeRow,
+            Option<String>,
+            Option<i64>,
+            Option<String>,
+            UsageGroup,
+        )> = Vec::with_capacity(rows.len());
         for r in rows {
             let scope: ScopeRow = [r.get(0), r.get(1), r.get(2), r.get(3), r.get(4), r.get(5)];
             let model: Option<String> = r.get(6);

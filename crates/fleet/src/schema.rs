@@ -11,6 +11,13 @@
 //!   there (session; session and place; idempotency key; request key), each with the
 //!   machine that first pushed it. `markers.ord` keeps the order rows were found,
 //!   machine by machine, push by push.
+//! * `usage_parts`: the requests summed by machine, scope, model, UTC day and price
+//!   tier (which of the thresholds in `fleet_meta.thresholds`, fixed by the first
+//!   push, a request's prompt is above), kept by every push as it merges requests
+//!   (the old rows' sums taken out, the new ones' put in, under one lock), so a
+//!   usage query without a time window reads parts, not every request. A part whose
+//!   requests all moved elsewhere stays with 0 requests (pushers may not delete).
+//!   A model of none is `''`, a day of none `-9223372036854775808`.
 
 use crate::{Fleet, FleetError};
 
@@ -118,6 +125,30 @@ CREATE TABLE usage (
 );
 CREATE INDEX usage_machine ON usage (machine);
 CREATE INDEX usage_time ON usage (at_us);
+CREATE TABLE fleet_meta (
+    k TEXT PRIMARY KEY,
+    v TEXT NOT NULL
+);
+CREATE TABLE usage_parts (
+    machine TEXT NOT NULL,
+    session TEXT NOT NULL,
+    root_session TEXT NOT NULL,
+    project_id TEXT NOT NULL,
+    worktree TEXT NOT NULL,
+    branch TEXT NOT NULL,
+    task TEXT NOT NULL,
+    model TEXT NOT NULL,
+    day BIGINT NOT NULL,
+    tier INTEGER NOT NULL,
+    input_tokens BIGINT NOT NULL,
+    output_tokens BIGINT NOT NULL,
+    cache_creation_input_tokens BIGINT NOT NULL,
+    cache_creation_1h_input_tokens BIGINT NOT NULL,
+    cache_read_input_tokens BIGINT NOT NULL,
+    reasoning_output_tokens BIGINT NOT NULL,
+    requests BIGINT NOT NULL,
+    PRIMARY KEY (machine, session, root_session, project_id, worktree, branch, task, model, day, tier)
+);
 ";
 
 /// Bring `fleet`'s schema to [`VERSION`] in one transaction; refuse a newer one.
