@@ -221,14 +221,15 @@ const PART_COLUMNS: &str =
 /// [`PART_COLUMNS`] by place, for `GROUP BY` and `ORDER BY`.
 const GROUPED: &str = "1, 2, 3, 4, 5, 6, 7, 8, 9, 10";
 
-/// The part of a request `u` under `thresholds`, as [`PART_COLUMNS`].
-fn part_key(thresholds: &[u64]) -> String {
+/// The part of a request `u` (its machine `machine`) under `thresholds`, as
+/// [`PART_COLUMNS`].
+fn part_key(machine: &str, thresholds: &[u64]) -> String {
     format!(
-        "u.machine AS machine, u.session AS session, u.root_session AS root_session,
+        "{machine} AS machine, u.session AS session, u.root_session AS root_session,
          u.project_id AS project_id, u.worktree AS worktree, u.branch AS branch, u.task AS task,
          coalesce(u.model, '') AS model,
-         coalesce(floor(u.at_us::numeric / {})::bigint, {}) AS day, {} AS tier",
-        transcope_store::DAY_US,
+         coalesce({}, {}) AS day, {} AS tier",
+        crate::read::day_of("u.at_us"),
         i64::MIN,
         crate::read::tier_expr("u.", thresholds)
     )
@@ -408,18 +409,39 @@ fn push_once(index: &Index, fleet: &Fleet, machine: &Machine) -> Result<Pushed, 
     // a concurrent merge of the same requests would make wrong.
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&PARTS_LOCK])
         .map_err(q)?;
-    let part = part_key(&thresholds(&mut tx).map_err(q)?);
+    // Sums of a whole index group in memory; compiling them is not worth its time.
+    tx.batch_execute("SET LOCAL work_mem = '64MB'; SET LOCAL jit = off")
+        .map_err(q)?;
+    let thresholds = thresholds(&mut tx).map_err(q)?;
+    // The requests the fleet held before the merge: their sums come out of their
+    // parts, their merged rows' go in after it; a new request's row is the one sent.
     tx.batch_execute(&format!(
-        "CREATE TEMP TABLE d_parts ON COMMIT DROP AS
-         SELECT {part}, {NEGATED} FROM usage u
-         WHERE u.message_key IN (SELECT message_key FROM u_in) GROUP BY {GROUPED}"
+        "CREATE TEMP TABLE old_rows ON COMMIT DROP AS
+             SELECT u.* FROM u_in JOIN usage u USING (message_key);
+         CREATE TEMP TABLE d_parts (LIKE usage_parts) ON COMMIT DROP;
+         INSERT INTO d_parts SELECT {}, {NEGATED} FROM old_rows u GROUP BY {GROUPED};",
+        part_key("u.machine", &thresholds)
     ))
     .map_err(q)?;
     tx.execute(merge_usage().as_str(), &[id]).map_err(q)?;
-    tx.batch_execute(&format!(
+    tx.execute(
+        &format!(
+            "INSERT INTO d_parts SELECT {}, {SUMMED} FROM u_in u
+             WHERE NOT EXISTS (SELECT FROM old_rows o WHERE o.message_key = u.message_key)
+             GROUP BY {GROUPED}",
+            part_key("$1::text", &thresholds)
+        ),
+        &[id],
+    )
+    .map_err(q)?;
+    let merged = format!(
         "INSERT INTO d_parts
-         SELECT {part}, {SUMMED} FROM usage u
-         WHERE u.message_key IN (SELECT message_key FROM u_in) GROUP BY {GROUPED};
+         SELECT {}, {SUMMED} FROM old_rows o JOIN usage u USING (message_key)
+         GROUP BY {GROUPED};",
+        part_key("u.machine", &thresholds)
+    );
+    tx.batch_execute(&format!(
+        "{merged}
          INSERT INTO usage_parts
          SELECT {PART_COLUMNS}, sum(input_tokens), sum(output_tokens),
                 sum(cache_creation_input_tokens), sum(cache_creation_1h_input_tokens),

@@ -67,6 +67,11 @@ pub(crate) fn tier_expr(prefix: &str, thresholds: &[u64]) -> String {
         .join(" + ")
 }
 
+/// The UTC day number of a time column (floored, in integers).
+pub(crate) fn day_of(column: &str) -> String {
+    format!("(({column} - ((({column} % {DAY_US}) + {DAY_US}) % {DAY_US})) / {DAY_US})")
+}
+
 /// `fleet_meta.thresholds` as numbers (comma-separated, ascending).
 pub(crate) fn parse_thresholds(v: &str) -> Vec<u64> {
     v.split(',').filter_map(|t| t.trim().parse().ok()).collect()
@@ -313,7 +318,7 @@ impl Fleet {
             (
                 "usage",
                 "model".to_owned(),
-                format!("floor(at_us::numeric / {DAY_US})::bigint"),
+                day_of("at_us"),
                 tier_expr("", &thresholds),
                 "count(*)",
             )

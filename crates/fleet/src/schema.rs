@@ -123,8 +123,6 @@ CREATE TABLE usage (
     lane TEXT NOT NULL DEFAULT '',
     place BIGINT NOT NULL DEFAULT 0
 );
-CREATE INDEX usage_machine ON usage (machine);
-CREATE INDEX usage_time ON usage (at_us);
 CREATE TABLE fleet_meta (
     k TEXT PRIMARY KEY,
     v TEXT NOT NULL
