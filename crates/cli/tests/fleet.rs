@@ -433,3 +433,74 @@ fn the_documented_roles_push_and_read_and_nothing_more() {
         );
     }
 }
+
+/// The README's "For a team" block, run as written (its `/tmp` homes and its database
+/// made unique), with the built binary first on the PATH: what it prints is what the
+/// README shows.
+#[test]
+fn the_readmes_team_walkthrough_runs_as_written() {
+    let Some(admin) = pg::admin_url() else {
+        return;
+    };
+    let root = testdata().join("..");
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let team = &readme[readme.find("## For a team").expect("the section")..];
+    let block = &team[team.find("```bash\n").expect("its commands") + 8..];
+    let block = &block[..block.find("```").unwrap()];
+    let tmp = tempfile::tempdir().unwrap();
+    let db = format!("readme_team_{}", std::process::id());
+    let script = block
+        .replace("/tmp/", &format!("{}/", tmp.path().display()))
+        .replace("CREATE DATABASE team", &format!("CREATE DATABASE {db}"))
+        .replace("dbname=team", &format!("dbname={db}"));
+    let bin = std::path::PathBuf::from(env!("CARGO_BIN_EXE_transcope"));
+    let path = format!(
+        "{}:{}",
+        bin.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut cmd = std::process::Command::new("bash");
+    cmd.args(["-euo", "pipefail", "-c", &script])
+        .current_dir(&root)
+        .env("PATH", path);
+    common::clean_env(&mut cmd);
+    let out = cmd.output().unwrap();
+    let _ = std::process::Command::new("psql")
+        .args([
+            admin.as_str(),
+            "-XAtqc",
+            &format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"),
+        ])
+        .output();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    // The README's lines, but for the times and the socket's folder.
+    let shown: Vec<&str> = team[team.find("which prints").unwrap()..]
+        .split("```")
+        .nth(1)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    let printed: Vec<&str> = stdout.lines().collect();
+    assert_eq!(printed.len(), shown.len(), "{stdout}");
+    let words = |l: &str| -> Vec<String> {
+        l.split_whitespace()
+            .filter(|w| {
+                !w.contains(':')
+                    && !w.contains('…')
+                    && !w.starts_with("2026-")
+                    && !w.starts_with("dbname=")
+                    && !w.starts_with("host=")
+            })
+            .map(str::to_owned)
+            .collect()
+    };
+    for (p, s) in printed.iter().zip(&shown) {
+        if s.starts_with("prices:") {
+            assert!(p.starts_with("prices: litellm"), "{p}");
+            continue;
+        }
+        assert_eq!(words(p), words(s), "printed {p:?}, the README shows {s:?}");
+    }
+}
