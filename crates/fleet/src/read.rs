@@ -23,6 +23,15 @@ impl From<FleetError> for StoreError {
 
 type P<'a> = &'a (dyn ToSql + Sync);
 
+/// A part as read: scope, model, day, machine, sums.
+type OwnedPart = (
+    ScopeRow,
+    Option<String>,
+    Option<i64>,
+    Option<String>,
+    UsageGroup,
+);
+
 /// The ledger's columns, in [`ledger_row`]'s order.
 const LEDGER_COLUMNS: &str = "idempotency_key, session, type, content, attrs, at, attribution,
     project_id, worktree, branch, task, state, body, origin, detail, machine";
@@ -393,13 +402,7 @@ impl Fleet {
         } else {
             HashMap::new()
         };
-        let mut parts: Vec<(
-            ScopeRow,
-            Option<String>,
-            Option<i64>,
-            Option<String>,
-            UsageGroup,
-        )> = Vec::with_capacity(rows.len());
+        let mut parts: Vec<OwnedPart> = Vec::with_capacity(rows.len());
         for r in rows {
             let scope: ScopeRow = [r.get(0), r.get(1), r.get(2), r.get(3), r.get(4), r.get(5)];
             let model: Option<String> = r.get(6);
