@@ -95,6 +95,27 @@ impl Fleet {
             .map(|r| parse_thresholds(&r.get::<_, String>(0))))
     }
 
+    /// Each row of `sql` handed to `each` as the server sends it, until it returns
+    /// `false`: a long session's rows are never held whole.
+    fn each_row(
+        &self,
+        sql: &str,
+        params: &[P<'_>],
+        mut each: impl FnMut(&postgres::Row) -> bool,
+    ) -> Result<(), FleetError> {
+        use postgres::fallible_iterator::FallibleIterator;
+        let mut client = self.client.borrow_mut();
+        let mut rows = client
+            .query_raw(sql, params.iter().copied())
+            .map_err(|e| self.query_error(e))?;
+        while let Some(r) = rows.next().map_err(|e| self.query_error(e))? {
+            if !each(&r) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
     fn rows(&self, sql: &str, params: &[P<'_>]) -> Result<Vec<postgres::Row>, FleetError> {
         self.client
             .borrow_mut()
@@ -270,28 +291,32 @@ impl Fleet {
             })
             .collect();
         markers.reverse();
-        let rows = self.rows(
+        let mut stopped = false;
+        self.each_row(
             "SELECT at_us, seq, at, line FROM transitions WHERE session = $1
              ORDER BY at_us IS NULL, at_us, seq",
             &[&session],
-        )?;
-        for r in rows {
-            let at: Option<i64> = r.get(0);
-            let key: Key = (at.is_none(), at.unwrap_or(0), 0, r.get(1));
-            while markers.last().is_some_and(|(k, _)| *k < key) {
-                let (_, m) = markers.pop().expect("a marker");
-                if !each(TimelineItem::Marker(Box::new(m))) {
-                    return Ok(());
+            |r| {
+                let at: Option<i64> = r.get(0);
+                let key: Key = (at.is_none(), at.unwrap_or(0), 0, r.get(1));
+                while markers.last().is_some_and(|(k, _)| *k < key) {
+                    let (_, m) = markers.pop().expect("a marker");
+                    if !each(TimelineItem::Marker(Box::new(m))) {
+                        stopped = true;
+                        return false;
+                    }
                 }
-            }
-            let line: String = r.get(3);
-            let scope = transcope_core::Scope::from_json_map(&log_row(&line)).to_json_map();
-            if !each(TimelineItem::Transition {
-                at: r.get(2),
-                scope,
-            }) {
-                return Ok(());
-            }
+                let line: String = r.get(3);
+                let scope = transcope_core::Scope::from_json_map(&log_row(&line)).to_json_map();
+                stopped = !each(TimelineItem::Transition {
+                    at: r.get(2),
+                    scope,
+                });
+                !stopped
+            },
+        )?;
+        if stopped {
+            return Ok(());
         }
         while let Some((_, m)) = markers.pop() {
             if !each(TimelineItem::Marker(Box::new(m))) {
@@ -462,18 +487,18 @@ impl Store for Fleet {
         session: &str,
         each: &mut dyn FnMut(Option<i64>, [String; 6]),
     ) -> Result<(), StoreError> {
-        let rows = self.rows(
+        Ok(self.each_row(
             "SELECT at_us, project_id, project, worktree, branch, task, cwd
              FROM transitions WHERE session = $1 ORDER BY seq",
             &[&session],
-        )?;
-        for r in rows {
-            each(
-                r.get(0),
-                [r.get(1), r.get(2), r.get(3), r.get(4), r.get(5), r.get(6)],
-            );
-        }
-        Ok(())
+            |r| {
+                each(
+                    r.get(0),
+                    [r.get(1), r.get(2), r.get(3), r.get(4), r.get(5), r.get(6)],
+                );
+                true
+            },
+        )?)
     }
 
     fn ledger(&self, filter: &LedgerFilter) -> Result<Vec<LedgerRow>, StoreError> {

@@ -202,13 +202,6 @@ impl Pricer for Unpriced {
     }
 }
 
-/// A request's prompt as tiers compare it: input, cache writes and cache reads.
-pub fn prompt(t: &Tokens) -> u64 {
-    t.input
-        .saturating_add(t.cache_creation)
-        .saturating_add(t.cache_read)
-}
-
 /// The scope of a [`Part`]: session, root session, project, worktree, branch, task.
 pub type ScopeRow = [Option<String>; 6];
 
