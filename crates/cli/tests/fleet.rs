@@ -206,6 +206,29 @@ fn queries_read_the_fleet_and_name_each_rows_machine() {
         (v["machine"].as_str(), v["messages"].as_u64()),
         (Some("this-box"), Some(total))
     );
+    // Explain says of the fleet what it says of the local log, for each session at a
+    // few instants.
+    for l in local.lines().take(4) {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        let session = v["session"].as_str().unwrap();
+        for at in [
+            v["first_at"].as_str().unwrap(),
+            v["last_at"].as_str().unwrap(),
+            "2030-01-01T00:00:00Z",
+        ] {
+            let args = ["explain", "--json", "--session", session, "--at", at];
+            let here = ok(home.path(), &[&args[..], &["--no-sync"]].concat());
+            let there = ok(home.path(), &[&args[..], &["--fleet", fleet]].concat());
+            let (a, mut b): (serde_json::Value, serde_json::Value) = (
+                serde_json::from_str(&here).unwrap(),
+                serde_json::from_str(&there).unwrap(),
+            );
+            for m in b["markers"].as_array_mut().unwrap() {
+                m.as_object_mut().unwrap().remove("machine");
+            }
+            assert_eq!(a, b, "explain {session} at {at}");
+        }
+    }
     // A table, an explain and a report read the fleet too.
     let table = ok(home.path(), &["usage", "--fleet", fleet]);
     assert!(table.contains("total"), "{table}");
