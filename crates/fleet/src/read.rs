@@ -23,6 +23,15 @@ impl From<FleetError> for StoreError {
 
 type P<'a> = &'a (dyn ToSql + Sync);
 
+/// A usage sum of the server's: its scope, model, day and machine, and its sums.
+type Piece = (
+    ScopeRow,
+    Option<String>,
+    Option<i64>,
+    Option<String>,
+    UsageGroup,
+);
+
 /// The ledger's columns, in [`ledger_row`]'s order.
 const LEDGER_COLUMNS: &str = "idempotency_key, session, type, content, attrs, at, attribution,
     project_id, worktree, branch, task, state, body, origin, detail, machine";
@@ -309,13 +318,7 @@ impl Fleet {
         } else {
             HashMap::new()
         };
-        let mut parts: Vec<(
-            ScopeRow,
-            Option<String>,
-            Option<i64>,
-            Option<String>,
-            UsageGroup,
-        )> = Vec::with_capacity(rows.len());
+        let mut parts: Vec<Piece> = Vec::with_capacity(rows.len());
         for r in rows {
             let scope: ScopeRow = [
                 Some(r.get(0)),
