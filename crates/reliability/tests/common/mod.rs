@@ -85,6 +85,8 @@ const SCRUBBED: &[&str] = &[
     "CLAUDE_CONFIG_DIR",
     "CLAUDE_PROJECT_DIR",
     "CODEX_HOME",
+    "TRANSCOPE_FLEET_URL",
+    "TRANSCOPE_MACHINE",
 ];
 
 /// A sandbox: `root/home` is the agentihooks home, `root/user` is `$HOME`, and
