@@ -527,3 +527,65 @@ fn the_readmes_team_walkthrough_runs_as_written() {
         assert_eq!(words(p), words(s), "printed {p:?}, the README shows {s:?}");
     }
 }
+
+/// `usage --by session --json` of the fleet at `url`, each line without its machine.
+fn usage_by_session(home: &Path, url: &str) -> Vec<String> {
+    ok(
+        home,
+        &["usage", "--by", "session", "--json", "--fleet", url],
+    )
+    .lines()
+    .map(|l| {
+        let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+        v.as_object_mut().unwrap().remove("machine");
+        v.to_string()
+    })
+    .collect()
+}
+
+/// A request copied into two families (`public/claude` keeps sample transcripts under
+/// other names: the same requests, times and all) is kept by each of two shards'
+/// indexes. Pushed to one fleet, in either order, the fleet keeps the copy one run
+/// keeps: the one read first (its place, which every shard numbers alike), not the
+/// one of the smaller session key.
+#[test]
+fn two_shards_copies_of_a_request_keep_in_the_fleet_the_copy_one_run_keeps() {
+    let (Some(one), Some(two)) = (pg::database("copies_one"), pg::database("copies_two")) else {
+        return;
+    };
+    let roots = [
+        testdata().join("sample-archive/claude/projects"),
+        testdata().join("public/claude"),
+    ];
+    let backfill = |home: &Path, shard: Option<&str>| {
+        let mut args = vec!["backfill", "--json"];
+        args.extend(shard.map(|s| ["--shard", s]).into_iter().flatten());
+        args.extend(roots.iter().map(|r| r.to_str().unwrap()));
+        ok(home, &args);
+    };
+    let push = |home: &Path, url: &str, machine: &str| -> u64 {
+        let out = ok(
+            home,
+            &["fleet", "push", "--to", url, "--machine", machine, "--json"],
+        );
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        v["requests"].as_u64().unwrap()
+    };
+    let whole = tempfile::tempdir().unwrap();
+    backfill(whole.path(), None);
+    let requests = push(whole.path(), one.url(), "whole");
+    let shards = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let mut held = 0;
+    for (k, home) in shards.iter().enumerate().rev() {
+        backfill(home.path(), Some(&format!("{k}/2")));
+        held += push(home.path(), two.url(), &format!("shard-{k}"));
+    }
+    assert!(
+        held > requests,
+        "no copy in two shards: {held} ≤ {requests}"
+    );
+    assert_eq!(
+        usage_by_session(whole.path(), two.url()),
+        usage_by_session(whole.path(), one.url())
+    );
+}

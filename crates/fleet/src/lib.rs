@@ -12,8 +12,9 @@
 //!   scope row its session and place, a marker its idempotency key, a request its
 //!   key. A session recorded on two machines (a shared home, two shards of one
 //!   archive) is one session, each row once; a request copied into two sessions keeps
-//!   the earliest copy (a root session's on a tie, then the smaller session key), as
-//!   the local index does.
+//!   the earliest copy (a root session's on a tie, then the one read first, then the
+//!   smaller session key), as the local index does: N shards of one archive keep the
+//!   copy one run keeps.
 //! * **A push is one transaction**: the rows and the machine's new mark (how far into
 //!   its index it has sent) commit together, so a push killed at any moment leaves
 //!   the fleet as it was and the next push sends the same rows again; every write is

@@ -139,12 +139,14 @@ fn merge_markers() -> String {
 }
 
 /// The copy pushed is the earlier one: earlier in time, a root session's on a tie,
-/// then the smaller session key (the local index's rule, with the session key for
-/// its place in one machine's reading).
+/// then the one read first (`place`: the local index's rule; the shards of one
+/// archive number every file of its walk alike, so they keep the copy one run
+/// keeps), then the smaller session key (two machines' places that tie).
 const EARLIER: &str =
     "((excluded.at_us IS NOT NULL AND (usage.at_us IS NULL OR excluded.at_us < usage.at_us))
     OR (excluded.at_us IS NOT DISTINCT FROM usage.at_us AND (excluded.is_root > usage.is_root
-        OR (excluded.is_root = usage.is_root AND excluded.session < usage.session))))";
+        OR (excluded.is_root = usage.is_root AND (excluded.place < usage.place
+            OR (excluded.place = usage.place AND excluded.session < usage.session))))))";
 
 fn merge_usage() -> String {
     let kept = |c: &str| format!("{c} = CASE WHEN {EARLIER} THEN excluded.{c} ELSE usage.{c} END");

@@ -154,8 +154,15 @@ pub fn migrate(fleet: &Fleet) -> Result<i32, FleetError> {
     let mut client = fleet.client.borrow_mut();
     let q = |e| fleet.query_error(e);
     // Most connections find the schema current: one read, no lock, no transaction.
+    // Whether the table is there is read from the catalog, as of the statement: a
+    // name looked up by `to_regclass` before waiting for the lock is remembered as
+    // missing (the server's catalog cache) after another connection made it.
     fn current(c: &mut impl postgres::GenericClient) -> Result<Option<i32>, postgres::Error> {
-        let has = c.query_one("SELECT to_regclass('transcope_schema') IS NOT NULL", &[])?;
+        let has = c.query_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_tables
+                            WHERE schemaname = current_schema() AND tablename = 'transcope_schema')",
+            &[],
+        )?;
         if !has.get::<_, bool>(0) {
             return Ok(None);
         }

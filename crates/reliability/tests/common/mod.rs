@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value};
 
 pub mod count;
+pub mod fleet;
 
 /// The workspace root.
 pub fn workspace() -> PathBuf {
@@ -85,6 +86,8 @@ const SCRUBBED: &[&str] = &[
     "CLAUDE_CONFIG_DIR",
     "CLAUDE_PROJECT_DIR",
     "CODEX_HOME",
+    "TRANSCOPE_FLEET_URL",
+    "TRANSCOPE_MACHINE",
 ];
 
 /// A sandbox: `root/home` is the agentihooks home, `root/user` is `$HOME`, and
@@ -710,7 +713,13 @@ pub fn read_request(reader: &mut impl std::io::BufRead) -> Option<(Option<String
 
 /// The standard output of `args` run in `sb`, which must succeed.
 pub fn stdout_of(sb: &Sandbox, args: &[&str]) -> String {
-    let out = run(sb.cmd(args), b"");
+    stdout_in(&sb.home, &sb.user, args)
+}
+
+/// The standard output of `transcope --home HOME args…` ([`cmd_in`]), which must
+/// succeed.
+pub fn stdout_in(home: &Path, user: &Path, args: &[&str]) -> String {
+    let out = run(cmd_in(home, user, args), b"");
     assert_eq!(
         out.status.code(),
         Some(0),
