@@ -192,6 +192,24 @@ impl Entry {
         &self.dir
     }
 
+    /// The scope-log key the transcript feeds, when one was named.
+    pub fn session(&self) -> Option<String> {
+        transcope_jsonl::read_private(&self.dir.join("session"))
+            .ok()
+            .and_then(|b| String::from_utf8(b).ok())
+            .filter(|s| !s.is_empty())
+    }
+
+    /// Name the scope-log key the transcript feeds (written once; again only when it
+    /// changes).
+    pub(crate) fn set_session(&self, key: &str) -> Result<(), ArchiveError> {
+        if self.session().as_deref() == Some(key) {
+            return Ok(());
+        }
+        let p = self.dir.join("session");
+        transcope_jsonl::write_atomic(&p, key.as_bytes(), false).map_err(io_error(&p))
+    }
+
     /// Whether anything was kept.
     pub fn exists(&self) -> bool {
         self.dir.join("path").is_file()
@@ -291,9 +309,7 @@ impl Entry {
         let path = self.dir.join(format!("g{n}.zst"));
         let mut out = open_append(&path).map_err(io_error(&path))?;
         let mut compressor = zstd::bulk::Compressor::new(LEVEL).map_err(io_error(&path))?;
-        compressor
-            .include_checksum(true)
-            .map_err(io_error(&path))?;
+        compressor.include_checksum(true).map_err(io_error(&path))?;
         let head_once = if size >= PRINT {
             Some(print(0, PRINT, &mut buf)?)
         } else {
@@ -614,7 +630,11 @@ mod tests {
     }
 
     fn append(path: &Path, text: &str) {
-        let mut f = OpenOptions::new().create(true).append(true).open(path).unwrap();
+        let mut f = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .unwrap();
         f.write_all(text.as_bytes()).unwrap();
     }
 
@@ -626,34 +646,41 @@ mod tests {
             let line = format!("{{\"turn\":{i},\"text\":\"{}\"}}\n", "x".repeat(i * 97));
             append(&original, &line);
             whole.push_str(&line);
-            let k = archive.keep(&original).unwrap();
+            let k = archive.keep(&original, None).unwrap();
             assert_eq!(k.added, line.len() as u64);
             assert_eq!(k.new_generation, i == 0);
         }
         let e = archive.entry(&original);
         assert_eq!(e.generations().unwrap().len(), 1);
         assert_eq!(e.read_newest().unwrap().unwrap(), whole.as_bytes());
-        assert_eq!(archive.keep(&original).unwrap(), Kept::default());
+        assert_eq!(archive.keep(&original, None).unwrap(), Kept::default());
         assert!(e.verify(false).unwrap().is_empty());
         let info = e.info().unwrap();
-        assert_eq!((info.bytes, info.generations, info.exists), (whole.len() as u64, 1, true));
+        assert_eq!(
+            (info.bytes, info.generations, info.exists),
+            (whole.len() as u64, 1, true)
+        );
     }
 
     #[test]
     fn a_cut_or_rewritten_file_starts_a_generation_and_keeps_the_old() {
         let (_d, archive, original) = setup();
         std::fs::write(&original, "one\ntwo\nthree\n").unwrap();
-        archive.keep(&original).unwrap();
+        archive.keep(&original, None).unwrap();
         std::fs::write(&original, "one\n").unwrap();
-        assert!(archive.keep(&original).unwrap().new_generation);
+        assert!(archive.keep(&original, None).unwrap().new_generation);
         std::fs::write(&original, "ONE\nand more than before\n").unwrap();
-        assert!(archive.keep(&original).unwrap().new_generation);
+        assert!(archive.keep(&original, None).unwrap().new_generation);
         let e = archive.entry(&original);
         let gens = e.generations().unwrap();
         let texts: Vec<Vec<u8>> = gens.iter().map(|g| e.read(g).unwrap()).collect();
         assert_eq!(
             texts,
-            [&b"one\ntwo\nthree\n"[..], b"one\n", b"ONE\nand more than before\n"]
+            [
+                &b"one\ntwo\nthree\n"[..],
+                b"one\n",
+                b"ONE\nand more than before\n"
+            ]
         );
     }
 
@@ -661,18 +688,25 @@ mod tests {
     fn a_torn_end_is_cut_and_nothing_before_it_is_lost() {
         let (_d, archive, original) = setup();
         std::fs::write(&original, "first\n").unwrap();
-        archive.keep(&original).unwrap();
-        let g = archive.entry(&original).generations().unwrap()[0].path.clone();
+        archive.keep(&original, None).unwrap();
+        let g = archive.entry(&original).generations().unwrap()[0]
+            .path
+            .clone();
         let before = std::fs::read(&g).unwrap();
         // A killed write: half a frame at the end.
         let mut torn = zstd::bulk::compress(b"second\n", 3).unwrap();
         torn.truncate(torn.len() / 2);
-        OpenOptions::new().append(true).open(&g).unwrap().write_all(&torn).unwrap();
+        OpenOptions::new()
+            .append(true)
+            .open(&g)
+            .unwrap()
+            .write_all(&torn)
+            .unwrap();
         let problems = archive.entry(&original).verify(false).unwrap();
         assert_eq!(problems.len(), 1);
         assert!(problems[0].torn && !problems[0].repaired);
         append(&original, "second\n");
-        let k = archive.keep(&original).unwrap();
+        let k = archive.keep(&original, None).unwrap();
         assert!(k.repaired);
         assert_eq!(&std::fs::read(&g).unwrap()[..before.len()], &before[..]);
         assert_eq!(
@@ -685,10 +719,12 @@ mod tests {
     fn damage_inside_is_named_and_never_cut() {
         let (_d, archive, original) = setup();
         std::fs::write(&original, "a\n").unwrap();
-        archive.keep(&original).unwrap();
+        archive.keep(&original, None).unwrap();
         append(&original, "b\n");
-        archive.keep(&original).unwrap();
-        let g = archive.entry(&original).generations().unwrap()[0].path.clone();
+        archive.keep(&original, None).unwrap();
+        let g = archive.entry(&original).generations().unwrap()[0]
+            .path
+            .clone();
         let mut bytes = std::fs::read(&g).unwrap();
         bytes[RECORD_LEN + 20] ^= 0xff; // inside the first record's payload hashes
         std::fs::write(&g, &bytes).unwrap();
@@ -703,7 +739,7 @@ mod tests {
     fn a_restore_never_writes_over_a_file() {
         let (d, archive, original) = setup();
         std::fs::write(&original, "kept\n").unwrap();
-        archive.keep(&original).unwrap();
+        archive.keep(&original, None).unwrap();
         let e = archive.entry(&original);
         let to = d.path().join("restored/s1.jsonl");
         let r = e.restore_to(&to, false).unwrap();
@@ -711,7 +747,7 @@ mod tests {
         assert_eq!(std::fs::read(&to).unwrap(), b"kept\n");
         std::fs::write(&to, "other\n").unwrap();
         let r = e.restore_to(&to, false).unwrap();
-        assert_eq!(r.kept, [to.clone()]);
+        assert_eq!(r.kept, std::slice::from_ref(&to));
         assert_eq!(std::fs::read(&to).unwrap(), b"other\n");
     }
 }

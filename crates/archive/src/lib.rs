@@ -123,15 +123,31 @@ impl Archive {
         Entry::new(&self.root, original)
     }
 
-    /// Bring `original`'s entry up to date with the file as it is now (module docs).
-    pub fn keep(&self, original: &Path) -> Result<Kept, ArchiveError> {
-        self.entry(original).keep_file(original)
+    /// Bring `original`'s entry up to date with the file as it is now (module docs);
+    /// `session` names the scope-log key it feeds, when known (kept beside it, for
+    /// `--session` and when the original is gone).
+    pub fn keep(&self, original: &Path, session: Option<&str>) -> Result<Kept, ArchiveError> {
+        let e = self.entry(original);
+        let kept = e.keep_file(original)?;
+        if let Some(s) = session {
+            e.set_session(s)?;
+        }
+        Ok(kept)
     }
 
-    /// [`Archive::keep`] with the file's bytes as the caller read them whole (a
-    /// backfill reads each file once: the archive does not read it again).
-    pub fn keep_bytes(&self, original: &Path, bytes: &[u8]) -> Result<Kept, ArchiveError> {
-        self.entry(original).keep_bytes(original, bytes)
+    /// [`Archive::keep`] with the file's bytes as the caller read them whole.
+    pub fn keep_bytes(
+        &self,
+        original: &Path,
+        session: Option<&str>,
+        bytes: &[u8],
+    ) -> Result<Kept, ArchiveError> {
+        let e = self.entry(original);
+        let kept = e.keep_bytes(original, bytes)?;
+        if let Some(s) = session {
+            e.set_session(s)?;
+        }
+        Ok(kept)
     }
 
     /// Every entry, in the order of their folders' names (not of their paths).

@@ -64,7 +64,10 @@ impl Record {
         {
             out[16 + 8 * i..24 + 8 * i].copy_from_slice(&v.to_le_bytes());
         }
-        for (i, h) in [self.sha, self.chain, self.head, self.tail].iter().enumerate() {
+        for (i, h) in [self.sha, self.chain, self.head, self.tail]
+            .iter()
+            .enumerate()
+        {
             out[48 + 32 * i..80 + 32 * i].copy_from_slice(h);
         }
         out

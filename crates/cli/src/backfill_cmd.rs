@@ -58,6 +58,14 @@ pub struct BackfillArgs {
     /// counted (`other_shards`), not read past the head that names them.
     #[arg(long, value_name = "K/N")]
     shard: Option<Shard>,
+    /// Do not keep the files read in the archive (`TRANSCOPE_ARCHIVE=off` turns it off
+    /// everywhere).
+    #[arg(long)]
+    no_archive: bool,
+    /// Also read the archived copy of every transcript whose original is gone (the
+    /// agents deleted it), as that transcript.
+    #[arg(long)]
+    from_archive: bool,
 }
 
 /// Every registered agent's default folders that exist (each adapter's layout says
@@ -136,6 +144,9 @@ pub fn run_backfill(home: &Path, args: BackfillArgs) -> Result<u8> {
     }
     opts.index = !args.no_index;
     opts.usage = !args.no_usage;
+    opts.archive = (!args.no_archive)
+        .then(|| crate::archive_cmd::keeping(home))
+        .flatten();
     // `0/1` is the whole archive: no head is read twice for it.
     opts.shard = args.shard.filter(|s| !s.is_whole());
     if opts.index && !args.paths.is_empty() {
@@ -193,9 +204,29 @@ pub fn run_backfill(home: &Path, args: BackfillArgs) -> Result<u8> {
             }
         }
     };
-    let summary = backfill_iter(walk(&paths, opts.pipeline.registry()), &opts, &progress);
+    let mut summary = backfill_iter(walk(&paths, opts.pipeline.registry()), &opts, &progress);
     if let Some((b, _)) = bar {
         b.finish_and_clear();
+    }
+    if args.from_archive {
+        // The transcripts the agents deleted, read from the archive as themselves.
+        let view = crate::archive_cmd::view_dir(home);
+        let (copies, failed) =
+            crate::archive_cmd::copies_of_gone(&crate::archive_cmd::archive_of(home), &view);
+        for f in &failed {
+            say!("not read from the archive: {f}");
+        }
+        crate::archive_cmd::reading_copies(&mut opts, &copies);
+        let jobs = walk(&[view.clone()], opts.pipeline.registry());
+        let from = backfill_iter(jobs, &opts, &|_, _| {});
+        let _ = std::fs::remove_dir_all(&view);
+        summary.absorb(from);
+        if !failed.is_empty() {
+            summary.errors.push(transcope_backfill::Problem {
+                path: view,
+                reason: format!("{} archived transcript(s) could not be read", failed.len()),
+            });
+        }
     }
     for p in &summary.errors {
         say!("{}: {}", p.path.display(), p.reason);

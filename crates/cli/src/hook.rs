@@ -356,6 +356,20 @@ fn stop(home: &Path, payload: &HookInput, started: std::time::Instant) -> Value 
     };
     let last = (!payload.last_assistant_message.is_empty())
         .then_some(payload.last_assistant_message.as_str());
+    // The evidence first: the transcript's new bytes kept before anything is derived
+    // (a failure is said, and the Stop goes on).
+    let archived = match (crate::archive_cmd::keeping(home), w.transcript.as_deref()) {
+        (Some(a), Some(t)) => match a.keep(t, w.key.as_deref()) {
+            Ok(k) => Some(
+                json!({"added": k.added, "stored": k.stored, "new_generation": k.new_generation}),
+            ),
+            Err(e) => {
+                say!("not archived: {e}");
+                Some(json!({"error": e.to_string()}))
+            }
+        },
+        _ => None,
+    };
     let summary = run_stop(
         home,
         StopInput {
@@ -374,6 +388,9 @@ fn stop(home: &Path, payload: &HookInput, started: std::time::Instant) -> Value 
     );
     let mut v = summary.to_json();
     v["scope_key"] = json!(w.key);
+    if let Some(a) = archived {
+        v["archive"] = a;
+    }
     if let Some(f) = crate::fleet_cmd::stop_push(home) {
         v["fleet"] = f;
     }

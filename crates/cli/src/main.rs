@@ -15,6 +15,7 @@ macro_rules! say {
     };
 }
 
+mod archive_cmd;
 mod backfill_cmd;
 mod compose;
 mod doctor;
@@ -92,6 +93,9 @@ enum Command {
     /// The local index (`<home>/transcope/index.sqlite`).
     #[command(subcommand)]
     Index(query_cmd::IndexCommand),
+    /// Keep every transcript the agents would delete (compressed, checksummed, never
+    /// overwritten), and give it back: verify, restore, ls, prune.
+    Archive(archive_cmd::ArchiveArgs),
     /// Many machines in one PostgreSQL: push this machine's index, see the machines.
     /// Queries read it with --fleet URL.
     #[command(subcommand)]
@@ -262,6 +266,7 @@ fn main() -> ExitCode {
         Command::Usage(args) => query_cmd::run_usage(&home, args),
         Command::Report(args) => report_cmd::run_report(&home, args),
         Command::Fleet(cmd) => fleet_cmd::run(&home, cmd),
+        Command::Archive(args) => archive_cmd::run(&home, args),
         Command::Statusline => query_cmd::run_statusline(&home),
         Command::Index(cmd) => query_cmd::run_index(&home, cmd),
         Command::Doctor(args) => doctor::run_doctor(&home, args),

@@ -374,6 +374,7 @@ pub(crate) fn sync_options(home: &Path, rebuild: bool) -> Result<(Options, Vec<P
     opts.resolver = Some(resolver_for(home, &env)?);
     opts.markers = MarkersOut::Ledger;
     opts.rebuild = rebuild;
+    opts.archive = crate::archive_cmd::keeping(home);
     Ok((opts, paths))
 }
 

@@ -202,6 +202,21 @@ pub fn run_rebuild(home: &Path, json: bool) -> Result<u8> {
     if let Some(d) = &start {
         std::env::set_current_dir(d).with_context(|| format!("entering {}", d.display()))?;
     }
+    // Every transcript whose original is gone, from the archive, as itself.
+    let view = crate::archive_cmd::view_dir(home);
+    let (copies, failed) =
+        crate::archive_cmd::copies_of_gone(&crate::archive_cmd::archive_of(home), &view);
+    let from_archive = copies.len();
+    if !copies.is_empty() {
+        let mut opts = opts;
+        crate::archive_cmd::reading_copies(&mut opts, &copies);
+        let jobs = walk(&[view.clone()], opts.pipeline.registry());
+        summary.absorb(backfill_iter(jobs, &opts, &|_, _| {}));
+    }
+    let _ = std::fs::remove_dir_all(&view);
+    for f in &failed {
+        say!("not read from the archive: {f}");
+    }
     for p in &summary.errors {
         say!("{}: {}", p.path.display(), p.reason);
     }
@@ -224,12 +239,18 @@ pub fn run_rebuild(home: &Path, json: bool) -> Result<u8> {
     if let Err(e) = recover::rewrite_journal(&path, &now) {
         say!("rewriting the delivery states journal: {e}");
     }
-    if !src.gone.is_empty() {
+    // Gone and not in the archive either: said, by name.
+    // (A folder is lost when no archived transcript was under it.)
+    let lost: Vec<&PathBuf> = src
+        .gone
+        .iter()
+        .filter(|p| !copies.iter().any(|(_, o)| o.starts_with(p)))
+        .collect();
+    if !lost.is_empty() {
         say!(
-            "{} recorded transcript(s) or folder(s) are gone, not read: {}",
-            src.gone.len(),
-            src.gone
-                .iter()
+            "{} recorded transcript(s) or folder(s) are gone and not in the archive, not read: {}",
+            lost.len(),
+            lost.iter()
                 .map(|p| p.display().to_string())
                 .collect::<Vec<_>>()
                 .join(", ")
@@ -245,7 +266,8 @@ pub fn run_rebuild(home: &Path, json: bool) -> Result<u8> {
     if json {
         let mut v = synced.to_json();
         v["moved_aside"] = json!(aside.as_ref().map(|p| p.display().to_string()));
-        v["gone"] = json!(src.gone.len());
+        v["gone"] = json!(lost.len());
+        v["from_archive"] = json!(from_archive);
         v["states_carried"] = json!(carried.len());
         v["states_unknown"] = json!(unknown);
         println_out(&mut out, &v.to_string())?;

@@ -153,6 +153,9 @@ fn address_space_room() -> Option<u64> {
     Some(soft.saturating_sub(pages.saturating_mul(4096)))
 }
 
+/// The path the index records for a path read ([`Options::recorded_as`]).
+pub type RecordedAs = std::sync::Arc<dyn Fn(&Path) -> PathBuf + Send + Sync>;
+
 /// How a backfill runs.
 pub struct Options {
     /// The agentihooks home.
@@ -188,6 +191,12 @@ pub struct Options {
     /// (their head read), counted in [`Summary::other_shards`] and left. `None`, like
     /// `0/1`, is every file.
     pub shard: Option<Shard>,
+    /// Keep each file in this archive before reading it (`None`: `--no-archive`, or
+    /// the archive turned off).
+    pub archive: Option<transcope_archive::Archive>,
+    /// The path the index records for a file read (`None`: the path read): a copy
+    /// restored from the archive is recorded as the transcript it is a copy of.
+    pub recorded_as: Option<RecordedAs>,
 }
 
 impl Options {
@@ -207,6 +216,8 @@ impl Options {
             rebuild: false,
             usage_flush: USAGE_FLUSH,
             shard: None,
+            archive: None,
+            recorded_as: None,
         }
     }
 }
@@ -244,6 +255,10 @@ pub struct Summary {
     /// Files left to other shards ([`Options::shard`]): with [`Summary::files`], every
     /// file the run was given.
     pub other_shards: u64,
+    /// Original bytes added to the archive ([`Options::archive`]).
+    pub archived: u64,
+    /// Bytes the archive stored for them (compressed, with their records).
+    pub archive_stored: u64,
     /// Every problem, with its file: a file may have several (its transitions and its
     /// markers can fail apart).
     pub errors: Vec<Problem>,
@@ -277,6 +292,8 @@ impl Summary {
             "unattributed": self.unattributed,
             "errors": self.errors.len(),
             "other_shards": self.other_shards,
+            "archived_bytes": self.archived,
+            "archive_stored_bytes": self.archive_stored,
             "seconds": (self.seconds * 1000.0).round() / 1000.0,
             "mb_per_s": (self.mb_per_s() * 10.0).round() / 10.0,
         })
@@ -326,6 +343,8 @@ struct FileOutcome {
     unclosed: u64,
     unattributed: u64,
     requests: u64,
+    archived: u64,
+    archive_stored: u64,
     /// Every problem of this file, in the order met.
     errors: Vec<String>,
 }
@@ -572,6 +591,8 @@ impl Summary {
             unattributed: o.unattributed,
             early_writes: 0,
             other_shards: 0,
+            archived: o.archived,
+            archive_stored: o.archive_stored,
             errors: o
                 .errors
                 .into_iter()
@@ -599,6 +620,8 @@ impl Summary {
         self.unattributed += other.unattributed;
         self.early_writes += other.early_writes;
         self.other_shards += other.other_shards;
+        self.archived += other.archived;
+        self.archive_stored += other.archive_stored;
         self.errors.extend(other.errors);
     }
 }
@@ -937,6 +960,16 @@ fn process_file(
     policy: ReadPolicy,
 ) -> (FileOutcome, Option<Waiting>) {
     let mut o = FileOutcome::default();
+    // The evidence first: the file's new bytes kept before anything is derived.
+    if let Some(a) = &opts.archive {
+        match a.keep(&job.path, Some(key)) {
+            Ok(k) => {
+                o.archived = k.added;
+                o.archive_stored = k.stored;
+            }
+            Err(e) => o.errors.push(format!("not archived: {e}")),
+        }
+    }
     let log = ScopeLog::open(&opts.home, key);
     let mut stage = (!matches!(opts.markers, MarkersOut::Skip)).then(MarkerStage::default);
     if opts.rebuild {
@@ -1003,6 +1036,9 @@ fn process_file(
         item.markers.clear();
     }
     let cursor = pending.filter(|_| o.errors.is_empty());
+    if let Some(name) = &opts.recorded_as {
+        item.transcript = Some(name(&job.path));
+    }
     let waiting = Waiting {
         path: job.path.clone(),
         item,
@@ -1092,6 +1128,9 @@ fn rebuild_file(
         &mut o,
         &mut item,
     );
+    if let Some(name) = &opts.recorded_as {
+        item.transcript = Some(name(&job.path));
+    }
     let waiting = Waiting {
         path: job.path.clone(),
         item,
