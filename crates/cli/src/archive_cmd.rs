@@ -541,12 +541,31 @@ pub fn copies_of_gone(archive: &Archive, view: &Path) -> (Vec<(PathBuf, PathBuf)
     (out, failed)
 }
 
-/// Options that read `copies` ([`copies_of_gone`]) as the originals they stand for,
-/// without archiving them again.
-pub fn reading_copies(opts: &mut transcope_backfill::Options, copies: &[(PathBuf, PathBuf)]) {
-    let names: std::collections::HashMap<PathBuf, PathBuf> = copies.iter().cloned().collect();
-    opts.archive = None;
-    opts.recorded_as = Some(std::sync::Arc::new(move |p: &Path| {
-        names.get(p).cloned().unwrap_or_else(|| p.to_path_buf())
-    }));
+/// Read the archived copy of every transcript whose original is gone, as the
+/// transcript it stands for (never archived again): `opts` as given otherwise (the
+/// archive it keeps in is taken off it). The run's summary, the copies read (each
+/// with its original) and what could not be written back.
+pub fn read_gone(
+    home: &Path,
+    opts: &mut transcope_backfill::Options,
+) -> (
+    transcope_backfill::Summary,
+    Vec<(PathBuf, PathBuf)>,
+    Vec<String>,
+) {
+    let view = view_dir(home);
+    let (copies, failed) = copies_of_gone(&archive_of(home), &view);
+    let mut summary = transcope_backfill::Summary::default();
+    if !copies.is_empty() {
+        let names: std::collections::HashMap<PathBuf, PathBuf> = copies.iter().cloned().collect();
+        opts.archive = None;
+        opts.recorded_as = Some(std::sync::Arc::new(move |p: &Path| {
+            names.get(p).cloned().unwrap_or_else(|| p.to_path_buf())
+        }));
+        let jobs = transcope_backfill::walk(std::slice::from_ref(&view), opts.pipeline.registry());
+        summary = transcope_backfill::backfill_iter(jobs, opts, &|_, _| {});
+        opts.recorded_as = None;
+    }
+    let _ = std::fs::remove_dir_all(&view);
+    (summary, copies, failed)
 }

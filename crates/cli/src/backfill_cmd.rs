@@ -210,20 +210,14 @@ pub fn run_backfill(home: &Path, args: BackfillArgs) -> Result<u8> {
     }
     if args.from_archive {
         // The transcripts the agents deleted, read from the archive as themselves.
-        let view = crate::archive_cmd::view_dir(home);
-        let (copies, failed) =
-            crate::archive_cmd::copies_of_gone(&crate::archive_cmd::archive_of(home), &view);
+        let (from, _, failed) = crate::archive_cmd::read_gone(home, &mut opts);
         for f in &failed {
             say!("not read from the archive: {f}");
         }
-        crate::archive_cmd::reading_copies(&mut opts, &copies);
-        let jobs = walk(&[view.clone()], opts.pipeline.registry());
-        let from = backfill_iter(jobs, &opts, &|_, _| {});
-        let _ = std::fs::remove_dir_all(&view);
         summary.absorb(from);
         if !failed.is_empty() {
             summary.errors.push(transcope_backfill::Problem {
-                path: view,
+                path: crate::archive_cmd::view_dir(home),
                 reason: format!("{} archived transcript(s) could not be read", failed.len()),
             });
         }

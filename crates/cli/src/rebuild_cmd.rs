@@ -203,17 +203,10 @@ pub fn run_rebuild(home: &Path, json: bool) -> Result<u8> {
         std::env::set_current_dir(d).with_context(|| format!("entering {}", d.display()))?;
     }
     // Every transcript whose original is gone, from the archive, as itself.
-    let view = crate::archive_cmd::view_dir(home);
-    let (copies, failed) =
-        crate::archive_cmd::copies_of_gone(&crate::archive_cmd::archive_of(home), &view);
+    let mut opts = opts;
+    let (from, copies, failed) = crate::archive_cmd::read_gone(home, &mut opts);
     let from_archive = copies.len();
-    if !copies.is_empty() {
-        let mut opts = opts;
-        crate::archive_cmd::reading_copies(&mut opts, &copies);
-        let jobs = walk(&[view.clone()], opts.pipeline.registry());
-        summary.absorb(backfill_iter(jobs, &opts, &|_, _| {}));
-    }
-    let _ = std::fs::remove_dir_all(&view);
+    summary.absorb(from);
     for f in &failed {
         say!("not read from the archive: {f}");
     }
