@@ -408,6 +408,110 @@ fn fleet_check(home: &Path) -> Option<Check> {
     )
 }
 
+/// Claude Code's clean-up: it deletes transcripts older than `cleanupPeriodDays` (30
+/// by default) at its start. `None` when Claude Code is not installed here.
+fn cleanup_check(home: &Path, archive_on: bool) -> Option<Check> {
+    let agent = Agent::Claude;
+    if !installed(agent) {
+        return None;
+    }
+    let path = agent.settings_path();
+    let days = std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .and_then(|v| {
+            v.get("cleanupPeriodDays")
+                .and_then(serde_json::Value::as_i64)
+        });
+    let said = match days {
+        Some(d) => format!("cleanupPeriodDays is {d} in {}", path.display()),
+        None => format!("no cleanupPeriodDays in {}: 30 days", path.display()),
+    };
+    let _ = home;
+    Some(if archive_on {
+        check(
+            "Claude Code clean-up",
+            Status::Ok,
+            format!("{said}: it deletes older transcripts at its start; the archive keeps them"),
+            None,
+        )
+    } else {
+        check(
+            "Claude Code clean-up",
+            Status::Warn,
+            format!("{said}: it deletes older transcripts at its start, and the archive is off (TRANSCOPE_ARCHIVE): they will be lost"),
+            Some("unset TRANSCOPE_ARCHIVE (or set cleanupPeriodDays higher in Claude Code's settings)".into()),
+        )
+    })
+}
+
+/// Whether the archive holds every transcript the agents still have, each up to its
+/// present size.
+fn archive_check(home: &Path, env: &transcope_change_detect::Env) -> Check {
+    let name = "archive";
+    let Some(archive) = crate::archive_cmd::keeping(home) else {
+        return check(
+            name,
+            Status::Warn,
+            format!(
+                "off ({}): transcripts the agents delete are not kept",
+                transcope_archive::SWITCH_ENV
+            ),
+            Some(format!(
+                "unset {} to keep them",
+                transcope_archive::SWITCH_ENV
+            )),
+        );
+    };
+    let pipeline = crate::compose::pipeline(home, false);
+    let paths = crate::backfill_cmd::default_paths(env, pipeline.registry());
+    let (jobs, _) = transcope_backfill::discover(&paths, pipeline.registry());
+    let (mut missing, mut behind, mut bytes) = (0u64, 0u64, 0u64);
+    for j in &jobs {
+        let e = archive.entry(&j.path);
+        match e.info() {
+            Ok(i) if i.generations > 0 && i.bytes == j.size => {}
+            Ok(i) if i.generations > 0 => {
+                behind += 1;
+                bytes += j.size.saturating_sub(i.bytes);
+            }
+            _ => {
+                missing += 1;
+                bytes += j.size;
+            }
+        }
+    }
+    let root = archive.root().display();
+    if jobs.is_empty() {
+        check(
+            name,
+            Status::Ok,
+            format!("{root}; the agents have no transcript here yet"),
+            None,
+        )
+    } else if missing + behind == 0 {
+        check(
+            name,
+            Status::Ok,
+            format!(
+                "{root} holds all {} the agents have",
+                crate::table::count(jobs.len() as u64, "transcript")
+            ),
+            None,
+        )
+    } else {
+        check(
+            name,
+            Status::Warn,
+            format!(
+                "{root}: {missing} of {} transcripts not archived, {behind} not up to date ({bytes} bytes)",
+                jobs.len()
+            ),
+            Some("`transcope archive` keeps them now (a Stop and a backfill keep what they read from then on)".into()),
+        )
+    }
+}
+
 pub fn run_doctor(home: &Path, args: DoctorArgs) -> Result<u8> {
     let env = process_env();
     let mut checks = vec![binary_check()];
@@ -430,6 +534,9 @@ pub fn run_doctor(home: &Path, args: DoctorArgs) -> Result<u8> {
     checks.push(switch_check(&env));
     checks.push(brain_check(home, &env));
     checks.push(index_check(home));
+    let archive_on = crate::archive_cmd::keeping(home).is_some();
+    checks.extend(cleanup_check(home, archive_on));
+    checks.push(archive_check(home, &env));
     if let Some(c) = fleet_check(home) {
         checks.push(c);
     }

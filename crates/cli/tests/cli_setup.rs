@@ -852,3 +852,88 @@ fn codex_notify_is_wired_on_request_and_uninstalled_with_the_rest() {
     h.ok(&["hook", "uninstall", "--agent", "codex"]);
     assert_eq!(read(&h.codex()), own);
 }
+
+/// Issue 36: doctor names Claude Code's clean-up setting and says what the archive
+/// lacks of the transcripts the agents still have, and how to fix it.
+#[test]
+fn doctor_names_claudes_clean_up_and_what_the_archive_lacks() {
+    let h = Home::new();
+    std::fs::create_dir_all(h.claude().parent().unwrap()).unwrap();
+    std::fs::write(h.claude(), "{\"cleanupPeriodDays\": 7}\n").unwrap();
+    h.ok(&["hook", "install", "--agent", "claude"]);
+    let t = h
+        .path()
+        .join(".claude/projects/-w/0f0e0d0c-0000-4000-8000-000000000001.jsonl");
+    std::fs::create_dir_all(t.parent().unwrap()).unwrap();
+    let sample = common::testdata().join("sample-archive/claude/projects");
+    let first = std::fs::read_dir(&sample)
+        .unwrap()
+        .flatten()
+        .flat_map(|d| std::fs::read_dir(d.path()).unwrap().flatten())
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .unwrap();
+    std::fs::copy(&first, &t).unwrap();
+    let checks = |out: Output| -> Vec<Value> {
+        text(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let find = |cs: &[Value], name: &str| -> Value {
+        cs.iter()
+            .find(|c| c["check"] == name)
+            .unwrap_or_else(|| panic!("no {name} check: {cs:?}"))
+            .clone()
+    };
+    let cs = checks(h.run(&["doctor", "--json"]));
+    let clean = find(&cs, "Claude Code clean-up");
+    assert_eq!(clean["status"], "ok");
+    assert!(
+        clean["detail"]
+            .as_str()
+            .unwrap()
+            .contains("cleanupPeriodDays is 7"),
+        "{clean}"
+    );
+    let a = find(&cs, "archive");
+    assert_eq!(a["status"], "warn", "{a}");
+    assert!(
+        a["detail"]
+            .as_str()
+            .unwrap()
+            .contains("1 of 1 transcripts not archived"),
+        "{a}"
+    );
+    assert!(
+        a["fix"].as_str().unwrap().contains("transcope archive"),
+        "{a}"
+    );
+
+    h.ok(&["archive"]);
+    let a = find(&checks(h.run(&["doctor", "--json"])), "archive");
+    assert_eq!(a["status"], "ok", "{a}");
+    // The transcript grows: the archive is behind it until the next keep.
+    let mut f = std::fs::OpenOptions::new().append(true).open(&t).unwrap();
+    std::io::Write::write_all(&mut f, b"{\"type\":\"user\"}\n").unwrap();
+    let a = find(&checks(h.run(&["doctor", "--json"])), "archive");
+    assert!(
+        a["detail"].as_str().unwrap().contains("1 not up to date"),
+        "{a}"
+    );
+
+    // Turned off: both say so, and what it costs.
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_transcope"));
+    cmd.args(["doctor", "--json"]).env("HOME", h.path());
+    common::clean_env(&mut cmd);
+    cmd.env("AGENTIHOOKS_HOME", h.path().join(".agentihooks"))
+        .env("TRANSCOPE_ARCHIVE", "off");
+    let cs = checks(cmd.output().unwrap());
+    let clean = find(&cs, "Claude Code clean-up");
+    assert_eq!(clean["status"], "warn");
+    assert!(
+        clean["detail"].as_str().unwrap().contains("will be lost"),
+        "{clean}"
+    );
+    assert_eq!(find(&cs, "archive")["status"], "warn");
+}
