@@ -345,14 +345,16 @@ fn restore(
             Some(dir) => rerooted(dir, e.original()),
             None => e.original().to_path_buf(),
         };
-        let _ = in_place;
         match e.restore_to(&target, all) {
             Ok(r) => {
                 written += r.written.len() as u64;
                 kept += r.kept.len() as u64;
                 bytes += r.bytes;
-                for k in &r.kept {
-                    say!("{}: there already; left as it is", k.display());
+                // In place, a file that is there is the usual case: counted, not said.
+                if to.is_some() {
+                    for k in &r.kept {
+                        say!("{}: there already; left as it is", k.display());
+                    }
                 }
             }
             Err(err) => {
