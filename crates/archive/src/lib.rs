@@ -118,9 +118,11 @@ impl Archive {
         &self.root
     }
 
-    /// The entry that keeps `original` (it may not exist yet).
+    /// The entry that keeps `original` (it may not exist yet): a relative path is
+    /// taken from the current folder, so an entry always names its original whole.
     pub fn entry(&self, original: &Path) -> Entry {
-        Entry::new(&self.root, original)
+        let whole = std::path::absolute(original).unwrap_or_else(|_| original.to_path_buf());
+        Entry::new(&self.root, &whole)
     }
 
     /// Bring `original`'s entry up to date with the file as it is now (module docs);

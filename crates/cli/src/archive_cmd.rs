@@ -111,10 +111,10 @@ pub fn run(home: &Path, a: ArchiveArgs) -> Result<u8> {
         Some(ArchiveCommand::Restore {
             session,
             to,
-            in_place,
+            in_place: _,
             all_generations,
             json,
-        }) => restore(&archive, session, to, in_place, all_generations, json),
+        }) => restore(&archive, session, to, all_generations, json),
         Some(ArchiveCommand::Ls { json }) => ls(&archive, json),
         Some(ArchiveCommand::Prune {
             older_than,
@@ -321,7 +321,6 @@ fn restore(
     archive: &Archive,
     session: Option<String>,
     to: Option<PathBuf>,
-    in_place: bool,
     all: bool,
     json: bool,
 ) -> Result<u8> {

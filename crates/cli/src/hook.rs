@@ -357,16 +357,14 @@ fn stop(home: &Path, payload: &HookInput, started: std::time::Instant) -> Value 
     let last = (!payload.last_assistant_message.is_empty())
         .then_some(payload.last_assistant_message.as_str());
     // The evidence first: the transcript's new bytes kept before anything is derived
-    // (a failure is said, and the Stop goes on).
+    // (a failure is in the summary's `archive`, and the Stop goes on; a transcript
+    // that is not there is the Stop's own error to report).
     let archived = match (crate::archive_cmd::keeping(home), w.transcript.as_deref()) {
-        (Some(a), Some(t)) => match a.keep(t, w.key.as_deref()) {
+        (Some(a), Some(t)) if t.is_file() => match a.keep(t, w.key.as_deref()) {
             Ok(k) => Some(
                 json!({"added": k.added, "stored": k.stored, "new_generation": k.new_generation}),
             ),
-            Err(e) => {
-                say!("not archived: {e}");
-                Some(json!({"error": e.to_string()}))
-            }
+            Err(e) => Some(json!({"error": e.to_string()})),
         },
         _ => None,
     };

@@ -364,12 +364,27 @@ fn without_index_or_journal_the_outbox_gives_the_states_and_the_rest_are_counted
     );
 }
 
-/// A recorded transcript that is gone is counted and named, not an error.
+/// A recorded transcript that is gone is read from the transcope archive (issue 36);
+/// one that is not there either is counted and named, not an error.
 #[test]
 fn a_recorded_transcript_that_is_gone_is_counted() {
     let sb = home_with_an_archive();
-    std::fs::remove_file(sb.root.join("elsewhere").join(format!("{STOPPED}.jsonl"))).unwrap();
+    let gone = sb.root.join("elsewhere").join(format!("{STOPPED}.jsonl"));
+    std::fs::remove_file(&gone).unwrap();
     let v = rebuild(&sb);
-    assert_eq!(v["gone"], 1, "{v}");
+    assert_eq!(
+        (v["gone"].as_u64(), v["from_archive"].as_u64()),
+        (Some(0), Some(1)),
+        "{v}"
+    );
+    assert_eq!(v["files"], 13, "{v}");
+    // Out of the archive too: then it is gone, and said.
+    std::fs::remove_dir_all(sb.home.join("transcope/archive")).unwrap();
+    let v = rebuild(&sb);
+    assert_eq!(
+        (v["gone"].as_u64(), v["from_archive"].as_u64()),
+        (Some(1), Some(0)),
+        "{v}"
+    );
     assert_eq!(v["files"], 12, "{v}");
 }
