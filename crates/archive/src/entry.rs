@@ -302,7 +302,7 @@ impl Entry {
                 (0, [0u8; 32])
             }
         };
-        kept.new_generation = last.is_none() || go_on.is_none();
+        kept.new_generation = gens.is_empty() || go_on.is_none();
         if pos == size && !(kept.new_generation && gens.is_empty()) {
             return Ok(kept);
         }
@@ -350,9 +350,22 @@ impl Entry {
         Ok(kept)
     }
 
+    /// The newest generation holding a frame (a generation started and killed before
+    /// its first frame was whole holds none: the one before it is the newest kept),
+    /// else the newest (an empty transcript's).
+    pub fn newest(&self) -> Result<Option<Generation>, ArchiveError> {
+        let gens = self.generations()?;
+        for g in gens.iter().rev() {
+            if peek_last(&g.path)?.0.is_some() {
+                return Ok(Some(g.clone()));
+            }
+        }
+        Ok(gens.last().cloned())
+    }
+
     /// The newest generation's bytes (every frame checked).
     pub fn read_newest(&self) -> Result<Option<Vec<u8>>, ArchiveError> {
-        match self.generations()?.last() {
+        match self.newest()? {
             Some(g) => read_generation(&g.path).map(Some),
             None => Ok(None),
         }
@@ -366,6 +379,7 @@ impl Entry {
     /// What the entry holds.
     pub fn info(&self) -> Result<EntryInfo, ArchiveError> {
         let gens = self.generations()?;
+        let newest = self.newest()?;
         let mut info = EntryInfo {
             original: self.original.clone(),
             bytes: 0,
@@ -375,13 +389,13 @@ impl Entry {
             exists: self.original.exists(),
             last_at_us: 0,
         };
-        for (i, g) in gens.iter().enumerate() {
+        for g in &gens {
             info.stored += std::fs::metadata(&g.path).map(|m| m.len()).unwrap_or(0);
             let (last, _) = peek_last(&g.path)?;
             if let Some(r) = last {
                 info.all_bytes += r.end();
                 info.last_at_us = info.last_at_us.max(r.at_us);
-                if i + 1 == gens.len() {
+                if newest.as_ref() == Some(g) {
                     info.bytes = r.end();
                 }
             }
@@ -415,9 +429,10 @@ impl Entry {
     /// as `<name>.gen<n>`), never over a file that is there.
     pub fn restore_to(&self, to: &Path, all: bool) -> Result<Restored, ArchiveError> {
         let gens = self.generations()?;
+        let newest_kept = self.newest()?;
         let mut out = Restored::default();
-        for (i, g) in gens.iter().enumerate() {
-            let newest = i + 1 == gens.len();
+        for g in &gens {
+            let newest = newest_kept.as_ref() == Some(g);
             if !newest && !all {
                 continue;
             }

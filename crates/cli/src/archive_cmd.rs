@@ -542,13 +542,37 @@ pub fn copies_of_gone(archive: &Archive, view: &Path) -> (Vec<(PathBuf, PathBuf)
     (out, failed)
 }
 
+/// The path a backfill recorded for the transcript at the absolute path `original`:
+/// relative when a backfill was named a relative folder holding it (`backfill corpus`
+/// records `corpus/…`, from the folder it was named in), else `original` itself.
+pub fn as_recorded(home: &Path) -> impl Fn(&Path) -> PathBuf + Sync {
+    let roots: Vec<(PathBuf, PathBuf)> = transcope_index::recover::recorded_roots(home)
+        .into_iter()
+        .filter(|(_, given)| given.is_relative())
+        .map(|(cwd, given)| (cwd.join(&given), given))
+        .collect();
+    move |original: &Path| {
+        roots
+            .iter()
+            .find_map(|(whole, given)| {
+                original
+                    .strip_prefix(whole)
+                    .ok()
+                    .map(|rest| given.join(rest))
+            })
+            .unwrap_or_else(|| original.to_path_buf())
+    }
+}
+
 /// Read the archived copy of every transcript whose original is gone, as the
-/// transcript it stands for (never archived again): `opts` as given otherwise (the
+/// transcript it stands for (`named`: the path the index records for an original;
+/// never archived again): `opts` as given otherwise (the
 /// archive it keeps in is taken off it). The run's summary, the copies read (each
 /// with its original) and what could not be written back.
 pub fn read_gone(
     home: &Path,
     opts: &mut transcope_backfill::Options,
+    named: &(dyn Fn(&Path) -> PathBuf + Sync),
 ) -> (
     transcope_backfill::Summary,
     Vec<(PathBuf, PathBuf)>,
@@ -558,7 +582,10 @@ pub fn read_gone(
     let (copies, failed) = copies_of_gone(&archive_of(home), &view);
     let mut summary = transcope_backfill::Summary::default();
     if !copies.is_empty() {
-        let names: std::collections::HashMap<PathBuf, PathBuf> = copies.iter().cloned().collect();
+        let names: std::collections::HashMap<PathBuf, PathBuf> = copies
+            .iter()
+            .map(|(copy, original)| (copy.clone(), named(original)))
+            .collect();
         opts.archive = None;
         opts.recorded_as = Some(std::sync::Arc::new(move |p: &Path| {
             names.get(p).cloned().unwrap_or_else(|| p.to_path_buf())

@@ -210,7 +210,8 @@ pub fn run_backfill(home: &Path, args: BackfillArgs) -> Result<u8> {
     }
     if args.from_archive {
         // The transcripts the agents deleted, read from the archive as themselves.
-        let (from, _, failed) = crate::archive_cmd::read_gone(home, &mut opts);
+        let (from, _, failed) =
+            crate::archive_cmd::read_gone(home, &mut opts, &|p: &Path| p.to_path_buf());
         for f in &failed {
             say!("not read from the archive: {f}");
         }

@@ -204,7 +204,8 @@ pub fn run_rebuild(home: &Path, json: bool) -> Result<u8> {
     }
     // Every transcript whose original is gone, from the archive, as itself.
     let mut opts = opts;
-    let (from, copies, failed) = crate::archive_cmd::read_gone(home, &mut opts);
+    let named = crate::archive_cmd::as_recorded(home);
+    let (from, copies, failed) = crate::archive_cmd::read_gone(home, &mut opts, &named);
     let from_archive = copies.len();
     summary.absorb(from);
     for f in &failed {
@@ -237,7 +238,11 @@ pub fn run_rebuild(home: &Path, json: bool) -> Result<u8> {
     let lost: Vec<&PathBuf> = src
         .gone
         .iter()
-        .filter(|p| !copies.iter().any(|(_, o)| o.starts_with(p)))
+        .filter(|p| {
+            !copies
+                .iter()
+                .any(|(_, o)| o.starts_with(p) || named(o).starts_with(p))
+        })
         .collect();
     if !lost.is_empty() {
         say!(

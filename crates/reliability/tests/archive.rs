@@ -428,9 +428,6 @@ fn with_the_originals_deleted_a_rebuild_answers_as_before() {
 /// `transcope backfill .` or `backfill corpus` from the folder above): the sessions'
 /// transcripts are recorded relative, their archive entries absolute.
 #[test]
-#[ignore = "bug: index rebuild after `backfill <relative folder>` records the archived \
-            copies under their absolute paths and says they are gone and not archived \
-            (crates/cli/src/rebuild_cmd.rs `sources`/`lost`, archive_cmd.rs `read_gone`)"]
 fn a_rebuild_after_a_backfill_of_a_relative_folder_answers_as_before() {
     let sb = Sandbox::new();
     let corpus = sb.user.join("corpus");
@@ -460,9 +457,6 @@ fn a_rebuild_after_a_backfill_of_a_relative_folder_answers_as_before() {
 /// An empty transcript kept again is unchanged, not a new generation each time (a
 /// Stop's summary and `archive --json` count it so).
 #[test]
-#[ignore = "bug: an entry whose generation holds no frame (an empty original) is \
-            reported as a new generation by every keep (crates/archive/src/entry.rs \
-            `keep_from`: `new_generation = last.is_none() || …`)"]
 fn an_empty_transcript_kept_again_is_unchanged() {
     let sb = Sandbox::new();
     let t = sb.user.join("projects/-w/empty.jsonl");

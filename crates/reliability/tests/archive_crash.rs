@@ -312,10 +312,6 @@ fn twenty_kill_9s_at_random_moments_of_archive_writes_lose_no_earlier_frame() {
 /// generation is still the newest whole copy (what `ls` reports, what `restore` and a
 /// rebuild read once the original is gone).
 #[test]
-#[ignore = "bug: a new generation's file exists before its first frame is whole; killed \
-            there and cut by verify, it is an empty newest generation that `ls` reports \
-            as 0 bytes and `restore` writes as an empty transcript \
-            (crates/archive/src/entry.rs `keep_from`, `generations`)"]
 fn a_killed_first_keep_of_a_rewrite_leaves_the_older_copy_the_newest() {
     let mut rng = Rng::from_env(3606);
     let mut s = Subject::new();
