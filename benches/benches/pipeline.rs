@@ -29,8 +29,8 @@ use transcope_core::{Entry, LinePos};
 use transcope_engine::Buffers;
 use transcope_jsonl::{FnSink, Framer, Line};
 use transcope_markers::MarkerStage;
+use transcope_observe::{observe_deferred, Observe};
 use transcope_scopelog::ScopeLog;
-use transcope_stop::observe::{observe_deferred, Observe};
 
 const SIZE: u64 = 32 * 1024 * 1024;
 

@@ -72,7 +72,7 @@ enum ArchiveCommand {
     /// Delete archived transcripts on purpose, and say which.
     Prune {
         /// Those last kept before TIME.
-        #[arg(long, value_name = "TIME", value_parser = crate::query_cmd::time_arg, required_unless_present = "session")]
+        #[arg(long, value_name = "TIME", value_parser = crate::args::time_arg, required_unless_present = "session")]
         older_than: Option<i64>,
         /// This session's.
         #[arg(long, value_name = "S", allow_hyphen_values = true)]
@@ -129,7 +129,7 @@ fn keep(home: &Path, archive: &Archive, paths: Vec<PathBuf>, json: bool) -> Resu
     let pipeline = crate::compose::pipeline(home, false);
     let registry = pipeline.registry();
     let paths = if paths.is_empty() {
-        crate::backfill_cmd::default_paths(&full, registry)
+        crate::sources::default_paths(&full, registry)
     } else {
         paths
     };

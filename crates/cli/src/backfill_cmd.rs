@@ -6,12 +6,11 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use clap::Args;
-use transcope_backfill::{backfill_iter, walk, MarkersOut, Options, Shard};
-use transcope_core::adapter::AdapterRegistry;
+use transcope_backfill::{backfill_iter, walk, MarkersOut, Shard};
 
 use crate::table::count;
-use crate::transcript_cmd::{bare_env, process_env, resolver_for};
-use crate::{exit, println_out, user_home};
+use crate::transcript_cmd::process_env;
+use crate::{exit, println_out};
 
 #[derive(Args, Debug)]
 pub struct BackfillArgs {
@@ -68,28 +67,6 @@ pub struct BackfillArgs {
     from_archive: bool,
 }
 
-/// Every registered agent's default folders that exist (each adapter's layout says
-/// where its agent writes, from its environment variables).
-pub fn default_paths(
-    env: &transcope_change_detect::Env,
-    registry: &AdapterRegistry,
-) -> Vec<PathBuf> {
-    default_roots(env, registry)
-        .into_iter()
-        .filter(|p| p.is_dir())
-        .collect()
-}
-
-/// Every registered agent's default folders, whether they exist or not.
-fn default_roots(env: &transcope_change_detect::Env, registry: &AdapterRegistry) -> Vec<PathBuf> {
-    let lookup = |k: &str| env.get(k).filter(|v| !v.is_empty()).cloned();
-    let home = user_home();
-    registry
-        .layouts()
-        .flat_map(|(_, l)| l.default_roots(&lookup, &home))
-        .collect()
-}
-
 /// The counts a progress bar shows. Workers finish files concurrently and report in
 /// any order (a worker that finished the 3rd file may report after the one that
 /// finished the 4th): only counts larger than those shown are shown, so the bar never
@@ -118,14 +95,13 @@ impl Shown {
 
 pub fn run_backfill(home: &Path, args: BackfillArgs) -> Result<u8> {
     let full = process_env();
-    let env = bare_env(&full);
-    let mut opts = Options::new(home, crate::compose::pipeline(home, false));
+    let mut opts = crate::sync::options(home, &full)?;
     let paths = if args.paths.is_empty() {
-        let found = default_paths(&full, opts.pipeline.registry());
+        let found = crate::sources::default_paths(&full, opts.pipeline.registry());
         if found.is_empty() {
             say!(
                 "no archive here: none of {} exists; name a folder or transcript to read",
-                default_roots(&full, opts.pipeline.registry())
+                crate::sources::default_roots(&full, opts.pipeline.registry())
                     .iter()
                     .map(|p| p.display().to_string())
                     .collect::<Vec<_>>()
@@ -137,16 +113,14 @@ pub fn run_backfill(home: &Path, args: BackfillArgs) -> Result<u8> {
         args.paths.clone()
     };
     opts.jobs = args.jobs.unwrap_or(0);
-    opts.env = env.clone();
-    opts.resolver = Some(resolver_for(home, &env)?);
     if args.mmap {
         opts.io = transcope_backfill::MAP_QUIET;
     }
     opts.index = !args.no_index;
     opts.usage = !args.no_usage;
-    opts.archive = (!args.no_archive)
-        .then(|| crate::archive_cmd::keeping(home))
-        .flatten();
+    if args.no_archive {
+        opts.archive = None;
+    }
     // `0/1` is the whole archive: no head is read twice for it.
     opts.shard = args.shard.filter(|s| !s.is_whole());
     if opts.index && !args.paths.is_empty() {
@@ -237,7 +211,7 @@ pub fn run_backfill(home: &Path, args: BackfillArgs) -> Result<u8> {
     }
     let mut failed = !summary.errors.is_empty();
     let delivered = if args.deliver {
-        let d = crate::query_cmd::deliver_all(home, &full, false)?;
+        let d = crate::deliver::deliver_all(home, &full)?;
         failed |= d.failed > 0;
         Some(d)
     } else {
@@ -264,7 +238,7 @@ pub fn run_backfill(home: &Path, args: BackfillArgs) -> Result<u8> {
                 "; delivered: {} sent, {} to the outbox ({}), {} failed",
                 d.sent,
                 d.outbox,
-                crate::query_cmd::outbox_shown(home, &full),
+                crate::deliver::outbox_shown(home, &full),
                 d.failed
             )
         });

@@ -464,7 +464,7 @@ fn archive_check(home: &Path, env: &transcope_change_detect::Env) -> Check {
         );
     };
     let pipeline = crate::compose::pipeline(home, false);
-    let paths = crate::backfill_cmd::default_paths(env, pipeline.registry());
+    let paths = crate::sources::default_paths(env, pipeline.registry());
     let (jobs, _) = transcope_backfill::discover(&paths, pipeline.registry());
     let (mut missing, mut behind, mut bytes) = (0u64, 0u64, 0u64);
     for j in &jobs {

@@ -16,8 +16,10 @@ macro_rules! say {
 }
 
 mod archive_cmd;
+mod args;
 mod backfill_cmd;
 mod compose;
+mod deliver;
 mod doctor;
 mod fleet_cmd;
 mod hook;
@@ -29,6 +31,8 @@ mod rebuild_cmd;
 mod report_cmd;
 mod scope_cmd;
 mod settings_file;
+mod sources;
+mod sync;
 mod table;
 mod transcript_cmd;
 mod why;

@@ -6,21 +6,18 @@
 //! cut, colour only on a terminal); `--json` gives one JSON object per line.
 
 use std::io::Read as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use serde_json::{json, Value};
-use transcope_backfill::{backfill_iter, walk, MarkersOut, Options};
-use transcope_brain::{BrainClient, BrainConfig, HttpSink, OutboxSink, DEFAULT_TIMEOUT};
-use transcope_change_detect::Env;
+use transcope_brain::BrainConfig;
 use transcope_core::quote::quote;
-use transcope_index::{
-    seen_key, Held, Index, LedgerFilter, Named, SessionFilter, State, TimelineItem,
-};
+use transcope_index::{Held, Index, LedgerFilter, Named, SessionFilter, TimelineItem};
 
+use crate::args::time_arg;
 use crate::table::{count, cut, local_time, Table};
-use crate::transcript_cmd::{bare_env, process_env, resolver_for};
+use crate::transcript_cmd::process_env;
 use crate::why::{self, Asked};
 use crate::{exit, print_ndjson, println_out};
 
@@ -58,13 +55,6 @@ pub(crate) fn store_for(
         Some(url) => Box::new(transcope_fleet::Fleet::connect(url, Some(FLEET_CONNECT))?),
         None => Box::new(index_for(home, common)?),
     })
-}
-
-/// A time filter: what `scope at --at` accepts (no offset: UTC).
-pub(crate) fn time_arg(s: &str) -> Result<i64, String> {
-    transcope_core::timestamp::parse(s)
-        .map(|t| t.unix_micros())
-        .ok_or_else(|| "not a time (e.g. 2026-10-08 or 2026-10-08T10:00:00+02:00)".to_owned())
 }
 
 #[derive(Args, Debug)]
@@ -339,110 +329,12 @@ pub enum IndexCommand {
     Path,
 }
 
-/// What a sync did.
-pub(crate) struct Synced {
-    pub(crate) summary: transcope_backfill::Summary,
-    pub(crate) logs: u64,
-}
-
-impl Synced {
-    pub(crate) fn to_json(&self) -> Value {
-        let mut v = self.summary.to_json();
-        v["logs_mirrored"] = json!(self.logs);
-        v
-    }
-}
-
-/// How thoroughly a sync looks at the archive.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Sync {
-    /// A query's: a transcript with the size, modification time and inode it had when
-    /// a sync last left it read to its end is not opened (cursors decide the rest).
-    Quick,
-    /// `index sync`: every transcript's cursor is checked.
-    Full,
-}
-
-/// A sync's backfill options (`rebuild`: whole files, no cursors) and the default
-/// archive paths that exist.
-pub(crate) fn sync_options(home: &Path, rebuild: bool) -> Result<(Options, Vec<PathBuf>)> {
-    let full = process_env();
-    let env = bare_env(&full);
-    let mut opts = Options::new(home, crate::compose::pipeline(home, false));
-    let paths = crate::backfill_cmd::default_paths(&full, opts.pipeline.registry());
-    opts.env = env.clone();
-    opts.resolver = Some(resolver_for(home, &env)?);
-    opts.markers = MarkersOut::Ledger;
-    opts.rebuild = rebuild;
-    opts.archive = crate::archive_cmd::keeping(home);
-    Ok((opts, paths))
-}
-
-/// Backfill the default archive paths into the index, then mirror the changed scope
-/// logs.
-fn sync(home: &Path, how: Sync) -> Result<(Index, Synced)> {
-    let (opts, paths) = sync_options(home, false)?;
-    let mut index = Index::open(home)?;
-    let summary = if paths.is_empty() {
-        transcope_backfill::Summary::default()
-    } else {
-        let seen = if how == Sync::Quick {
-            index.seen()?
-        } else {
-            Default::default()
-        };
-        let listed: Vec<_> = walk(&paths, opts.pipeline.registry()).collect();
-        // What is not read to its end as it is now (and what could not be listed, for
-        // the run to report).
-        let changed: Vec<_> = listed
-            .iter()
-            .filter(|j| match j {
-                Ok(job) => seen.get(seen_key(&job.path)) != Some(&job.stamp()),
-                Err(_) => true,
-            })
-            .collect();
-        let summary = backfill_iter(changed.iter().map(|j| (*j).clone()), &opts, &|_, _| {});
-        // Read to their end now, unless the read failed: stamped as listed (a file
-        // that grew meanwhile differs from its stamp, and is looked at next time).
-        let failed: rustc_hash::FxHashSet<&[u8]> =
-            summary.errors.iter().map(|p| seen_key(&p.path)).collect();
-        // A batch the index could not take (its lock held past the wait, a full
-        // disk) is reported against the index, not its files: none is stamped, so
-        // the next query looks at them all again (their cursors did not move).
-        let index_failed = summary
-            .errors
-            .iter()
-            .any(|p| p.path == transcope_index::index_path(home));
-        let stamps: Vec<_> = changed
-            .iter()
-            .filter(|_| !index_failed)
-            .filter_map(|j| j.as_ref().ok())
-            .filter(|j| !failed.contains(seen_key(&j.path)))
-            .map(|j| (seen_key(&j.path), j.stamp()))
-            .collect();
-        let here: rustc_hash::FxHashSet<&[u8]> =
-            listed.iter().flatten().map(|j| seen_key(&j.path)).collect();
-        let gone: Vec<&[u8]> = seen
-            .keys()
-            .map(Vec::as_slice)
-            .filter(|p| !here.contains(p))
-            .collect();
-        index.set_seen(&stamps, &gone)?;
-        summary
-    };
-    for p in &summary.errors {
-        say!("{}: {}", p.path.display(), p.reason);
-    }
-    let logs = index.sync_logs(home)?;
-    Ok((index, Synced { summary, logs }))
-}
-
 /// The index, synced first unless `no_sync`.
 pub(crate) fn index_for(home: &Path, common: Common) -> Result<Index> {
     if common.no_sync {
         return Ok(Index::open(home)?);
     }
-    Ok(sync(home, Sync::Quick)?.0)
+    Ok(crate::sync::sync(home, crate::sync::Sync::Quick)?.0)
 }
 
 pub fn run_index(home: &Path, cmd: IndexCommand) -> Result<u8> {
@@ -455,33 +347,12 @@ pub fn run_index(home: &Path, cmd: IndexCommand) -> Result<u8> {
             )?;
         }
         IndexCommand::Sync { json } => {
-            let (_, synced) = sync(home, Sync::Full)?;
-            summary_line(&mut out, json, &synced)?;
+            let (_, synced) = crate::sync::sync(home, crate::sync::Sync::Full)?;
+            crate::sync::summary_line(&mut out, json, &synced)?;
         }
         IndexCommand::Rebuild { json } => return crate::rebuild_cmd::run_rebuild(home, json),
     }
     Ok(exit::OK)
-}
-
-pub(crate) fn summary_line(out: &mut impl std::io::Write, json: bool, s: &Synced) -> Result<()> {
-    if json {
-        println_out(out, &s.to_json().to_string())?;
-    } else {
-        println_out(
-            out,
-            &format!(
-                "{} read ({} bytes), {} written, {} ({} new), {} mirrored, {}",
-                count(s.summary.files, "transcript"),
-                s.summary.bytes,
-                count(s.summary.transitions, "transition"),
-                count(s.summary.markers, "marker"),
-                s.summary.markers_recorded,
-                count(s.logs, "scope log"),
-                count(s.summary.errors.len() as u64, "error")
-            ),
-        )?;
-    }
-    Ok(())
 }
 
 pub fn run_sessions(home: &Path, a: SessionsArgs) -> Result<u8> {
@@ -700,81 +571,9 @@ pub fn run_ledger(home: &Path, a: LedgerArgs) -> Result<u8> {
     Ok(exit::OK)
 }
 
-/// Deliver every pending marker (HTTP when `BRAIN_URL` is set, else the outbox), a
-/// claimed batch at a time: a marker another run (`deliver`, a Stop) holds is left to
-/// it, so concurrent runs send each marker once.
-pub fn deliver_all(
-    home: &Path,
-    env: &Env,
-    dry_run: bool,
-) -> Result<transcope_index::DeliverReport> {
-    let mut index = Index::open(home)?;
-    if dry_run {
-        let rows = index.pending(None, None, None)?;
-        return Ok(transcope_index::DeliverReport {
-            keys: rows
-                .iter()
-                .map(|r| (r.idempotency_key.clone(), State::Pending))
-                .collect(),
-            ..Default::default()
-        });
-    }
-    let brain = BrainConfig::from_env(home, env);
-    let outbox = OutboxSink::new(&brain.outbox, &brain.agent_name, &brain.project);
-    let (mut http, mut plain) = (None, None);
-    let sink: &mut dyn transcope_brain::Sink = match &brain.url {
-        Some(url) => {
-            let client = BrainClient::new(url, DEFAULT_TIMEOUT)
-                .within(brain.budget.max(DEFAULT_TIMEOUT * 20));
-            http.insert(HttpSink::new(client, outbox).rejecting(true))
-        }
-        None => plain.insert(outbox),
-    };
-    let lease = transcope_index::Lease::new();
-    let mut report = transcope_index::DeliverReport::default();
-    let mut sessions = std::collections::BTreeSet::new();
-    let mut take = transcope_index::Take {
-        limit: Some(transcope_index::CLAIM_BATCH),
-        ..Default::default()
-    };
-    loop {
-        let claimed = index.claim(&take, &lease)?;
-        if claimed.rows.is_empty() {
-            break;
-        }
-        take.after = claimed.next;
-        sessions.extend(claimed.rows.iter().filter_map(|r| r.session.clone()));
-        report.add(transcope_index::deliver(
-            &mut index, &claimed, &lease, sink,
-        )?);
-    }
-    if let Some(f) = http.and_then(|h| h.last_failure) {
-        say!("{f}; the rest went to the outbox");
-    }
-    // The hooks' flags follow the ledger.
-    for k in &sessions {
-        let left = index.pending_count(Some(k), Some(transcope_index::Origin::Hook))?;
-        transcope_index::set_pending_flag(home, k, left > 0);
-    }
-    report.errors.dedup();
-    Ok(report)
-}
-
-/// The outbox folder delivery writes to (`BRAIN_WRITER_OUTBOX`, else the home's), as
-/// a person reads it.
-pub(crate) fn outbox_shown(home: &Path, env: &Env) -> String {
-    transcope_core::quote::escape_unsafe(
-        &BrainConfig::from_env(home, env)
-            .outbox
-            .display()
-            .to_string(),
-    )
-    .into_owned()
-}
-
 pub fn run_deliver(home: &Path, a: DeliverArgs) -> Result<u8> {
     if !a.common.no_sync {
-        sync(home, Sync::Quick)?;
+        crate::sync::sync(home, crate::sync::Sync::Quick)?;
     }
     let env = process_env();
     let mut out = std::io::stdout().lock();
@@ -791,7 +590,7 @@ pub fn run_deliver(home: &Path, a: DeliverArgs) -> Result<u8> {
         }
         return Ok(exit::OK);
     }
-    let report = deliver_all(home, &env, false)?;
+    let report = crate::deliver::deliver_all(home, &env)?;
     for e in &report.errors {
         say!("{e}");
     }
@@ -808,7 +607,7 @@ pub fn run_deliver(home: &Path, a: DeliverArgs) -> Result<u8> {
                 "{} sent, {} to the outbox ({}), {} rejected, {} failed; {} pending",
                 report.sent,
                 report.outbox,
-                outbox_shown(home, &env),
+                crate::deliver::outbox_shown(home, &env),
                 report.rejected,
                 report.failed,
                 pending

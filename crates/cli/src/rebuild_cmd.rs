@@ -20,7 +20,7 @@ use transcope_backfill::{backfill_iter, walk, Summary};
 use transcope_index::recover::{self, Salvage};
 use transcope_index::{Index, State};
 
-use crate::query_cmd::{summary_line, sync_options, Synced};
+use crate::sync::{summary_line, sync_options, Synced};
 use crate::transcript_cmd::process_env;
 use crate::{exit, println_out};
 

@@ -15,7 +15,8 @@ use serde_json::json;
 
 use transcope_index::{Held, Named};
 
-use crate::query_cmd::{load_prices, store_for, time_arg, Common, PriceList, Source};
+use crate::args::time_arg;
+use crate::query_cmd::{load_prices, store_for, Common, PriceList, Source};
 use crate::table::count;
 use crate::why::Asked;
 use crate::{exit, println_out};

@@ -7,8 +7,8 @@ use clap::Args;
 use transcope_change_detect::Env;
 use transcope_engine::Buffers;
 use transcope_identity::{GitResolver, ResolverConfig};
+use transcope_observe::{observe, observe_indexed, Indexed, Observe};
 use transcope_scopelog::ScopeLog;
-use transcope_stop::observe::{observe, observe_indexed, Indexed, Observe};
 
 use crate::{exit, println_out};
 

@@ -80,8 +80,8 @@ use transcope_identity::{GitResolver, ProjectIdentity, ResolveError};
 use transcope_index::{Found, Index, Observed, Origin, Recorded};
 use transcope_jsonl::ReadPolicy;
 use transcope_markers::MarkerStage;
+use transcope_observe::{observe_deferred, observed, Observe};
 use transcope_scopelog::ScopeLog;
-use transcope_stop::observe::{observe_deferred, observed, Observe};
 
 pub use discover::{discover, family, scope_key, walk, Job, Problem, Walk};
 pub use shard::{ParseShardError, Shard};
@@ -1064,7 +1064,7 @@ fn found(
     item: &mut Observed,
 ) {
     let writer = Writer::archived(&opts.home, key, &opts.env);
-    let done = transcope_stop::observe::attribute_into(
+    let done = transcope_observe::attribute_into(
         item,
         log,
         rows,
@@ -1110,7 +1110,7 @@ fn rebuild_file(
     o.bytes = seen.scan.bytes;
     o.entries = seen.scan.entries;
     o.skipped = seen.scan.skipped_total() + seen.scan.oversized;
-    let mut report = transcope_stop::observe::ObserveReport {
+    let mut report = transcope_observe::ObserveReport {
         scan: seen.scan,
         ..Default::default()
     };

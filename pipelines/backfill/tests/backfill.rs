@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use transcope_backfill::{backfill, discover, scope_key, MarkersOut, Options};
 use transcope_change_detect::{Env, NoProjects};
 use transcope_engine::Buffers;
+use transcope_observe::{observe, Observe};
 use transcope_scopelog::ScopeLog;
-use transcope_stop::observe::{observe, Observe};
 
 /// How a test observes: the reference's whole file, or through the cursor store.
 #[derive(Clone, Copy)]
@@ -41,7 +41,7 @@ fn observe_as(
     key: &str,
     path: &Path,
     mode: ReadMode,
-) -> transcope_stop::observe::ObserveReport {
+) -> transcope_observe::ObserveReport {
     let p = match mode {
         ReadMode::Whole => transcope_testkit::engine::pipeline_full(),
         ReadMode::Incremental => transcope_testkit::engine::pipeline(home),

@@ -18,7 +18,7 @@ use transcope_index::{
 use transcope_markers::{markers_of_message, MarkerStage};
 use transcope_scopelog::ScopeLog;
 
-use crate::observe::{observe_deferred, Observe, ObserveReport};
+use transcope_observe::{observe_deferred, Observe, ObserveReport};
 
 /// One Stop's input.
 pub struct StopInput<'a> {
@@ -166,7 +166,7 @@ pub fn run_stop<R: ProjectResolver + Send>(
                     if let Some(e) = &r.outcome.first_error {
                         sum.errors.push(e.clone());
                     }
-                    observed = crate::observe::observed(pipeline, &o, &mut r, true);
+                    observed = transcope_observe::observed(pipeline, &o, &mut r, true);
                     sum.observe = Some(r);
                     pending = p;
                 }
@@ -223,12 +223,12 @@ pub fn run_stop<R: ProjectResolver + Send>(
     let rows = match &log {
         Some(l) if !markers.is_empty() || !spent.is_empty() => {
             let window = sum.observe.as_mut().and_then(|o| o.outcome.rows.take());
-            crate::observe::rows_for(l, window, &markers, &spent)
+            transcope_observe::rows_for(l, window, &markers, &spent)
         }
         _ => Vec::new(),
     };
     if let Some(item) = observed.as_mut() {
-        item.usage = crate::observe::spending(&rows, spent);
+        item.usage = transcope_observe::spending(&rows, spent);
     }
     let writer = Writer {
         home,
@@ -238,7 +238,7 @@ pub fn run_stop<R: ProjectResolver + Send>(
         folder: &brain.folder,
         source: &brain.source,
     };
-    let (found, unattributed) = crate::observe::found(&writer, &markers, &rows, &mut resolver);
+    let (found, unattributed) = transcope_observe::found(&writer, &markers, &rows, &mut resolver);
     sum.unattributed = unattributed;
     let records: Vec<MarkerRecord> = found.iter().map(|f| f.record.clone()).collect();
     sum.markers = markers;

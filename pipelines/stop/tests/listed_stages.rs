@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use transcope_brain::{BrainConfig, NdjsonSink};
 use transcope_change_detect::{Env, NoProjects};
 use transcope_engine::{Buffers, Pipeline};
+use transcope_observe::{observe, Observe};
 use transcope_scopelog::ScopeLog;
-use transcope_stop::observe::{observe, Observe};
 use transcope_stop::stop::{run_stop, StopInput};
 use transcope_testkit::engine::{pipeline_listing, TallyFactory, Told};
 
@@ -32,7 +32,7 @@ fn log_bytes(home: &Path, session: &str) -> String {
         .unwrap_or_default()
 }
 
-fn observe_with(p: &Pipeline, home: &Path, t: &Path) -> transcope_stop::observe::ObserveReport {
+fn observe_with(p: &Pipeline, home: &Path, t: &Path) -> transcope_observe::ObserveReport {
     let log = ScopeLog::open(home, "s1");
     observe(
         p,

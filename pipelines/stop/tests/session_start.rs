@@ -7,8 +7,8 @@ use transcope_change_detect::{Env, NoProjects};
 use transcope_core::{Instant, ScopeField};
 use transcope_engine::Buffers;
 use transcope_identity::ProjectIdentity;
+use transcope_observe::{observe, Observe};
 use transcope_scopelog::ScopeLog;
-use transcope_stop::observe::{observe, Observe};
 use transcope_stop::session_start::{launch_scope, lookup, record_session};
 
 fn alpha() -> ProjectIdentity {

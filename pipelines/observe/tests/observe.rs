@@ -9,8 +9,8 @@ use std::process::Command;
 
 use transcope_change_detect::{Env, NoProjects};
 use transcope_engine::Buffers;
+use transcope_observe::{observe, Observe, ObserveReport};
 use transcope_scopelog::ScopeLog;
-use transcope_stop::observe::{observe, Observe, ObserveReport};
 use transcope_testkit::engine::{pipeline, pipeline_full};
 
 /// How a test reads: the reference's whole file (no cursor), or through the cursor

@@ -1,6 +1,37 @@
-//! `observe_transcript`: a transcript's folder and branch changes into the scope log,
-//! through the engine's cursor store (every byte observed once) or, with a pipeline
-//! built without cursors, the reference's whole-file algorithm (`observe --full`).
+//! # transcope-observe: one read of one transcript for its session
+//!
+//! What a Stop, `observe` and a backfill share, so that neither composition depends on
+//! the other: a transcript's new bytes read through the engine's pipeline (the cursor
+//! store: every byte observed once, or the reference's whole-file read with a pipeline
+//! built without one), change detection's folder and branch changes appended to the
+//! session's scope log, the other stages fed the same entries in the same pass, and
+//! what they found attributed through the log's rows ([`attribute_into`]) into the
+//! index's [`Observed`] record.
+//!
+//! ```
+//! use transcope_change_detect::{Env, NoProjects};
+//! use transcope_engine::{CursorPolicy, Pipeline};
+//! use transcope_scopelog::ScopeLog;
+//! use transcope_observe::{observe, Observe};
+//!
+//! let home = tempfile::tempdir().unwrap();
+//! let t = home.path().join("t.jsonl");
+//! std::fs::write(&t, concat!(
+//!     r#"{"type":"user","timestamp":"2026-10-08T10:00:00Z","cwd":"/a","gitBranch":"main"}"#, "\n",
+//!     r#"{"type":"user","timestamp":"2026-10-08T10:05:00Z","cwd":"/b","gitBranch":"main"}"#, "\n",
+//! )).unwrap();
+//! let mut adapters = transcope_core::adapter::AdapterRegistry::new();
+//! adapters.register(Box::new(transcope_adapter_claude::ClaudeFactory));
+//! let pipeline = Pipeline::builder(adapters).cursors(CursorPolicy::store(home.path())).build();
+//! let log = ScopeLog::open(home.path(), "s1");
+//! let env = Env::new();
+//! let report = observe(&pipeline, &Observe::new(&log, &t, &env), NoProjects, &mut Default::default()).unwrap();
+//! assert_eq!(report.outcome.recorded, 2);
+//! // The same bytes again: nothing.
+//! let again = observe(&pipeline, &Observe::new(&log, &t, &env), NoProjects, &mut Default::default()).unwrap();
+//! assert!(again.up_to_date);
+//! ```
+#![warn(missing_docs)]
 
 use std::path::Path;
 

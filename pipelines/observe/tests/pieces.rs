@@ -12,8 +12,8 @@ use transcope_change_detect::{Env, NoProjects};
 use transcope_core::Marker;
 use transcope_engine::Buffers;
 use transcope_markers::MarkerStage;
+use transcope_observe::{observe_deferred, Observe, ObserveReport};
 use transcope_scopelog::ScopeLog;
-use transcope_stop::observe::{observe_deferred, Observe, ObserveReport};
 use transcope_testkit::Rng;
 
 /// One observation of `t` for session `s` under `home`: (transitions written, markers).
@@ -232,7 +232,7 @@ fn observing_the_same_bytes_again_writes_nothing_whatever_their_times() {
     // The reference's algorithm (`observe --full`) does add the row.
     let log = ScopeLog::open(home.path(), "s");
     let env = Env::new();
-    let full = transcope_stop::observe::observe(
+    let full = transcope_observe::observe(
         &transcope_testkit::engine::pipeline_full(),
         &Observe::new(&log, &t, &env),
         NoProjects,
