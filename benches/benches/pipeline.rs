@@ -23,13 +23,13 @@ use std::path::Path;
 
 use criterion::{BatchSize, Criterion, Throughput};
 use transcope_adapter_claude::{owned_entry, ClaudeAdapter};
-use transcope_change_detect::{ChangeDetect, Env, NoProjects};
+use transcope_change_detect::{ChangeDetect, Env, NoProjects, Resolving};
 use transcope_core::adapter::{Adapter, EntrySink};
 use transcope_core::{Entry, LinePos};
 use transcope_engine::Buffers;
 use transcope_jsonl::{FnSink, Framer, Line};
-use transcope_markers::MarkerStage;
-use transcope_observe::{observe_deferred, Observe};
+use transcope_markers::{MarkerStage, Markers};
+use transcope_observe::{observe_deferred, Observe, Routes};
 use transcope_scopelog::ScopeLog;
 
 const SIZE: u64 = 32 * 1024 * 1024;
@@ -144,17 +144,22 @@ fn end_to_end(c: &mut Criterion, path: &Path, size: u64) {
             || tempfile::tempdir().unwrap(),
             |home| {
                 let log = ScopeLog::open(home.path(), "bench");
-                let mut markers = MarkerStage::default();
                 let env = Env::new();
-                let (r, _) = observe_deferred(
+                let routes = Routes {
+                    changes: true,
+                    markers: true,
+                    ..Routes::NONE
+                };
+                let (r, mut found, _) = observe_deferred(
                     &pipeline,
                     &Observe::new(&log, path, &env),
-                    NoProjects,
+                    &Resolving::None,
                     &mut buffers,
-                    &mut [&mut markers],
+                    routes,
                 )
                 .unwrap();
-                black_box((r.outcome.recorded, markers.finish(None).len()));
+                let markers = found.take::<Markers>().unwrap_or_default();
+                black_box((r.outcome.recorded, markers.found.len()));
                 home
             },
             BatchSize::PerIteration,

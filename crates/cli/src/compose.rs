@@ -1,12 +1,12 @@
 //! The only place that lists transcope's adapters and stages: each command composes
 //! its pipeline from these, and a new agent or stage is one line here.
 //!
-//! Change detection and markers are the compositions' own stages (`transcope-stop`,
-//! `transcope-backfill`): they read those two stages' results (the transitions
-//! recorded, the markers for the brain writer) and build them by type. Every other
-//! stage is listed in [`stages`] and runs wherever change detection runs — a Stop,
-//! `observe`, a backfill — fed the same entries in the same pass, its checkpoint kept
-//! in the same cursor (ARCHITECTURE.md, "Adding a stage").
+//! Every stage is listed, change detection, markers and usage included: a Stop,
+//! `observe`, a backfill and a rebuild build each listed stage for every file they
+//! read, feed it the same entries in the same pass, keep its checkpoint in the same
+//! cursor, and route what it hands on by type (the transitions recorded, the markers
+//! for the ledger and the brain writer, the requests' usage, [`transcope_core::Facts`]
+//! for the index) — none of them names a stage (ARCHITECTURE.md, "Adding a stage").
 
 use std::path::Path;
 
@@ -24,10 +24,20 @@ pub fn adapters() -> AdapterRegistry {
     r
 }
 
-/// Every stage beyond change detection and markers, in the order each entry reaches
-/// them (none yet: a new one is `r.register(Box::new(TheFactory))`).
+/// The stages whose results are the product, in the order each entry reaches them
+/// (change detection first: the others are attributed through the rows it records).
+fn product_stages() -> StageRegistry {
+    let mut r = StageRegistry::new();
+    r.register(Box::new(transcope_change_detect::ChangeDetectFactory));
+    r.register(Box::new(transcope_markers::MarkersFactory));
+    r.register(Box::new(transcope_usage::UsageFactory));
+    r
+}
+
+/// Every stage, in the order each entry reaches them: the product's, then any other
+/// (a new one is `r.register(Box::new(TheFactory))`).
 pub fn stages() -> StageRegistry {
-    StageRegistry::new()
+    product_stages()
 }
 
 /// The engine with the cursor store under `home` (every byte observed once) and the
@@ -46,23 +56,27 @@ pub fn pipeline(home: &Path, durable: bool) -> Pipeline {
 }
 
 /// The engine without cursors: every read is the reference's whole-file read, with
-/// only the reference's stages (a listed stage would see the same bytes at every run).
+/// only the product's stages (a stage keeping its own results elsewhere would see the
+/// same bytes at every run).
 pub fn pipeline_full() -> Pipeline {
-    Pipeline::builder(adapters()).build()
+    Pipeline::builder(adapters())
+        .stages(product_stages())
+        .build()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// A listed stage named like one of the compositions' own would share its
-    /// checkpoint in every cursor.
+    /// Change detection comes first (the others are attributed through its rows), and
+    /// the full pipeline runs only the product's stages.
     #[test]
-    fn listed_stages_do_not_take_the_compositions_names() {
-        let own = [
-            transcope_change_detect::STAGE_NAME,
-            transcope_markers::STAGE_NAME,
-        ];
-        assert!(stages().names().all(|n| !own.contains(&n)));
+    fn change_detection_leads_and_the_full_read_lists_the_products_stages() {
+        let names: Vec<_> = stages().names().collect();
+        assert_eq!(names[0], transcope_change_detect::STAGE_NAME);
+        assert!(names.contains(&transcope_markers::STAGE_NAME));
+        assert!(names.contains(&transcope_usage::STAGE_NAME));
+        let full: Vec<_> = pipeline_full().stages().names().collect();
+        assert_eq!(full, product_stages().names().collect::<Vec<_>>());
     }
 }

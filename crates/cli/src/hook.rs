@@ -350,7 +350,7 @@ fn stop(home: &Path, payload: &HookInput, started: std::time::Instant) -> Value 
     if w.key.is_none() && !brain.enabled {
         return error_summary("hook payload has no valid session_id; nothing written".into());
     }
-    let mut resolver = match resolver_for(home, &env) {
+    let resolver = match resolver_for(home, &env) {
         Ok(r) => r,
         Err(e) => return error_summary(crate::error_text(&e)),
     };
@@ -380,7 +380,7 @@ fn stop(home: &Path, payload: &HookInput, started: std::time::Instant) -> Value 
         },
         &env,
         &brain,
-        &mut resolver,
+        resolver,
         &crate::compose::pipeline(home, true),
         None,
     );

@@ -21,6 +21,7 @@ mod backfill_cmd;
 mod compose;
 mod deliver;
 mod doctor;
+mod facts_cmd;
 mod fleet_cmd;
 mod hook;
 mod install;
@@ -82,6 +83,8 @@ enum Command {
     Timeline(query_cmd::TimelineArgs),
     /// Every brain marker found, each once, with its attribution and delivery state.
     Ledger(query_cmd::LedgerArgs),
+    /// What listed stages kept, each with the scope in force when it happened.
+    Facts(facts_cmd::FactsArgs),
     /// Send the ledger's pending markers (HTTP when BRAIN_URL is set, else the outbox).
     Deliver(query_cmd::DeliverArgs),
     /// Which transition was in force at an instant, and why; what a grant allows.
@@ -265,6 +268,7 @@ fn main() -> ExitCode {
         Command::Sessions(args) => query_cmd::run_sessions(&home, args),
         Command::Timeline(args) => query_cmd::run_timeline(&home, args),
         Command::Ledger(args) => query_cmd::run_ledger(&home, args),
+        Command::Facts(args) => facts_cmd::run_facts(&home, args),
         Command::Deliver(args) => query_cmd::run_deliver(&home, args),
         Command::Explain(args) => query_cmd::run_explain(&home, args),
         Command::Usage(args) => query_cmd::run_usage(&home, args),

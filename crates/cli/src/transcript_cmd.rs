@@ -5,9 +5,11 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use clap::Args;
 use transcope_change_detect::Env;
+use transcope_core::{BuildContext, Found, Stage};
 use transcope_engine::Buffers;
 use transcope_identity::{GitResolver, ResolverConfig};
-use transcope_observe::{observe, observe_indexed, Indexed, Observe};
+use transcope_markers::{Markers, TextEnds};
+use transcope_observe::{observe, observe_indexed, Indexed, Observe, Routes};
 use transcope_scopelog::ScopeLog;
 
 use crate::{exit, println_out};
@@ -61,7 +63,7 @@ pub fn resolver_for(home: &Path, env: &Env) -> Result<GitResolver> {
 pub fn run_observe(home: &Path, args: ObserveArgs) -> Result<u8> {
     let full = process_env();
     let env = if args.no_env { bare_env(&full) } else { full };
-    let mut resolver = resolver_for(home, &env)?;
+    let resolver = resolver_for(home, &env)?;
     let log = ScopeLog::open(home, args.session);
     let pipeline = if args.full {
         crate::compose::pipeline_full()
@@ -73,9 +75,9 @@ pub fn run_observe(home: &Path, args: ObserveArgs) -> Result<u8> {
     let observed = if args.full {
         // The reference's whole-file read: nothing of it is indexed (it has no cursor
         // to say what was already recorded).
-        observe(&pipeline, &o, &mut resolver, &mut buffers).map(|r| (r, Indexed::default()))
+        observe(&pipeline, &o, resolver, &mut buffers).map(|r| (r, Indexed::default()))
     } else {
-        observe_indexed(&pipeline, &o, home, &mut resolver, &mut buffers)
+        observe_indexed(&pipeline, &o, home, resolver, &mut buffers)
     };
     let (report, indexed) =
         observed.with_context(|| format!("observing {}", args.transcript.display()))?;
@@ -126,18 +128,38 @@ pub struct MarkersArgs {
 
 /// `transcope markers`: every brain marker, in order, one JSON object per line.
 pub fn run_markers(args: MarkersArgs) -> Result<u8> {
-    let mut stage = transcope_markers::MarkerStage::default();
-    crate::compose::pipeline_full()
+    // The listed stages that hand on markers, over the whole file, no cursor. A one-off
+    // listing: the text ends here, so a block never closed is settled as the reference
+    // settles it.
+    let pipeline = crate::compose::pipeline_full();
+    let env = Env::new();
+    let ctx = BuildContext::new(&args.transcript, None, &env).lending(&[&TextEnds]);
+    let markers_only = Routes {
+        markers: true,
+        ..Routes::NONE
+    };
+    let mut stages = pipeline
+        .stages()
+        .build_where(&ctx, |f| markers_only.keeps(f));
+    let mut each: Vec<&mut dyn Stage> = stages
+        .iter_mut()
+        .map(|s| &mut **s as &mut dyn Stage)
+        .collect();
+    pipeline
         .observe(
             &transcope_engine::Request::new(&args.transcript, None),
-            &mut [&mut stage],
+            &mut each,
             &mut Buffers::default(),
         )
         .with_context(|| format!("reading {}", args.transcript.display()))?;
+    let mut found = Found::new();
+    stages.iter_mut().for_each(|s| s.hand_on(&mut found));
     let mut out = std::io::stdout().lock();
-    // A one-off listing: the text ends here, so a block never closed is settled as
-    // the reference settles it.
-    for m in stage.finish(None) {
+    for m in found
+        .take_all::<Markers>()
+        .into_iter()
+        .flat_map(|m| m.found)
+    {
         println_out(&mut out, &m.to_python_json())?;
     }
     Ok(exit::OK)

@@ -48,5 +48,7 @@ pub use entry::{Entry, EntryKind, LinePos, TimeValue, Tokens, Usage};
 pub use env::Env;
 pub use marker::Marker;
 pub use scope::{Attribution, Grant, Label, Scope, ScopeField};
-pub use stage::{BuildContext, FileContext, Sink, Stage, StageFactory, StageRegistry};
+pub use stage::{
+    BuildContext, Fact, Facts, FileContext, Found, Sink, Stage, StageFactory, StageRegistry,
+};
 pub use timestamp::Instant;

@@ -117,6 +117,7 @@
 //! assert_eq!(rx.try_recv(), Ok(1));
 //! ```
 
+use std::any::{Any, TypeId};
 use std::path::Path;
 
 use serde_json::Value;
@@ -221,6 +222,15 @@ pub trait Stage: EntrySink + Send {
         let _ = token;
     }
 
+    /// The read is over (after [`Stage::finish`], and only when every stage's effects
+    /// were made): put what the composition routes into `found` — a value of the
+    /// stage's own output type (the transitions recorded, the markers, the requests'
+    /// usage), or [`Facts`] for the index to keep and answer. The default hands on
+    /// nothing (a stage whose effects are its own: a log, a sink).
+    fn hand_on(&mut self, found: &mut Found) {
+        let _ = found;
+    }
+
     /// The state that a later read of the same transcript resumes from (stored in the
     /// cursor). `Null`, the default, is "no state".
     fn checkpoint(&self) -> Value {
@@ -269,6 +279,9 @@ macro_rules! through_pointer {
             fn replay(&mut self, token: &Value) {
                 (**self).replay(token)
             }
+            fn hand_on(&mut self, found: &mut Found) {
+                (**self).hand_on(found)
+            }
             fn checkpoint(&self) -> Value {
                 (**self).checkpoint()
             }
@@ -309,7 +322,7 @@ impl<S: EntrySink> EntrySink for Vec<S> {
 /// What a [`StageFactory`] is told when it builds a stage for one file: what every
 /// composition knows about every file it reads (more may be added, hence
 /// `non_exhaustive`; build one with [`BuildContext::new`]).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 #[non_exhaustive]
 pub struct BuildContext<'a> {
     /// The transcript about to be read.
@@ -319,14 +332,119 @@ pub struct BuildContext<'a> {
     pub key: Option<&'a str>,
     /// The environment the run sees (a backfill's is bare: no swarm variables).
     pub env: &'a Env,
+    /// What the composition lends the stages of this read, by type
+    /// ([`BuildContext::lent`]): the session's scope log, the project resolver.
+    lent: &'a [&'a (dyn Any + Sync)],
 }
 
 impl<'a> BuildContext<'a> {
-    /// The context of `path`, for `key`, seeing `env`.
+    /// The context of `path`, for `key`, seeing `env`, lending nothing.
     pub fn new(path: &'a Path, key: Option<&'a str>, env: &'a Env) -> BuildContext<'a> {
-        BuildContext { path, key, env }
+        BuildContext {
+            path,
+            key,
+            env,
+            lent: &[],
+        }
+    }
+
+    /// The same, lending `lent` to every stage built: each value is found by its type
+    /// ([`BuildContext::lent`]), so a composition lends what its stages need without
+    /// knowing which stage takes what.
+    pub fn lending(mut self, lent: &'a [&'a (dyn Any + Sync)]) -> BuildContext<'a> {
+        self.lent = lent;
+        self
+    }
+
+    /// The lent value of type `T`, if the composition lends one (the first, if more).
+    pub fn lent<T: Any>(&self) -> Option<&'a T> {
+        self.lent
+            .iter()
+            .find_map(|v| (*v as &dyn Any).downcast_ref::<T>())
     }
 }
+
+impl std::fmt::Debug for BuildContext<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BuildContext")
+            .field("path", &self.path)
+            .field("key", &self.key)
+            .field("lent", &self.lent.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the stages of one read hand on ([`Stage::hand_on`]), by type: a composition
+/// takes the types it routes (the store's rows, the brain writer's markers) and never
+/// names the stage that made them. Values are kept in the order put.
+#[derive(Default)]
+pub struct Found {
+    items: Vec<Box<dyn Any + Send>>,
+}
+
+impl Found {
+    /// Nothing yet.
+    pub fn new() -> Found {
+        Found::default()
+    }
+
+    /// Hand `value` on.
+    pub fn put<T: Any + Send>(&mut self, value: T) {
+        self.items.push(Box::new(value));
+    }
+
+    /// The first value of type `T` handed on, taken out.
+    pub fn take<T: Any>(&mut self) -> Option<T> {
+        let i = self.items.iter().position(|v| v.is::<T>())?;
+        self.items.remove(i).downcast::<T>().ok().map(|b| *b)
+    }
+
+    /// Every value of type `T` handed on, taken out, in the order put.
+    pub fn take_all<T: Any>(&mut self) -> Vec<T> {
+        let (mine, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.items)
+            .into_iter()
+            .partition(|v| v.is::<T>());
+        self.items = rest;
+        mine.into_iter()
+            .filter_map(|v| v.downcast::<T>().ok().map(|b| *b))
+            .collect()
+    }
+
+    /// Whether nothing (left) was handed on.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+}
+
+impl std::fmt::Debug for Found {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Found")
+            .field("items", &self.items.len())
+            .finish()
+    }
+}
+
+/// A result a stage wants kept and asked for: the index stores it under the stage's
+/// name, with the scope in force at its time (the row of the session's log a marker
+/// or a request would be attributed to), once per `(session, stage, key)`. A stage
+/// hands its facts on as [`Facts`]; nothing else is needed for `transcope facts` to
+/// answer them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Fact {
+    /// The stage's name ([`Stage::name`]).
+    pub stage: &'static str,
+    /// Unique for the stage within the session: a second read of the same bytes (a
+    /// crash before the cursor was saved) gives the same key, and the fact is kept once.
+    pub key: String,
+    /// When it happened (`None`: no time; then no scope is in force).
+    pub at: Option<crate::Instant>,
+    /// The fact itself.
+    pub value: Value,
+}
+
+/// The [`Fact`]s one stage found in one read.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Facts(pub Vec<Fact>);
 
 /// Builds one kind of [`Stage`], fresh for each file (see the module docs): what a
 /// composition lists in a [`StageRegistry`].
@@ -339,6 +457,13 @@ pub trait StageFactory: Send + Sync {
     /// A stage for the file `ctx` names, before its checkpoint (if any) is restored.
     /// It may borrow from the factory (a sink the factory owns) and from `ctx`.
     fn build<'a>(&'a self, ctx: &BuildContext<'a>) -> Box<dyn Stage + 'a>;
+
+    /// The types its stages hand on ([`Stage::hand_on`]): a composition that does not
+    /// route a type (a rebuild records no transitions; a backfill without markers)
+    /// leaves out the stages that make it. The default: none (always built).
+    fn outputs(&self) -> Vec<TypeId> {
+        Vec::new()
+    }
 }
 
 /// An ordered list of [`StageFactory`]s: the stages a composition runs beside its own,
@@ -370,6 +495,11 @@ impl StageRegistry {
         self
     }
 
+    /// The listed factories, taken out in order (to list them in another registry).
+    pub fn into_factories(self) -> Vec<Box<dyn StageFactory>> {
+        self.factories
+    }
+
     /// The listed factories, in order.
     pub fn factories(&self) -> impl Iterator<Item = &dyn StageFactory> {
         self.factories.iter().map(|f| f.as_ref())
@@ -387,7 +517,20 @@ impl StageRegistry {
 
     /// One fresh stage of each listed factory for the file `ctx` names, in order.
     pub fn build<'a>(&'a self, ctx: &BuildContext<'a>) -> Vec<Box<dyn Stage + 'a>> {
-        self.factories.iter().map(|f| f.build(ctx)).collect()
+        self.build_where(ctx, |_| true)
+    }
+
+    /// One fresh stage of each listed factory that `keep` keeps, in order.
+    pub fn build_where<'a>(
+        &'a self,
+        ctx: &BuildContext<'a>,
+        keep: impl Fn(&dyn StageFactory) -> bool,
+    ) -> Vec<Box<dyn Stage + 'a>> {
+        self.factories
+            .iter()
+            .filter(|f| keep(f.as_ref()))
+            .map(|f| f.build(ctx))
+            .collect()
     }
 }
 

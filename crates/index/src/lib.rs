@@ -35,6 +35,7 @@
 
 mod changes;
 mod deliver;
+mod facts;
 pub mod names;
 pub mod query;
 pub mod recover;
@@ -55,6 +56,7 @@ use transcope_core::{timestamp, Marker, Scope, ScopeField};
 
 pub use changes::{Changes, Mark, MarkerRow, RequestRow, SessionRow, TransitionRow};
 pub use deliver::{deliver, Change, Claimed, DeliverReport, Lease, Take, CLAIM_BATCH, LEASE};
+pub use facts::{FactFilter, FactRow};
 pub use names::{Held, Named, ProjectMatch};
 pub use query::{LedgerFilter, LedgerRow, SessionFilter, SessionInfo, TimelineItem};
 pub use span::{span, Span};
@@ -189,6 +191,24 @@ pub struct Observed {
     pub markers: Vec<Found>,
     /// The model requests' usage, attributed.
     pub usage: Vec<Spending>,
+    /// What listed stages handed on to be kept, attributed.
+    pub facts: Vec<Noted>,
+}
+
+/// One [`transcope_core::Fact`] with the scope in force at its time, ready for the
+/// index.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Noted {
+    /// The stage that found it.
+    pub stage: String,
+    /// Its key, unique for the stage within the session.
+    pub key: String,
+    /// Its time, in microseconds since the epoch (`None`: no time).
+    pub at_us: Option<i64>,
+    /// The fact, as JSON text.
+    pub value: String,
+    /// `project_id`, `worktree`, `branch`, `task`, `lane` of the row in force.
+    pub scope: std::sync::Arc<[String; 5]>,
 }
 
 /// One model request's usage, with the scope in force when it was spent.
@@ -341,6 +361,7 @@ impl Index {
                 let mut session = tx.prepare_cached(UPSERT_SESSION)?;
                 let mut row = tx.prepare_cached(INSERT_TRANSITION)?;
                 let mut marker = tx.prepare_cached(INSERT_MARKER)?;
+                let mut fact = tx.prepare_cached(INSERT_FACT)?;
                 for item in items {
                     if !item.session.is_empty() {
                         let (first, last) = (item.span.first.as_ref(), item.span.last.as_ref());
@@ -365,6 +386,21 @@ impl Index {
                     for f in &item.markers {
                         let n = insert_marker(&mut marker, f, origin, now)?;
                         rec.new.push(n > 0);
+                    }
+                    for n in &item.facts {
+                        let [project, worktree, branch, task, lane] = &*n.scope;
+                        fact.execute(params![
+                            item.session,
+                            n.stage,
+                            n.key,
+                            n.at_us,
+                            n.value,
+                            project,
+                            worktree,
+                            branch,
+                            task,
+                            lane,
+                        ])?;
                     }
                     out.push(rec);
                 }
@@ -722,6 +758,11 @@ INSERT OR IGNORE INTO markers (idempotency_key, session, type, content, attrs, a
     project_id, worktree, branch, task, body, origin, state, found_us, changed)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, 'pending', ?15,
     (SELECT v FROM usage_meta WHERE k = 'changes'))";
+
+const INSERT_FACT: &str = "
+INSERT OR IGNORE INTO facts (session, stage, key, at_us, value, project_id, worktree, branch,
+    task, lane, changed)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, (SELECT v FROM usage_meta WHERE k = 'changes'))";
 
 /// A time value as text: a string as it is, anything else as its JSON.
 pub(crate) fn time_text(v: &Value) -> String {

@@ -48,9 +48,12 @@
 //!   fleet push sends only what changed since the number it last sent up to; the
 //!   index's random id tells a push that the index was made again (a rebuild), whose
 //!   numbers start over. Rows of version 7 have 0: sent by a machine's first push.
+//! * `facts` (version 9): what a listed stage handed on to be kept
+//!   ([`transcope_core::Fact`]), once per `(session, stage, key)`, with the scope in
+//!   force at its time, read back by `transcope facts`.
 
 /// The migrations, in order: migration `i` takes version `i` to `i + 1`.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9];
 
 const V1: &str = "
 CREATE TABLE sessions (
@@ -283,4 +286,23 @@ CREATE INDEX markers_changed ON markers (changed);
 CREATE INDEX usage_changed ON usage (changed);
 INSERT INTO usage_meta (k, v) VALUES ('changes', 0);
 INSERT INTO usage_meta (k, v) VALUES ('index_id', abs(random()));
+";
+
+/// Version 9: the facts listed stages hand on (module docs).
+const V9: &str = "
+CREATE TABLE facts (
+    session TEXT NOT NULL,
+    stage TEXT NOT NULL,
+    key TEXT NOT NULL,
+    at_us INTEGER,
+    value TEXT NOT NULL,
+    project_id TEXT NOT NULL DEFAULT '',
+    worktree TEXT NOT NULL DEFAULT '',
+    branch TEXT NOT NULL DEFAULT '',
+    task TEXT NOT NULL DEFAULT '',
+    lane TEXT NOT NULL DEFAULT '',
+    changed INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (session, stage, key)
+) WITHOUT ROWID;
+CREATE INDEX facts_stage ON facts (stage, at_us);
 ";

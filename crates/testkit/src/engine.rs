@@ -19,24 +19,38 @@ pub fn adapters() -> AdapterRegistry {
     r
 }
 
+/// Change detection, markers and usage, as the binary lists them first.
+pub fn stages() -> StageRegistry {
+    let mut r = StageRegistry::new();
+    r.register(Box::new(transcope_change_detect::ChangeDetectFactory));
+    r.register(Box::new(transcope_markers::MarkersFactory));
+    r.register(Box::new(transcope_usage::UsageFactory));
+    r
+}
+
 /// The engine with the cursor store under `home`.
 pub fn pipeline(home: &Path) -> Pipeline {
     Pipeline::builder(adapters())
         .cursors(CursorPolicy::store(home))
+        .stages(stages())
         .build()
 }
 
 /// The engine without cursors: the reference's whole-file read every time.
 pub fn pipeline_full() -> Pipeline {
-    Pipeline::builder(adapters()).build()
+    Pipeline::builder(adapters()).stages(stages()).build()
 }
 
-/// The engine with the cursor store under `home` and `stages` listed beside the
-/// compositions' own.
-pub fn pipeline_listing(home: &Path, stages: StageRegistry) -> Pipeline {
+/// The engine with the cursor store under `home` and `more` listed after the
+/// product's stages.
+pub fn pipeline_listing(home: &Path, more: StageRegistry) -> Pipeline {
+    let mut listed = stages();
+    for f in more.into_factories() {
+        listed.register(f);
+    }
     Pipeline::builder(adapters())
         .cursors(CursorPolicy::store(home))
-        .stages(stages)
+        .stages(listed)
         .build()
 }
 

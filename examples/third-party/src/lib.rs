@@ -10,6 +10,10 @@
 //! * [`activity`]: a third-party **stage** counting messages, tool calls and words per
 //!   folder, with a checkpoint ([`Stage`] and its
 //!   [`StageFactory`](transcope_core::stage::StageFactory));
+//! * [`replies`]: a third-party stage whose results transcope **keeps and answers**:
+//!   it hands its [`Facts`](transcope_core::Facts) on, and [`kept`] — transcope's own
+//!   backfill over a stage list with it added, one line — finds them in the index,
+//!   each with the scope in force when it happened;
 //! * [`adapters`], [`stages`] and [`pipeline`]: the composition — the built-in
 //!   adapters plus the plain log, one line each, and the activity stage, one line —
 //!   in the shape of transcope's own `crates/cli/src/compose.rs`;
@@ -36,6 +40,7 @@
 
 pub mod activity;
 pub mod plainlog;
+pub mod replies;
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
@@ -203,4 +208,43 @@ pub fn run(home: &Path, paths: &[PathBuf]) -> Result<Vec<FileRun>, RunError> {
         runs.push(run);
     }
     Ok(runs)
+}
+
+/// transcope's own stages (change detection, markers, usage), then the replies stage:
+/// one line, as in transcope's `crates/cli/src/compose.rs`.
+pub fn kept_stages() -> StageRegistry {
+    let mut r = StageRegistry::new();
+    r.register(Box::new(transcope_change_detect::ChangeDetectFactory));
+    r.register(Box::new(transcope_markers::MarkersFactory));
+    r.register(Box::new(transcope_usage::UsageFactory));
+    r.register(Box::new(replies::RepliesFactory));
+    r
+}
+
+/// Backfill `paths` into the index under `home` with [`kept_stages`] (transcope's
+/// backfill, cursors and index, unchanged), then read back what the replies stage
+/// found: every reply with the session, project, branch and task in force when it was
+/// written. A second call reads no byte twice and keeps each reply once.
+pub fn kept(
+    home: &Path,
+    paths: &[PathBuf],
+) -> Result<Vec<transcope_index::FactRow>, transcope_index::IndexError> {
+    let pipeline = Pipeline::builder(adapters())
+        .cursors(CursorPolicy::batched(home))
+        .stages(kept_stages())
+        .build();
+    let listed = adapters();
+    let jobs = transcope_backfill::walk(paths, &listed);
+    let summary = transcope_backfill::backfill_iter(
+        jobs,
+        &transcope_backfill::Options::new(home, pipeline),
+        &|_, _| {},
+    );
+    for p in &summary.errors {
+        eprintln!("{}: {}", p.path.display(), p.reason);
+    }
+    transcope_index::Index::open(home)?.facts(&transcope_index::FactFilter {
+        stage: Some(replies::STAGE_NAME.to_owned()),
+        ..Default::default()
+    })
 }

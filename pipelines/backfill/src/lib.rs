@@ -48,8 +48,11 @@
 //! adapters.register(Box::new(transcope_adapter_claude::ClaudeFactory));
 //! let (jobs, _) = discover(&[home.path().join("projects")], &adapters);
 //! let ah = home.path().join("ah");
+//! let mut stages = transcope_core::StageRegistry::new();
+//! stages.register(Box::new(transcope_change_detect::ChangeDetectFactory));
 //! let pipeline = transcope_engine::Pipeline::builder(adapters)
 //!     .cursors(transcope_engine::CursorPolicy::batched(&ah))
+//!     .stages(stages)
 //!     .build();
 //! let summary = backfill(jobs.clone(), &Options::new(&ah, pipeline.clone()), &|_, _| {});
 //! assert_eq!((summary.files, summary.transitions), (1, 2));
@@ -73,14 +76,12 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rayon::prelude::*;
 use transcope_brain::Writer;
-use transcope_change_detect::{Env, NoProjects, ProjectResolver};
-use transcope_core::Stage;
+use transcope_change_detect::{Env, Resolving};
 use transcope_engine::{Buffers, PendingCursor, Pipeline};
-use transcope_identity::{GitResolver, ProjectIdentity, ResolveError};
+use transcope_identity::GitResolver;
 use transcope_index::{Found, Index, Observed, Origin, Recorded};
 use transcope_jsonl::ReadPolicy;
-use transcope_markers::MarkerStage;
-use transcope_observe::{observe_deferred, observed, Observe};
+use transcope_observe::{observe_deferred, observed, read_with_stages, Observe, Routes};
 use transcope_scopelog::ScopeLog;
 
 pub use discover::{discover, family, scope_key, walk, Job, Problem, Walk};
@@ -300,26 +301,6 @@ impl Summary {
     }
 }
 
-/// Either the shared git resolver or none.
-#[derive(Clone)]
-enum Resolver {
-    Git(GitResolver),
-    None,
-}
-
-impl ProjectResolver for Resolver {
-    fn resolve(
-        &mut self,
-        folder: &str,
-        env: &Env,
-    ) -> Result<Option<ProjectIdentity>, ResolveError> {
-        match self {
-            Resolver::Git(g) => g.resolve(folder, env),
-            Resolver::None => NoProjects.resolve(folder, env),
-        }
-    }
-}
-
 thread_local! {
     /// The read buffer of each worker thread. rayon's `map_init` builds its state once
     /// per job split, not once per thread, so the buffer (grown to the longest line
@@ -329,7 +310,7 @@ thread_local! {
 
 struct Worker {
     pipeline: Pipeline,
-    resolver: Resolver,
+    resolver: Resolving,
 }
 
 #[derive(Default)]
@@ -415,8 +396,8 @@ where
     let files_done = AtomicU64::new(0);
     let bytes_done = AtomicU64::new(0);
     let resolver = match &opts.resolver {
-        Some(g) => Resolver::Git(g.clone()),
-        None => Resolver::None,
+        Some(g) => Resolving::Git(g.clone()),
+        None => Resolving::None,
     };
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -971,9 +952,14 @@ fn process_file(
         }
     }
     let log = ScopeLog::open(&opts.home, key);
-    let mut stage = (!matches!(opts.markers, MarkersOut::Skip)).then(MarkerStage::default);
+    let routes = Routes {
+        changes: !opts.rebuild,
+        markers: !matches!(opts.markers, MarkersOut::Skip),
+        usage: opts.usage,
+        facts: opts.index,
+    };
     if opts.rebuild {
-        return rebuild_file(w, opts, key, job, policy, &log, stage);
+        return rebuild_file(w, opts, key, job, policy, &log, routes);
     }
     let observe = Observe {
         read: policy,
@@ -981,20 +967,16 @@ fn process_file(
         indexed: opts.index,
         ..Observe::new(&log, &job.path, &opts.env)
     };
-    let mut usage = opts.usage.then(transcope_usage::UsageStage::default);
     let report = BUFFERS.with(|b| {
-        let mut also: Vec<&mut dyn Stage> = Vec::with_capacity(2);
-        also.extend(stage.as_mut().map(|s| s as &mut dyn Stage));
-        also.extend(usage.as_mut().map(|s| s as &mut dyn Stage));
         observe_deferred(
             &w.pipeline,
             &observe,
-            &mut w.resolver,
+            &w.resolver,
             &mut b.borrow_mut(),
-            &mut also,
+            routes,
         )
     });
-    let (mut report, pending) = match report {
+    let (mut report, mut stages_found, pending) = match report {
         Ok(r) => r,
         Err(e) => {
             o.errors.push(e.to_string());
@@ -1024,7 +1006,7 @@ fn process_file(
         opts,
         key,
         (&log, rows),
-        (stage.as_mut(), usage.as_mut()),
+        &mut stages_found,
         &mut o,
         &mut item,
     );
@@ -1048,7 +1030,7 @@ fn process_file(
     (o, Some(waiting))
 }
 
-/// What the marker and usage stages found, attributed through `log` (its rows as
+/// What the stages handed on (`stages_found`), attributed through `log` (its rows as
 /// change detection left them, when it handed them on), into `item` and counted in
 /// `o`.
 fn found(
@@ -1056,31 +1038,21 @@ fn found(
     opts: &Options,
     key: &str,
     (log, rows): (&ScopeLog, Option<transcope_scopelog::Window>),
-    (markers, usage): (
-        Option<&mut MarkerStage>,
-        Option<&mut transcope_usage::UsageStage>,
-    ),
+    stages_found: &mut transcope_core::Found,
     o: &mut FileOutcome,
     item: &mut Observed,
 ) {
     let writer = Writer::archived(&opts.home, key, &opts.env);
-    let done = transcope_observe::attribute_into(
-        item,
-        log,
-        rows,
-        &writer,
-        markers,
-        usage,
-        &mut w.resolver,
-    );
+    let done =
+        transcope_observe::attribute_into(item, log, rows, &writer, stages_found, &mut w.resolver);
     o.unclosed = u64::from(done.unclosed);
     o.unattributed = done.unattributed;
     o.markers = done.markers;
     o.requests = done.requests;
 }
 
-/// [`Options::rebuild`]: the whole file for its session and markers, no cursor, no
-/// change detection.
+/// [`Options::rebuild`]: the whole file for its session and what the stages find, no
+/// cursor, no change detection.
 fn rebuild_file(
     w: &mut Worker,
     opts: &Options,
@@ -1088,19 +1060,23 @@ fn rebuild_file(
     job: &Job,
     policy: ReadPolicy,
     log: &ScopeLog,
-    mut stage: Option<MarkerStage>,
+    routes: Routes,
 ) -> (FileOutcome, Option<Waiting>) {
     let mut o = FileOutcome::default();
     if log.path().is_none() {
         return (o, None);
     }
     let req = transcope_engine::Request::new(&job.path, None).read(policy);
-    let mut usage = opts.usage.then(transcope_usage::UsageStage::default);
-    let mut stages: Vec<&mut dyn Stage> = stage.iter_mut().map(|s| s as &mut dyn Stage).collect();
-    stages.extend(usage.as_mut().map(|s| s as &mut dyn Stage));
-    let seen = BUFFERS.with(|b| w.pipeline.observe(&req, &mut stages, &mut b.borrow_mut()));
-    drop(stages);
-    let seen = match seen {
+    let seen = BUFFERS.with(|b| {
+        read_with_stages(
+            &w.pipeline,
+            &req,
+            (Some(log), &w.resolver, &opts.env),
+            routes,
+            &mut b.borrow_mut(),
+        )
+    });
+    let (seen, mut stages_found) = match seen {
         Ok(s) => s,
         Err(e) => {
             o.errors.push(e.to_string());
@@ -1124,7 +1100,7 @@ fn rebuild_file(
         opts,
         key,
         (log, None),
-        (stage.as_mut(), usage.as_mut()),
+        &mut stages_found,
         &mut o,
         &mut item,
     );

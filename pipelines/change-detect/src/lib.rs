@@ -58,6 +58,119 @@ impl ProjectResolver for NoProjects {
     }
 }
 
+/// The project resolver a composition lends the change-detection stages it builds
+/// ([`transcope_core::BuildContext::lent`]): git's (its clones share one cache) or none.
+#[derive(Clone, Default)]
+pub enum Resolving {
+    /// Folders resolved through git (and the registered ids, swarms and aliases).
+    Git(transcope_identity::GitResolver),
+    /// Every folder recorded raw ([`NoProjects`]).
+    #[default]
+    None,
+    /// Any other resolver (a test's stub), shared by the stages that clone it.
+    Shared(std::sync::Arc<std::sync::Mutex<dyn ProjectResolver + Send>>),
+}
+
+impl Resolving {
+    /// `r`, shared by every clone.
+    pub fn shared(r: impl ProjectResolver + Send + 'static) -> Resolving {
+        Resolving::Shared(std::sync::Arc::new(std::sync::Mutex::new(r)))
+    }
+}
+
+impl std::fmt::Debug for Resolving {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Resolving::Git(g) => f.debug_tuple("Git").field(g).finish(),
+            Resolving::None => f.write_str("None"),
+            Resolving::Shared(_) => f.write_str("Shared"),
+        }
+    }
+}
+
+impl ProjectResolver for Resolving {
+    fn resolve(
+        &mut self,
+        folder: &str,
+        env: &Env,
+    ) -> Result<Option<ProjectIdentity>, ResolveError> {
+        match self {
+            Resolving::Git(g) => g.resolve(folder, env),
+            Resolving::None => NoProjects.resolve(folder, env),
+            Resolving::Shared(r) => r
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .resolve(folder, env),
+        }
+    }
+}
+
+impl<F> From<transcope_identity::FnResolver<F>> for Resolving
+where
+    transcope_identity::FnResolver<F>: ProjectResolver + Send + 'static,
+{
+    fn from(r: transcope_identity::FnResolver<F>) -> Resolving {
+        Resolving::shared(r)
+    }
+}
+
+impl From<transcope_identity::GitResolver> for Resolving {
+    fn from(g: transcope_identity::GitResolver) -> Resolving {
+        Resolving::Git(g)
+    }
+}
+
+impl From<NoProjects> for Resolving {
+    fn from(_: NoProjects) -> Resolving {
+        Resolving::None
+    }
+}
+
+/// Builds change detection for each file a composition reads: over the [`ScopeLog`]
+/// the composition lends ([`transcope_core::BuildContext::lending`]), with the
+/// [`Resolving`] it lends (none: folders recorded raw), keeping the log's rows for
+/// the attribution of what the other stages find. Hands on its [`Outcome`]. Built
+/// where no log is lent, its stage does nothing.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ChangeDetectFactory;
+
+impl transcope_core::StageFactory for ChangeDetectFactory {
+    fn name(&self) -> &'static str {
+        STAGE_NAME
+    }
+
+    fn build<'a>(
+        &'a self,
+        ctx: &transcope_core::BuildContext<'a>,
+    ) -> Box<dyn transcope_core::Stage + 'a> {
+        let Some(log) = ctx.lent::<ScopeLog>() else {
+            return Box::new(Detached);
+        };
+        let resolver = ctx.lent::<Resolving>().cloned().unwrap_or_default();
+        Box::new(ChangeDetect::begin(log, ctx.env, resolver).keeping_rows())
+    }
+
+    fn outputs(&self) -> Vec<std::any::TypeId> {
+        vec![std::any::TypeId::of::<Outcome>()]
+    }
+}
+
+/// Change detection with no log to record into: reads nothing, records nothing.
+struct Detached;
+
+impl transcope_core::adapter::EntrySink for Detached {
+    fn entry(&mut self, _: &Entry<'_>) {}
+    fn wants(&self, _: &transcope_core::adapter::Probe<'_>) -> bool {
+        false
+    }
+}
+
+impl transcope_core::Stage for Detached {
+    fn name(&self) -> &'static str {
+        STAGE_NAME
+    }
+}
+
 /// The (folder, branch) pair last seen. Values are kept as JSON values because the
 /// pair read from the log compares by strict equality with what was stored.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -315,6 +428,11 @@ impl<R: ProjectResolver + Send> transcope_core::Stage for ChangeDetect<'_, R> {
 
     fn failed(&self) -> bool {
         self.out.io_errors > 0
+    }
+
+    /// The run's [`Outcome`].
+    fn hand_on(&mut self, found: &mut transcope_core::Found) {
+        found.put(std::mem::take(&mut self.out));
     }
 
     fn checkpoint(&self) -> Value {

@@ -120,6 +120,9 @@ pub struct MarkerStage {
     ///
     /// [`Stage::prepare`]: transcope_core::Stage::prepare
     emitted: std::collections::BTreeSet<u64>,
+    /// The text ends where the read ends ([`TextEnds`]): a block never closed is
+    /// settled when the markers are handed on.
+    text_ends: bool,
 }
 
 impl EntrySink for MarkerStage {
@@ -310,6 +313,47 @@ fn time_from_json(v: &Value) -> Option<TimeValue<'static>> {
         .map(|s| TimeValue::Other(s.to_owned().into()))
 }
 
+/// What the marker stage hands on after a read ([`transcope_core::Stage::hand_on`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Markers {
+    /// The markers found, in order (settled, and those of a read stopped before its
+    /// cursor was saved, again).
+    pub found: Vec<Marker>,
+    /// A marker block was opened and not closed by the end of the read.
+    pub unclosed: bool,
+}
+
+/// Lent to the stages of a one-off read of a whole text (`transcope markers`): the
+/// text ends where the read ends, so a block never closed is settled as the reference
+/// settles it, instead of waiting for the next read.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TextEnds;
+
+/// Builds the marker stage for each file; its stages hand on [`Markers`] (settled at
+/// the read's end when [`TextEnds`] is lent).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MarkersFactory;
+
+impl transcope_core::StageFactory for MarkersFactory {
+    fn name(&self) -> &'static str {
+        STAGE_NAME
+    }
+
+    fn build<'a>(
+        &'a self,
+        ctx: &transcope_core::BuildContext<'a>,
+    ) -> Box<dyn transcope_core::Stage + 'a> {
+        Box::new(MarkerStage {
+            text_ends: ctx.lent::<TextEnds>().is_some(),
+            ..MarkerStage::default()
+        })
+    }
+
+    fn outputs(&self) -> Vec<std::any::TypeId> {
+        vec![std::any::TypeId::of::<Markers>()]
+    }
+}
+
 /// The stage's lifecycle in a pipeline: a read hands on the settled markers and those
 /// inside a block still open ([`MarkerStage::take`] collects them); the checkpoint
 /// holds the open block's text, so a block opened in one read and closed in a later
@@ -326,6 +370,22 @@ impl transcope_core::Stage for MarkerStage {
         } else {
             serde_json::to_value(&self.found).unwrap_or(Value::Null)
         }
+    }
+
+    /// The [`Markers`] found, and whether a block is still open (settled first when
+    /// the text ends with the read: [`TextEnds`]).
+    fn hand_on(&mut self, found: &mut transcope_core::Found) {
+        if self.text_ends {
+            found.put(Markers {
+                found: std::mem::take(self).finish(None),
+                unclosed: false,
+            });
+            return;
+        }
+        found.put(Markers {
+            found: self.take(None),
+            unclosed: self.unclosed(),
+        });
     }
 
     fn replay(&mut self, token: &Value) {

@@ -8,11 +8,11 @@
 use std::io::Write;
 use std::path::Path;
 
-use transcope_change_detect::{Env, NoProjects};
+use transcope_change_detect::{Env, NoProjects, Resolving};
 use transcope_core::Marker;
 use transcope_engine::Buffers;
-use transcope_markers::MarkerStage;
-use transcope_observe::{observe_deferred, Observe, ObserveReport};
+use transcope_markers::Markers;
+use transcope_observe::{observe_deferred, Observe, ObserveReport, Routes};
 use transcope_scopelog::ScopeLog;
 use transcope_testkit::Rng;
 
@@ -31,19 +31,18 @@ fn observe_until(
 ) -> (ObserveReport, Vec<Marker>) {
     let log = ScopeLog::open(home, s);
     let env = Env::new();
-    let mut markers = MarkerStage::default();
-    let (r, pending) = observe_deferred(
+    let (r, mut found, pending) = observe_deferred(
         &transcope_testkit::engine::pipeline(home),
         &Observe::new(&log, t, &env).until(until),
-        NoProjects,
+        &Resolving::None,
         &mut Buffers::default(),
-        &mut [&mut markers],
+        Routes::ALL,
     )
     .unwrap();
     if let Some(p) = pending {
         p.save().unwrap();
     }
-    (r, markers.take(None))
+    (r, found.take::<Markers>().unwrap_or_default().found)
 }
 
 fn log_bytes(home: &Path, s: &str) -> Vec<u8> {

@@ -9,16 +9,18 @@ use transcope_brain::{
     drain, legacy_identity, BrainClient, BrainConfig, Delivery, DrainReport, HttpSink,
     MarkerRecord, OutboxSink, Sink, Writer, DEFAULT_TIMEOUT,
 };
-use transcope_change_detect::{scope_enabled, Env, ProjectResolver};
-use transcope_core::{Instant, Marker, Stage};
+use transcope_change_detect::{scope_enabled, Env, Resolving};
+use transcope_core::{Found, Instant, Marker};
 use transcope_engine::{Buffers, PendingCursor, Pipeline, Request};
 use transcope_index::{
     deliver, pending_flag, set_pending_flag, Change, Index, Lease, Observed, Origin, State, Take,
 };
-use transcope_markers::{markers_of_message, MarkerStage};
+use transcope_markers::markers_of_message;
 use transcope_scopelog::ScopeLog;
 
-use transcope_observe::{observe_deferred, Observe, ObserveReport};
+use transcope_observe::{
+    observe_deferred, read_with_stages, Handed, Observe, ObserveReport, Routes,
+};
 
 /// One Stop's input.
 pub struct StopInput<'a> {
@@ -111,15 +113,16 @@ impl StopSummary {
 /// most `BRAIN_WRITER_MAX_MARKERS`; the rest stay pending for the next Stop (which,
 /// even with nothing new to read, learns of them from one flag file) or `transcope
 /// deliver`.
-pub fn run_stop<R: ProjectResolver + Send>(
+pub fn run_stop(
     home: &Path,
     input: StopInput<'_>,
     env: &Env,
     brain: &BrainConfig,
-    mut resolver: R,
+    resolver: impl Into<Resolving>,
     pipeline: &Pipeline,
     sink: Option<&mut dyn Sink>,
 ) -> StopSummary {
+    let mut resolver: Resolving = resolver.into();
     let mut sum = StopSummary::default();
     let scope_on = scope_enabled(env);
     let log = input.session.map(|s| {
@@ -146,28 +149,27 @@ pub fn run_stop<R: ProjectResolver + Send>(
             sum.drained = Some(report);
         }
     }
-    // 2. Change detection and marker extraction in one pass.
-    let mut stage = MarkerStage::default();
-    let mut usage = transcope_usage::UsageStage::default();
+    // 2. Every listed stage in one pass: change detection, markers, usage, the rest.
     let mut buffers = Buffers::default();
     // Saved only once the markers read with it are in the ledger (or delivered): a
     // Stop killed or failing before that reads the same lines again, and the
     // idempotency key keeps each marker once.
     let mut pending: Option<PendingCursor> = None;
     let mut observed = None;
+    let mut found = Found::new();
     if let (Some(t), Some(log)) = (input.transcript, &log) {
         if scope_on {
             let o = Observe::new(log, t, env)
                 .until(input.read_until)
                 .indexed(true);
-            let also: &mut [&mut dyn Stage] = &mut [&mut stage, &mut usage];
-            match observe_deferred(pipeline, &o, &mut resolver, &mut buffers, also) {
-                Ok((mut r, p)) => {
+            match observe_deferred(pipeline, &o, &resolver, &mut buffers, Routes::ALL) {
+                Ok((mut r, f, p)) => {
                     if let Some(e) = &r.outcome.first_error {
                         sum.errors.push(e.clone());
                     }
                     observed = transcope_observe::observed(pipeline, &o, &mut r, true);
                     sum.observe = Some(r);
+                    found = f;
                     pending = p;
                 }
                 Err(e) => sum.errors.push(e.to_string()),
@@ -181,8 +183,19 @@ pub fn run_stop<R: ProjectResolver + Send>(
         // No session, or the switch is off: markers as before, from the whole
         // transcript, with no cursor (the ledger keeps each once).
         let req = Request::new(t, None);
-        if let Err(e) = pipeline.observe(&req, &mut [&mut stage as &mut dyn Stage], &mut buffers) {
-            sum.errors.push(e.to_string());
+        let markers_only = Routes {
+            markers: true,
+            ..Routes::NONE
+        };
+        match read_with_stages(
+            pipeline,
+            &req,
+            (None, &resolver, env),
+            markers_only,
+            &mut buffers,
+        ) {
+            Ok((_, f)) => found = f,
+            Err(e) => sum.errors.push(e.to_string()),
         }
     }
     if sum
@@ -195,9 +208,14 @@ pub fn run_stop<R: ProjectResolver + Send>(
         // with a usable lock reads these lines again.
         return sum;
     }
-    sum.unclosed = u64::from(stage.unclosed());
     // 3. Markers, with the payload's last message as the fallback.
-    let mut markers = stage.take(None);
+    let Handed {
+        mut markers,
+        unclosed,
+        spent,
+        facts,
+    } = Handed::take(&mut found);
+    sum.unclosed = u64::from(unclosed);
     if markers.is_empty() {
         if let Some(msg) = input.last_message.filter(|m| !m.is_empty()) {
             markers = markers_of_message(msg, &Instant::now().to_python_isoformat());
@@ -219,16 +237,18 @@ pub fn run_stop<R: ProjectResolver + Send>(
     // read and left (not read again) when they cover every event, else the log read
     // now; not at all when there is nothing to attribute (the common Stop with nothing
     // new).
-    let spent = usage.take();
     let rows = match &log {
-        Some(l) if !markers.is_empty() || !spent.is_empty() => {
+        Some(l) if !markers.is_empty() || !spent.is_empty() || !facts.is_empty() => {
             let window = sum.observe.as_mut().and_then(|o| o.outcome.rows.take());
-            transcope_observe::rows_for(l, window, &markers, &spent)
+            let times = spent.iter().filter_map(|s| s.at);
+            let times = times.chain(facts.iter().filter_map(|f| f.at));
+            transcope_observe::rows_for(l, window, &markers, times)
         }
         _ => Vec::new(),
     };
     if let Some(item) = observed.as_mut() {
         item.usage = transcope_observe::spending(&rows, spent);
+        item.facts = transcope_observe::noted(&rows, facts);
     }
     let writer = Writer {
         home,

@@ -215,9 +215,39 @@ fn tokens_of(v: &Value) -> Option<Tokens> {
     Some(Tokens::from_counts(c))
 }
 
+/// What the usage stage hands on after a read: each request's usage, in file order.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Requests(pub Vec<Spent>);
+
+/// Builds the usage stage for each file; its stages hand on [`Requests`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct UsageFactory;
+
+impl transcope_core::StageFactory for UsageFactory {
+    fn name(&self) -> &'static str {
+        STAGE_NAME
+    }
+
+    fn build<'a>(
+        &'a self,
+        _: &transcope_core::BuildContext<'a>,
+    ) -> Box<dyn transcope_core::Stage + 'a> {
+        Box::new(UsageStage::default())
+    }
+
+    fn outputs(&self) -> Vec<std::any::TypeId> {
+        vec![std::any::TypeId::of::<Requests>()]
+    }
+}
+
 impl Stage for UsageStage {
     fn name(&self) -> &'static str {
         STAGE_NAME
+    }
+
+    /// The [`Requests`] found.
+    fn hand_on(&mut self, found: &mut transcope_core::Found) {
+        found.put(Requests(self.take()));
     }
 
     fn begin(&mut self, file: &FileContext<'_>) {
