@@ -26,7 +26,8 @@
 //! let home = tempfile::tempdir().unwrap();
 //! let mut index = Index::open(home.path()).unwrap();
 //! let line = r#"{"session_id": "s1", "sequence": 0, "at": "2026-10-08T10:00:00+00:00", "transition_id": "t1", "project_id": "p", "cwd": "/a"}"#;
-//! let seen = Observed { rows: vec![line.to_owned()], ..Observed::new("s1") };
+//! let row = transcope_scopelog::WrittenRow::from_line(line).unwrap();
+//! let seen = Observed { rows: vec![row], ..Observed::new("s1") };
 //! index.record(&[seen], Origin::Backfill, false).unwrap();
 //! let sessions = index.sessions(&Default::default()).unwrap();
 //! assert_eq!(sessions[0].projects, ["p"]);
@@ -184,9 +185,10 @@ pub struct Observed {
     pub transcript: Option<PathBuf>,
     /// The first and last times the read saw.
     pub span: Span,
-    /// The scope-log lines change detection appended, in order. Any row written makes
-    /// the next [`Index::sync_logs`] read the log again (other rows may have come).
-    pub rows: Vec<String>,
+    /// The scope-log rows change detection appended, in order, as values (their text
+    /// is kept, never parsed back). Any row written makes the next
+    /// [`Index::sync_logs`] read the log again (other rows may have come).
+    pub rows: Vec<transcope_scopelog::WrittenRow>,
     /// The markers found.
     pub markers: Vec<Found>,
     /// The model requests' usage, attributed.
@@ -376,11 +378,8 @@ impl Index {
                             last.map(|s| s.micros),
                         ])?;
                     }
-                    for line in &item.rows {
-                        if let Ok(Value::Object(r)) = serde_json::from_str::<Value>(line) {
-                            let seq = r.get("sequence").and_then(Value::as_i64).unwrap_or(0);
-                            insert_row(&mut row, &item.session, seq, &r, line)?;
-                        }
+                    for w in &item.rows {
+                        insert_written(&mut row, &item.session, w)?;
                     }
                     let mut rec = Recorded::default();
                     for f in &item.markers {
@@ -783,14 +782,36 @@ fn insert_row(
     r: &Map<String, Value>,
     line: &str,
 ) -> rusqlite::Result<usize> {
-    let scope = Scope::from_json_map(r);
     let at = r.get("at").map(time_text).unwrap_or_default();
-    let at_us = timestamp::parse(&at).map(|t| t.unix_micros());
     // A row without its id (another tool's, or hand-edited) is still one row.
     let id = match r.get("transition_id") {
         Some(Value::String(s)) if !s.is_empty() => s.clone(),
         _ => format!("#{seq}"),
     };
+    let at_us = timestamp::parse(&at).map(|t| t.unix_micros());
+    let row = (seq, id.as_str(), at.as_str(), at_us);
+    insert_values(st, session, row, &Scope::from_json_map(r), line)
+}
+
+/// A row change detection appended, from its values.
+fn insert_written(
+    st: &mut rusqlite::CachedStatement<'_>,
+    session: &str,
+    w: &transcope_scopelog::WrittenRow,
+) -> rusqlite::Result<usize> {
+    let seq = i64::try_from(w.sequence).unwrap_or(i64::MAX);
+    let row = (seq, w.transition_id.as_str(), w.at.as_str(), w.at_us);
+    insert_values(st, session, row, &w.scope, &w.line)
+}
+
+/// One `transitions` row: `(sequence, id, at, at_us)`, its scope and its text.
+fn insert_values(
+    st: &mut rusqlite::CachedStatement<'_>,
+    session: &str,
+    (seq, id, at, at_us): (i64, &str, &str, Option<i64>),
+    scope: &Scope,
+    line: &str,
+) -> rusqlite::Result<usize> {
     let f = |field| scope.get(field).to_owned();
     st.execute(params![
         session,

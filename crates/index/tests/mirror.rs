@@ -87,7 +87,7 @@ fn a_sync_reads_what_a_log_gained_and_ends_as_a_whole_mirror() {
     let line = row(s, 102, "e");
     append(&log, &line);
     let seen = Observed {
-        rows: vec![line.trim_end().to_owned()],
+        rows: vec![transcope_scopelog::WrittenRow::from_line(line.trim_end()).unwrap()],
         ..Observed::new(s)
     };
     ix.record(&[seen], transcope_index::Origin::Hook, false)

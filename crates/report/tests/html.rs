@@ -12,13 +12,20 @@ use transcope_report::{collect, embed_json, render, Window};
 const HOSTILE: &str =
     "a</script><script>alert(1)</script> <!-- x --> </SCRIPT \u{2028}\u{2029} & <b> ]]> \" \\ '";
 
-fn row(session: &str, seq: u64, at: &str, project: &str, task: &str) -> String {
-    json!({
+fn row(
+    session: &str,
+    seq: u64,
+    at: &str,
+    project: &str,
+    task: &str,
+) -> transcope_scopelog::WrittenRow {
+    let line = json!({
         "session_id": session, "sequence": seq, "at": at,
         "transition_id": format!("t{seq}"), "project_id": project,
         "worktree": "/w/one", "branch": "main", "task": task, "cwd": "/w/one",
     })
-    .to_string()
+    .to_string();
+    transcope_scopelog::WrittenRow::from_line(&line).unwrap()
 }
 
 fn marker(session: &str, key: &str, at: &str, content: &str) -> Found {

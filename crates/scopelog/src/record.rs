@@ -25,6 +25,41 @@ pub struct WrittenRow {
     pub sequence: u64,
     /// Its `transition_id`.
     pub transition_id: String,
+    /// Its `at`, as written.
+    pub at: String,
+    /// Its `at` as an instant (`None`: not a time the reference reads).
+    pub at_us: Option<i64>,
+    /// Its scope: the values written, as values (an index takes them without parsing
+    /// `line` back).
+    pub scope: Scope,
+}
+
+impl WrittenRow {
+    /// The row a log line holds, parsed (a line another tool wrote, a test's): `None`
+    /// when it is not a JSON object. A row without its id is named `#<sequence>`.
+    pub fn from_line(line: &str) -> Option<WrittenRow> {
+        let Ok(Value::Object(r)) = serde_json::from_str::<Value>(line) else {
+            return None;
+        };
+        let sequence = r.get("sequence").and_then(Value::as_u64).unwrap_or(0);
+        let at = match r.get("at") {
+            Some(Value::String(s)) => s.clone(),
+            Some(other) => other.to_string(),
+            None => String::new(),
+        };
+        let transition_id = match r.get("transition_id") {
+            Some(Value::String(s)) if !s.is_empty() => s.clone(),
+            _ => format!("#{sequence}"),
+        };
+        Some(WrittenRow {
+            line: line.to_owned(),
+            sequence,
+            transition_id,
+            at_us: timestamp::parse(&at).map(Instant::unix_micros),
+            at,
+            scope: Scope::from_json_map(&r),
+        })
+    }
 }
 
 /// The row text: the 15 keys in order, Python `json.dumps` style.
@@ -653,6 +688,9 @@ impl Transaction<'_> {
             line,
             sequence,
             transition_id: id,
+            at: at.to_owned(),
+            at_us: Some(instant.unix_micros()),
+            scope: scope.clone(),
         };
         self.last_written_id = Some(w.transition_id.clone());
         if self.pending.len() >= FLUSH_BYTES {

@@ -434,3 +434,39 @@ fn an_id_that_is_not_its_rows_hash_stays_a_replay() {
     whole.commit().unwrap();
     pair.same_bytes("a replay of a foreign id");
 }
+
+/// A row's values, handed to the index as they are (never parsed back), are exactly
+/// what its line says: the index keeps the same columns whether a row reached it from
+/// change detection or from mirroring the log.
+#[test]
+fn a_written_rows_values_are_what_its_line_says() {
+    let home = tempfile::tempdir().unwrap();
+    let log = ScopeLog::open(home.path(), "values");
+    let mut n = 0;
+    for i in 0..24u64 {
+        // Later each time, in each of the spellings the reference reads.
+        let (h, m) = (10 + i / 60, i % 60);
+        let at = match i % 4 {
+            0 => format!("2026-10-08T{h:02}:{m:02}:00Z"),
+            1 => format!("2026-10-08T{h:02}:{m:02}:00.123456+00:00"),
+            2 => format!("2026-10-08 {h:02}:{m:02}:00"),
+            _ => format!("2026-10-08T{:02}:{m:02}:00+02:00", h + 2),
+        };
+        let at = &at;
+        let s = scope(i).with(
+            ScopeField::Swarm,
+            if i % 2 == 0 { "" } else { "sw \"x\" é" },
+        );
+        let Some(w) = log.record(&s, at, None).unwrap() else {
+            continue;
+        };
+        assert_eq!(
+            Some(w.clone()),
+            WrittenRow::from_line(&w.line),
+            "{}",
+            w.line
+        );
+        n += 1;
+    }
+    assert!(n >= 12, "{n}");
+}

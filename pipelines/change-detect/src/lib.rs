@@ -203,7 +203,7 @@ pub struct Outcome {
     pub seen: Option<Seen>,
     /// The lines appended, in order (for the index; at most [`MAX_WRITTEN_KEPT`], the
     /// rest are in the log, which an index sync reads).
-    pub written: Vec<String>,
+    pub written: Vec<transcope_scopelog::WrittenRow>,
     /// The log's rows as the run left them, when asked for
     /// ([`ChangeDetect::keeping_rows`]) and every accepted row reached the log: a
     /// [`Window`] through which an event at or after its floor is attributed as through
@@ -341,7 +341,7 @@ impl<'a, R: ProjectResolver> ChangeDetect<'a, R> {
             Ok(Some(w)) => {
                 self.out.recorded += 1;
                 if self.out.written.len() < MAX_WRITTEN_KEPT {
-                    self.out.written.push(w.line);
+                    self.out.written.push(w);
                 }
             }
             Ok(None) => {}
