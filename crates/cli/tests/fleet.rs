@@ -14,14 +14,7 @@ use transcope_testkit::pg;
 
 /// `transcope --home HOME args`, which must succeed; its stdout.
 fn ok(home: &Path, args: &[&str]) -> String {
-    let out = run(home, args, "", &[]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{args:?}: {}",
-        text(&out.stderr)
-    );
-    text(&out.stdout)
+    common::succeeded(&run(home, args, "", &[]), &args)
 }
 
 /// A home backfilled from `archive`, pushed to `url` as `machine`.

@@ -2,7 +2,7 @@
 //! SIGKILL at random moments ten times, then held off the index by another process's
 //! write lock past the wait, then run once more, leaves an index that answers exactly
 //! as one uninterrupted run's does — sessions, usage, the ledger and the scope logs —
-//! and whose usage equals the independent count ([`common::count`]). Stops the same:
+//! and whose usage equals the independent count ([`common::reliability::count`]). Stops the same:
 //! killed at random moments and run under a held lock, then once more.
 
 mod common;
@@ -11,8 +11,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::count::*;
-use common::*;
+use common::reliability::count::*;
+use common::reliability::*;
+use transcope_sqlite::rusqlite;
 
 /// What the index answers (each query's `--json` output) and the scope logs, torn
 /// rows a kill left taken out.

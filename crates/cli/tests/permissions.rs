@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::*;
+use common::reliability::*;
 use serde_json::Value;
 
 /// Every path under `dir` (and `dir` itself) with a mode other than 0600 for files and

@@ -15,8 +15,9 @@ use std::process::Command;
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
-use common::*;
+use common::reliability::*;
 use serde_json::Value;
+use transcope_sqlite::rusqlite;
 
 /// The bound with the default settings (the "under 10 s").
 const DEFAULT_BOUND: Duration = Duration::from_secs(10);

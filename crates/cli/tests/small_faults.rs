@@ -8,7 +8,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use common::*;
+use common::reliability::*;
 use serde_json::{json, Value};
 
 fn exited(out: &Output, code: i32, what: &str) {

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use common::*;
+use common::reliability::*;
 use serde_json::Value;
 
 const ESC: char = '\u{1b}';

@@ -13,8 +13,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::*;
+use common::reliability::*;
 use serde_json::Value;
+use transcope_sqlite::rusqlite;
 use transcope_testkit::{pg, CorpusSpec, FileKind};
 
 /// One machine: its home, built from a generated corpus of its own.

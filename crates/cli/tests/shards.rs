@@ -13,7 +13,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use common::*;
+use common::reliability::*;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 

@@ -19,7 +19,7 @@ use std::io::Write;
 use std::process::Command;
 use std::time::Duration;
 
-use common::*;
+use common::reliability::*;
 
 /// What a hook's Stop costs over `transcript` for `session`, in a fresh home.
 fn stop_measured(session: &str, transcript: &[u8]) -> (Sandbox, Measured) {

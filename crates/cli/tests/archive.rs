@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use common::*;
+use common::reliability::*;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
+use common::reliability::*;
 use serde_json::Value;
 use transcope_archive::{Record, RECORD_LEN};
 

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::*;
+use common::reliability::*;
 use serde_json::Value;
 
 /// The hooks' documented bound.

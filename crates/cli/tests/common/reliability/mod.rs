@@ -1,94 +1,34 @@
-//! Shared helpers: locating (and building) the real binary, sandboxed homes, running
-//! children with a clean environment, measuring them, and checking scope logs.
-#![allow(dead_code, unsafe_code)]
+//! The helpers of the reliability and security tests: sandboxed homes, running children
+//! with a clean environment, measuring them, killing them at chosen moments, and
+//! checking scope logs. They drive the real binary ([`super::bin`]: the one cargo built
+//! for these tests, or `TRANSCOPE_BIN`).
+//!
+//! | file | proves |
+//! | --- | --- |
+//! | `contention.rs` | concurrent `scope record` and `hook stop` keep the log whole, ordered and free of duplicates |
+//! | `crash.rs` | SIGKILL at random points loses nothing already written; torn lines are skipped; backfill re-runs converge |
+//! | `hostile.rs` | hostile ids, paths and transcript bytes give a clear error or the documented no-op, bounded memory, nothing outside the home |
+//! | `never_block.rs` | hooks give up on a held lock or an endless transcript within the bound, and the next Stop catches up |
+//! | `permissions.rs` | 0600 files, 0700 directories, no symlink followed out of the home |
+//! | `shards.rs` | N `backfill --shard K/N` runs write what one run writes; pushed to one fleet, they give the rows one run's push gives |
+//! | `fleet_push.rs` | two machines pushing at once, killed at random moments and pushed again, leave every row in the fleet once, its answers the two indexes' combined |
+//! | `fleet_stop.rs` | a Stop pushes its own rows; an unreachable or silent fleet costs it one line and at most its bound, and the rows wait for the next push |
+#![allow(unsafe_code)]
 
 use std::collections::HashSet;
 use std::io::{Read, Write};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Output, Stdio};
-use std::sync::OnceLock;
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 
+pub use super::{output as run, testdata, text, tree};
+
 pub mod count;
 pub mod fleet;
-
-/// The workspace root.
-pub fn workspace() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// `testdata/`.
-pub fn testdata() -> PathBuf {
-    workspace().join("testdata")
-}
-
-/// The `transcope` binary of the same profile and target folder as this test, built
-/// once per test process (a no-op when it is fresh), the way assert_cmd finds it.
-pub fn bin() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        if let Some(p) = std::env::var_os("TRANSCOPE_BIN").filter(|p| !p.is_empty()) {
-            return PathBuf::from(p);
-        }
-        let exe = std::env::current_exe().expect("current_exe");
-        let mut dir = exe.parent().expect("test executable folder").to_path_buf();
-        if dir.ends_with("deps") {
-            dir.pop();
-        }
-        let profile = dir
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or("debug")
-            .to_owned();
-        let target = dir.parent().expect("target folder").to_path_buf();
-        let cargo = std::env::var_os("CARGO")
-            .or_else(|| option_env!("CARGO").map(Into::into))
-            .unwrap_or_else(|| "cargo".into());
-        let mut c = Command::new(cargo);
-        c.args(["build", "-q", "-p", "transcope", "--bin", "transcope"])
-            .arg("--target-dir")
-            .arg(&target)
-            .current_dir(workspace());
-        match profile.as_str() {
-            "debug" => {}
-            "release" => {
-                c.arg("--release");
-            }
-            p => {
-                c.args(["--profile", p]);
-            }
-        }
-        let status = c.status().expect("running cargo build -p transcope");
-        assert!(status.success(), "cargo build -p transcope failed");
-        let path = dir.join("transcope");
-        assert!(path.is_file(), "no binary at {}", path.display());
-        path
-    })
-}
-
-/// Environment variables that would let the developer's setup leak into a test.
-const SCRUBBED: &[&str] = &[
-    "AGENTIHOOKS_HOME",
-    "AGENTIHOOKS_SESSION_SCOPE",
-    "AGENTIHOOKS_SWARM",
-    "AGENTIHOOKS_SWARM_TASK",
-    "AGENTIHOOKS_SWARM_LANE",
-    "AGENTIHOOKS_PROJECT_ID",
-    "BRAIN_URL",
-    "BRAIN_WRITER_ENABLED",
-    "BRAIN_WRITER_OUTBOX",
-    "BRAIN_WRITER_MAX_MARKERS",
-    "AGENTICORE_AGENT_NAME",
-    "CLAUDE_CONFIG_DIR",
-    "CLAUDE_PROJECT_DIR",
-    "CODEX_HOME",
-    "TRANSCOPE_FLEET_URL",
-    "TRANSCOPE_MACHINE",
-];
 
 /// A sandbox: `root/home` is the agentihooks home, `root/user` is `$HOME`, and
 /// `root/outside` is a folder nothing may ever write to.
@@ -159,11 +99,9 @@ impl Sandbox {
 
 /// `transcope --home HOME args…` with a scrubbed environment and `HOME=user`.
 pub fn cmd_in(home: &Path, user: &Path, args: &[&str]) -> Command {
-    let mut c = Command::new(bin());
+    let mut c = Command::new(super::bin());
     c.arg("--home").arg(home).args(args);
-    for k in SCRUBBED {
-        c.env_remove(k);
-    }
+    super::clean_env(&mut c);
     c.env("HOME", user)
         .env("USER", "tester")
         .env("GIT_CONFIG_NOSYSTEM", "1")
@@ -178,25 +116,6 @@ pub fn log_path(home: &Path, session: &str) -> PathBuf {
         .join(format!("{session}.jsonl"))
 }
 
-/// Run `c` with `stdin`, collecting its output.
-pub fn run(mut c: Command, stdin: &[u8]) -> Output {
-    let mut child = c
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawning transcope");
-    let mut input = child.stdin.take().unwrap();
-    let data = stdin.to_vec();
-    let feeder = std::thread::spawn(move || {
-        // The child may stop reading early (a capped payload): a broken pipe is fine.
-        let _ = input.write_all(&data);
-    });
-    let out = child.wait_with_output().unwrap();
-    let _ = feeder.join();
-    out
-}
-
 /// A hook payload for a root session.
 pub fn payload(session: &str, transcript: &Path) -> Vec<u8> {
     serde_json::json!({
@@ -206,10 +125,6 @@ pub fn payload(session: &str, transcript: &Path) -> Vec<u8> {
     })
     .to_string()
     .into_bytes()
-}
-
-pub fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 /// A Claude Code transcript record in folder `cwd` at `2026-10-08T10:00:00Z + secs`.
@@ -408,23 +323,6 @@ pub fn instant(s: &str) -> Option<i128> {
 
 fn memchr_count(hay: &[u8], b: u8) -> usize {
     hay.iter().filter(|x| **x == b).count()
-}
-
-/// Every path under `dir`, relative, sorted (symbolic links not followed).
-pub fn tree(dir: &Path) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_owned()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let p = e.path();
-            out.push(p.strip_prefix(dir).unwrap().display().to_string());
-            if e.file_type().is_ok_and(|t| t.is_dir()) {
-                stack.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
 }
 
 /// The permission bits of `p` (not following a final symlink).
@@ -719,12 +617,5 @@ pub fn stdout_of(sb: &Sandbox, args: &[&str]) -> String {
 /// The standard output of `transcope --home HOME args…` ([`cmd_in`]), which must
 /// succeed.
 pub fn stdout_in(home: &Path, user: &Path, args: &[&str]) -> String {
-    let out = run(cmd_in(home, user, args), b"");
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{args:?}: {}",
-        text(&out.stderr)
-    );
-    text(&out.stdout)
+    super::succeeded(&run(cmd_in(home, user, args), b""), &args)
 }

@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 
-use common::*;
+use common::reliability::*;
 use serde_json::Value;
 
 const WORKERS: usize = 16;

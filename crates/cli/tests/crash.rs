@@ -13,8 +13,9 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::*;
+use common::reliability::*;
 use serde_json::Value;
+use transcope_sqlite::rusqlite;
 
 /// Every `*.json` under `dir` that is not a temporary (`.`-prefixed) file parses.
 /// The cursor database, when a Stop got as far as creating it, passes SQLite's own

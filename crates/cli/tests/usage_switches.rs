@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::Command;
 
-use common::*;
+use common::reliability::*;
 use serde_json::Value;
 
 /// `(project_id, worktree, branch, task)`.

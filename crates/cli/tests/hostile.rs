@@ -15,7 +15,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use common::*;
+use common::reliability::*;
 use serde_json::{json, Value};
 
 /// Exited normally (no signal), with this code.

@@ -15,7 +15,7 @@ use std::process::Output;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use common::*;
+use common::reliability::*;
 use serde_json::Value;
 use transcope_testkit::pg;
 

@@ -9,8 +9,8 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::count::*;
-use common::*;
+use common::reliability::count::*;
+use common::reliability::*;
 use serde_json::Value;
 
 #[test]

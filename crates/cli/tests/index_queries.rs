@@ -6,7 +6,7 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use common::*;
+use common::reliability::*;
 use serde_json::Value;
 
 /// Every scope log under `home`: key → readable rows, in file order.

@@ -16,8 +16,9 @@ use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::*;
+use common::reliability::*;
 use serde_json::Value;
+use transcope_sqlite::rusqlite;
 
 /// A brain that accepts every marker (200).
 fn brain() -> String {
