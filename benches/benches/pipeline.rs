@@ -1,6 +1,6 @@
 //! The stages and one file end to end, each beside a baseline over the same bytes.
 //!
-//! Input: one generated Claude transcript (`transcope_testkit::single_transcript`, 32 MB,
+//! Input: one generated Claude transcript (`transcope_corpus::single_transcript`, 32 MB,
 //! log-normal tool outputs, four folder switches, markers), decoded once up front for
 //! the stage benches. `Throughput::Bytes` is always the transcript's size, so the
 //! figures compare directly with the framing and decode benches.
@@ -181,7 +181,7 @@ fn hostile_markers(c: &mut Criterion) {
 fn main() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bench.jsonl");
-    transcope_testkit::single_transcript(&path, SIZE, 42).unwrap();
+    transcope_corpus::single_transcript(&path, SIZE, 42).unwrap();
     let bytes = std::fs::read(&path).unwrap();
     let mut c = Criterion::default().configure_from_args();
     hostile_markers(&mut c);

@@ -65,7 +65,7 @@ fn copy_tree(from: &Path, to: &Path) {
 fn test_bytes() -> u64 {
     std::env::var("TRANSCOPE_ARCHIVE_TEST_BYTES")
         .ok()
-        .and_then(|v| transcope_testkit::parse_size(&v))
+        .and_then(|v| transcope_corpus::parse_size(&v))
         .unwrap_or(64 << 20)
 }
 
@@ -431,7 +431,7 @@ fn with_the_originals_deleted_a_rebuild_answers_as_before() {
 fn a_rebuild_after_a_backfill_of_a_relative_folder_answers_as_before() {
     let sb = Sandbox::new();
     let corpus = sb.user.join("corpus");
-    transcope_testkit::generate(&transcope_testkit::CorpusSpec::new(3605, 2 << 20), &corpus)
+    transcope_corpus::generate(&transcope_corpus::CorpusSpec::new(3605, 2 << 20), &corpus)
         .expect("generating the corpus");
     // `cmd` runs in `sb.user`: `corpus` is the folder above.
     ok(&sb, &["backfill", "--json", "corpus"]);

@@ -15,8 +15,9 @@ use std::time::{Duration, Instant};
 
 use common::reliability::*;
 use serde_json::Value;
+use transcope_corpus::{CorpusSpec, FileKind};
 use transcope_sqlite::rusqlite;
-use transcope_testkit::{pg, CorpusSpec, FileKind};
+use transcope_testkit::pg;
 
 /// One machine: its home, built from a generated corpus of its own.
 struct Machine {
@@ -36,7 +37,7 @@ impl Machine {
     fn new(sb: &Sandbox, name: &'static str, seed: u64) -> Machine {
         let corpus = sb.root.join(format!("corpus-{name}"));
         let manifest =
-            transcope_testkit::generate(&CorpusSpec::new(seed, 4_000_000), &corpus).unwrap();
+            transcope_corpus::generate(&CorpusSpec::new(seed, 4_000_000), &corpus).unwrap();
         let sessions: Vec<PathBuf> = manifest
             .entries
             .iter()
@@ -46,7 +47,7 @@ impl Machine {
         let repos: Vec<String> = manifest
             .repos
             .iter()
-            .filter(|r| r.kind == transcope_testkit::RepoKind::Main)
+            .filter(|r| r.kind == transcope_corpus::RepoKind::Main)
             .map(|r| r.path.clone())
             .collect();
         assert!(!sessions.is_empty() && repos.len() >= 2, "{name}'s corpus");
@@ -121,7 +122,7 @@ impl Machine {
             }
             _ => {
                 let more = sb.root.join(format!("more-{}-{round}", self.name));
-                transcope_testkit::generate(
+                transcope_corpus::generate(
                     &CorpusSpec::new(self.seed * 1000 + round, 600_000),
                     &more,
                 )

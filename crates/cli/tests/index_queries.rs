@@ -132,8 +132,8 @@ fn sessions_over_the_sample_archive_equal_the_logs() {
 fn sessions_over_a_generated_archive_equal_the_logs() {
     let sb = Sandbox::new();
     let corpus = tempfile::tempdir().unwrap();
-    transcope_testkit::generate(
-        &transcope_testkit::CorpusSpec::new(11, 2_000_000),
+    transcope_corpus::generate(
+        &transcope_corpus::CorpusSpec::new(11, 2_000_000),
         corpus.path(),
     )
     .expect("generating the corpus");

@@ -135,7 +135,7 @@ pub fn jsonl_files(dir: &str) -> Vec<PathBuf> {
 pub fn public_and_generated(dir: &Path, seed: u64, bytes: u64) -> Vec<PathBuf> {
     let mut paths = Vec::new();
     transcope_testkit::jsonl_files(&testdata("public/claude"), &mut paths);
-    transcope_testkit::generate(&transcope_testkit::CorpusSpec::new(seed, bytes), dir).unwrap();
+    transcope_corpus::generate(&transcope_corpus::CorpusSpec::new(seed, bytes), dir).unwrap();
     transcope_testkit::jsonl_files(&dir.join("claude"), &mut paths);
     paths
 }

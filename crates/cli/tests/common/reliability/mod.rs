@@ -550,12 +550,12 @@ pub fn git_repo(dir: &Path) {
         .expect("a fixture repository");
 }
 
-/// A generated corpus (`transcope_testkit::generate`) of about `bytes` bytes in a
+/// A generated corpus (`transcope_corpus::generate`) of about `bytes` bytes in a
 /// temporary folder.
 pub fn generated_corpus(seed: u64, bytes: u64) -> tempfile::TempDir {
     let corpus = tempfile::tempdir().unwrap();
-    transcope_testkit::generate(
-        &transcope_testkit::CorpusSpec::new(seed, bytes),
+    transcope_corpus::generate(
+        &transcope_corpus::CorpusSpec::new(seed, bytes),
         corpus.path(),
     )
     .expect("generating the corpus");

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
-use transcope_testkit::{generate, parse_size, single_transcript, CorpusSpec};
+use transcope_corpus::{generate, parse_size, single_transcript, CorpusSpec};
 
 /// Generate a deterministic transcript corpus.
 #[derive(Parser, Debug)]
