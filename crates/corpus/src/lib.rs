@@ -2,11 +2,13 @@
 //!
 //! [`generate`] writes, under one output folder, a corpus of Claude Code and Codex CLI
 //! transcripts laid out exactly like `~/.claude/projects/…` and `~/.codex/sessions/YYYY/MM/DD/…`,
-//! plus the real git repositories (and linked worktrees, and plain folders) that the transcripts'
-//! `cwd`s point at. The same [`CorpusSpec`] always gives byte-identical files, whatever the
-//! number of threads. A [`Manifest`] (also written as `manifest.json`) lists every file with the
-//! counts the generator knows: lines, invalid and torn lines, folder/branch switches, brain
-//! markers, out-of-order timestamps ([`FileEntry`]), and every folder ([`RepoEntry`]).
+//! and, when [`CorpusSpec::gemini_share`] asks for them, Gemini CLI sessions laid out as
+//! under `~/.gemini/tmp/…`, plus the real git repositories (and linked worktrees, and plain
+//! folders) that the transcripts' `cwd`s point at. The same [`CorpusSpec`] always gives
+//! byte-identical files, whatever the number of threads. A [`Manifest`] (also written as
+//! `manifest.json`) lists every file with the counts the generator knows: lines, invalid and
+//! torn lines, folder/branch switches, brain markers, out-of-order timestamps ([`FileEntry`]),
+//! and every folder ([`RepoEntry`]).
 //!
 //! ```text
 //! OUT/
@@ -21,6 +23,11 @@
 //!   claude/projects/<encoded-cwd>/<sessionId>/subagents/workflows/<run>/{agent-<id>.jsonl,journal.jsonl}
 //!   codex/sessions/YYYY/MM/DD/rollout-YYYY-MM-DDThh-mm-ss-<uuid>.jsonl  (envelope and legacy)
 //!   codex/sessions/rollout-….jsonl                                      (a few early legacy files)
+//!   gemini/.gemini/projects.json                                        (Gemini CLI's home:
+//!   gemini/.gemini/tmp/<short id>/{.project_root,chats/session-….jsonl}  GEMINI_CLI_HOME=OUT/gemini)
+//!   gemini/.gemini/tmp/<short id>/chats/session-….json                  (0.29–0.38 documents)
+//!   gemini/.gemini/tmp/<sha256 of the folder>/chats/session-….json      (before 0.29)
+//!   gemini/.gemini/tmp/<id>/chats/<parent sessionId>/<sessionId>.json[l] (sub-agents)
 //! ```
 //!
 //! The binary `transcope-corpus` wraps [`generate`]; [`single_transcript`] writes one large
@@ -39,12 +46,21 @@
 //! assert!(manifest.bytes >= 300_000);
 //! assert!(manifest.entries.iter().any(|f| f.kind == FileKind::ClaudeSession));
 //! assert!(dir.path().join("manifest.json").is_file());
+//!
+//! // Gemini CLI sessions only, where the CLI keeps them under its home.
+//! let dir = tempfile::tempdir().unwrap();
+//! let mut spec = CorpusSpec::new(7, 200_000);
+//! spec.gemini_share = 1.0;
+//! let manifest = generate(&spec, dir.path()).unwrap();
+//! assert!(manifest.entries.iter().all(|f| f.path.starts_with("gemini/.gemini/tmp/")));
+//! assert!(dir.path().join("gemini/.gemini/projects.json").is_file());
 //! ```
 #![warn(missing_docs)]
 
 mod claude;
 mod clock;
 mod codex;
+mod gemini;
 mod git;
 mod json;
 mod rng;
@@ -61,6 +77,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::claude::{Env, Era, Force, SessionResult};
+use crate::gemini::Projects;
 use crate::rng::derive;
 use crate::text::TextPool;
 use crate::world::World;
@@ -72,12 +89,21 @@ pub use crate::world::encode_cwd;
 pub struct CorpusSpec {
     /// Seed of every random choice.
     pub seed: u64,
-    /// Total bytes of transcript files (everything under `claude/` and `codex/`). Generation
+    /// Total bytes of transcript files (everything under `claude/`, `codex/` and `gemini/`
+    /// but the CLI's records of folders). Generation
     /// stops at the first line that reaches it, so the corpus is at least this large and at most
     /// one line larger.
     pub target_bytes: u64,
-    /// Probability that a session is a Codex rollout rather than a Claude session (0–1).
+    /// Probability that a session that is not Gemini CLI's is a Codex rollout rather than a
+    /// Claude session (0–1).
     pub codex_share: f64,
+    /// Probability that a session is a Gemini CLI session (0–1). 0, the default, writes no
+    /// `gemini/` folder and leaves every other file as it was before Gemini sessions were
+    /// generated (a seed's corpus is the same as ever); above 0, the sessions chosen for
+    /// Gemini leave every other session as it would be, and the first few cover its
+    /// layouts.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub gemini_share: f64,
     /// Of the Codex sessions, the share written in the legacy (pre-envelope) format.
     pub legacy_share: f64,
     /// Number of git repositories to create under `repos/` (plus about a quarter as many plain
@@ -88,18 +114,23 @@ pub struct CorpusSpec {
 }
 
 impl CorpusSpec {
-    /// A spec with the default shape: 20% Codex (8% of it legacy), 16 repositories, 1 MiB
-    /// largest tool output.
+    /// A spec with the default shape: 20% Codex (8% of it legacy), no Gemini CLI, 16
+    /// repositories, 1 MiB largest tool output.
     pub fn new(seed: u64, target_bytes: u64) -> Self {
         CorpusSpec {
             seed,
             target_bytes,
             codex_share: 0.2,
+            gemini_share: 0.0,
             legacy_share: 0.08,
             repos: 16,
             max_tool_output: 1 << 20,
         }
     }
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 /// What kind of transcript file an entry is.
@@ -120,6 +151,11 @@ pub enum FileKind {
     CodexRollout,
     /// Codex legacy (pre-envelope) rollout.
     CodexLegacy,
+    /// Gemini CLI `tmp/<id>/chats/session-<…>.json` (a document, one record: `lines` is
+    /// 1) or `.jsonl` (a log).
+    GeminiSession,
+    /// Gemini CLI `tmp/<id>/chats/<parent sessionId>/<sessionId>.json[l]`.
+    GeminiSubagent,
 }
 
 /// Expectations for one generated file. Line numbers are 1-based.
@@ -129,9 +165,10 @@ pub struct FileEntry {
     pub path: String,
     /// The file's kind.
     pub kind: FileKind,
-    /// Claude `sessionId` (the parent's for sub-agents) or Codex session id.
+    /// Claude `sessionId` (the parent's for sub-agents), Codex session id, or Gemini CLI
+    /// `sessionId` (the parent's for sub-agents).
     pub session_id: String,
-    /// Claude `agentId` for agent files.
+    /// Claude `agentId` for agent files; a Gemini CLI sub-agent's own `sessionId`.
     pub agent_id: Option<String>,
     /// File size.
     pub bytes: u64,
@@ -145,15 +182,16 @@ pub struct FileEntry {
     /// `cwd`; Codex: `session_meta.payload.cwd` then each `turn_context.payload.cwd`; legacy:
     /// the header `cwd` and the `<environment_context>`).
     pub cwd_switches: u64,
-    /// Same for `gitBranch` (Claude only; Codex records the branch once in `session_meta`).
+    /// Same for `gitBranch` (Claude only; Codex records the branch once in `session_meta`;
+    /// Gemini CLI records one folder a session, the project's, and no branch).
     pub branch_switches: u64,
     /// Distinct cwds, in order of first appearance.
     pub cwds: Vec<String>,
     /// Distinct branches (`""` outside a repository, `"HEAD"` when detached), in order.
     pub branches: Vec<String>,
     /// Brain markers a spec-conforming extractor (scope-log §5.1) finds in assistant text
-    /// (Claude `text` blocks of assistant lines, Codex assistant `output_text`), counting each
-    /// message once and extracting per message.
+    /// (Claude `text` blocks of assistant lines, Codex assistant `output_text`, Gemini CLI
+    /// `gemini` messages' text), counting each message once and extracting per message.
     pub markers: u64,
     /// Of those, markers with `share=fleet`.
     pub fleet_markers: u64,
@@ -163,7 +201,8 @@ pub struct FileEntry {
     /// sub-agent's answer, tool output): an assistant-text extractor must not report them.
     pub decoy_markers: u64,
     /// Codex: copies of assistant markers in `event_msg` `agent_message` and `task_complete`
-    /// `last_agent_message` (the same message; don't count twice).
+    /// `last_agent_message`; Gemini CLI: in a log's record of a reply again, with its
+    /// tokens (the same message; don't count twice).
     pub echoed_markers: u64,
     /// Lines whose top-level `timestamp` is earlier than the previous such line's.
     pub out_of_order_timestamps: u64,
@@ -283,16 +322,75 @@ const DAY_MS: u64 = 86_400_000;
 const CLAUDE_START: u64 = 1_751_328_000_000; // 2025-07-01
 const CODEX_START: u64 = 1_757_894_400_000; // 2025-09-15
 const LEGACY_START: u64 = 1_746_057_600_000; // 2025-05-01
+const GEMINI_START: u64 = 1_752_537_600_000; // 2025-07-15
+const GEMINI_LOG_START: u64 = 1_773_964_800_000; // 2026-03-20
 
 enum Plan {
-    Claude { force: Force, lines: Option<u64> },
-    Codex { legacy: bool, quirks: bool },
+    Claude {
+        force: Force,
+        lines: Option<u64>,
+    },
+    Codex {
+        legacy: bool,
+        quirks: bool,
+    },
+    Gemini {
+        form: gemini::Form,
+        subagent: bool,
+        quirks: bool,
+    },
+}
+
+/// The plan for session `i` when it is a Gemini CLI session: drawn from a stream of its
+/// own, so the sessions that are not keep the plan they have without Gemini. Sessions 6
+/// to 8 cover its layouts (0 to 5 cover the other agents').
+fn gemini_plan(spec: &CorpusSpec, i: u64) -> Option<(Plan, u64, u64)> {
+    if spec.gemini_share <= 0.0 {
+        return None;
+    }
+    let mut rng = Rng::new(derive(spec.seed, 0x6e3, i));
+    let chosen = match i {
+        _ if spec.gemini_share >= 1.0 => true,
+        0..=5 => false,
+        6..=8 => true,
+        _ => rng.chance(spec.gemini_share),
+    };
+    if !chosen {
+        return None;
+    }
+    let session_seed = rng.next_u64();
+    use gemini::Form;
+    let (form, subagent, quirks) = match i {
+        0 | 6 => (Form::Log, true, true),
+        1 | 7 => (Form::HashDocument, false, false),
+        2 | 8 => (Form::Document, true, false),
+        _ => {
+            let form = [Form::HashDocument, Form::Document, Form::Log][rng.weighted(&[25, 35, 40])];
+            (form, false, false)
+        }
+    };
+    let start = match form {
+        Form::Log => GEMINI_LOG_START + rng.below(90 * DAY_MS),
+        Form::HashDocument | Form::Document => GEMINI_START + rng.below(240 * DAY_MS),
+    };
+    Some((
+        Plan::Gemini {
+            form,
+            subagent,
+            quirks,
+        },
+        session_seed,
+        start,
+    ))
 }
 
 /// The plan for session `i`: the first sessions cover every layout, so even a 1 MB corpus holds
 /// a `subagents/` file, a flat agent file, an inline sidechain, a Codex rollout and a legacy one
 /// (only the agents that `codex_share` allows: none of Claude at 1.0, none of Codex at 0.0).
 fn plan(spec: &CorpusSpec, i: u64) -> (Plan, u64, u64) {
+    if let Some(p) = gemini_plan(spec, i) {
+        return p;
+    }
     let mut rng = Rng::new(derive(spec.seed, 0x9a1, i));
     let session_seed = rng.next_u64();
     let codex = spec.codex_share > 0.0;
@@ -332,6 +430,7 @@ fn plan(spec: &CorpusSpec, i: u64) -> (Plan, u64, u64) {
         Plan::Claude { .. } => CLAUDE_START + rng.below(300 * DAY_MS),
         Plan::Codex { legacy: false, .. } => CODEX_START + rng.below(225 * DAY_MS),
         Plan::Codex { legacy: true, .. } => LEGACY_START + rng.below(130 * DAY_MS),
+        Plan::Gemini { .. } => unreachable!("planned by gemini_plan"),
     };
     (p, session_seed, start)
 }
@@ -342,6 +441,7 @@ fn rng_lines(spec: &CorpusSpec, i: u64) -> u64 {
 
 fn run_session(
     env: &Env<'_>,
+    projects: &Projects,
     spec: &CorpusSpec,
     tz_offset_ms: i64,
     i: u64,
@@ -372,6 +472,22 @@ fn run_session(
                 quirks,
             },
         ),
+        Plan::Gemini {
+            form,
+            subagent,
+            quirks,
+        } => gemini::session(
+            env,
+            projects,
+            seed,
+            gemini::Opts {
+                budget,
+                start_ms,
+                form,
+                subagent,
+                quirks,
+            },
+        ),
     }
 }
 
@@ -399,7 +515,7 @@ fn discard(root: &Path, files: &[FileEntry]) -> io::Result<()> {
 pub fn generate(spec: &CorpusSpec, out: &Path) -> io::Result<Manifest> {
     fs::create_dir_all(out)?;
     let root: PathBuf = fs::canonicalize(out)?;
-    for name in ["claude", "codex", "repos", "manifest.json"] {
+    for name in ["claude", "codex", gemini::HOME, "repos", "manifest.json"] {
         if root.join(name).exists() {
             return Err(io::Error::new(
                 io::ErrorKind::AlreadyExists,
@@ -408,6 +524,7 @@ pub fn generate(spec: &CorpusSpec, out: &Path) -> io::Result<Manifest> {
         }
     }
     let world = World::build(&root.join("repos"), spec.seed, spec.repos, true)?;
+    let projects = Projects::new(&world);
     let pool = TextPool::new(spec.seed, spec.max_tool_output);
     let env = Env {
         root: &root,
@@ -433,7 +550,7 @@ pub fn generate(spec: &CorpusSpec, out: &Path) -> io::Result<Manifest> {
         let n = (remaining / avg.max(1)).clamp(1, 4 * workers);
         let batch: Vec<io::Result<SessionResult>> = (next..next + n)
             .into_par_iter()
-            .map(|i| run_session(&env, spec, tz_offset_ms, i, None))
+            .map(|i| run_session(&env, &projects, spec, tz_offset_ms, i, None))
             .collect();
         let mut batch: Vec<SessionResult> = batch.into_iter().collect::<io::Result<_>>()?;
         for k in 0..batch.len() {
@@ -452,7 +569,14 @@ pub fn generate(spec: &CorpusSpec, out: &Path) -> io::Result<Manifest> {
             for later in &batch[k..] {
                 discard(&root, &later.files)?;
             }
-            let mut r = run_session(&env, spec, tz_offset_ms, i, Some(spec.target_bytes - total))?;
+            let mut r = run_session(
+                &env,
+                &projects,
+                spec,
+                tz_offset_ms,
+                i,
+                Some(spec.target_bytes - total),
+            )?;
             total += r.bytes;
             max_line = max_line.max(r.max_line);
             sessions += 1;
@@ -461,6 +585,8 @@ pub fn generate(spec: &CorpusSpec, out: &Path) -> io::Result<Manifest> {
         }
         next += n;
     }
+
+    gemini::write_records(&root, &projects, &entries)?;
 
     let manifest = Manifest {
         format: 1,

@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 
 mod common;
 
-use common::markers;
+use common::{lines_of, markers, walk};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use transcope_corpus::{
@@ -30,18 +30,6 @@ fn shared() -> &'static (PathBuf, Manifest) {
         let m = generate(&spec(42), &dir).unwrap();
         (PathBuf::from(&m.root), m)
     })
-}
-
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(rd) = fs::read_dir(dir) else { return };
-    for e in rd {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            walk(&p, out);
-        } else {
-            out.push(p);
-        }
-    }
 }
 
 /// Hash of every file under `root` (paths and contents), in sorted order.
@@ -179,13 +167,7 @@ fn lines_parse_and_match_the_manifest() {
             assert!(v.is_object() && v["agentType"].is_string(), "{}", e.path);
             continue;
         }
-        let mut lines: Vec<&[u8]> = data.split(|&b| b == b'\n').collect();
-        let torn = lines.last().is_some_and(|l| !l.is_empty());
-        if !torn {
-            lines.pop();
-        }
-        assert_eq!(torn, e.torn_last_line, "{}", e.path);
-        assert_eq!(lines.len() as u64, e.lines, "{}", e.path);
+        let (lines, torn) = lines_of(&data, e);
 
         let mut invalid = Vec::new();
         let (mut last_cwd, mut last_branch, mut last_ts) =

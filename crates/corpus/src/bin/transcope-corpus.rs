@@ -1,5 +1,6 @@
-//! `transcope-corpus`: writes a deterministic corpus of Claude Code and Codex CLI transcripts
-//! (plus the git repositories they point at) for tests and benchmarks.
+//! `transcope-corpus`: writes a deterministic corpus of Claude Code, Codex CLI and (with
+//! `--gemini-share`) Gemini CLI transcripts, plus the git repositories they point at, for
+//! tests and benchmarks.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -21,9 +22,13 @@ struct Args {
     /// Seed; the same arguments always give byte-identical files.
     #[arg(long, default_value_t = 42)]
     seed: u64,
-    /// Share of sessions that are Codex rollouts (0–1).
+    /// Share of the sessions that are not Gemini CLI's that are Codex rollouts (0–1).
     #[arg(long, default_value_t = 0.2)]
     codex_share: f64,
+    /// Share of sessions that are Gemini CLI sessions (0–1; 0 writes none, and every
+    /// other file as without this option).
+    #[arg(long, default_value_t = 0.0)]
+    gemini_share: f64,
     /// Share of Codex sessions in the legacy (pre-envelope) format (0–1).
     #[arg(long, default_value_t = 0.08)]
     legacy_share: f64,
@@ -33,7 +38,7 @@ struct Args {
     /// Largest tool output, e.g. 1MB.
     #[arg(long, default_value = "1MiB")]
     max_tool_output: String,
-    /// Remove OUT/{claude,codex,repos,manifest.json} first.
+    /// Remove OUT/{claude,codex,gemini,repos,manifest.json} first.
     #[arg(long)]
     force: bool,
     /// Instead of a corpus, write ONE Claude transcript of --size bytes to this file.
@@ -49,8 +54,11 @@ fn main() -> Result<()> {
     let size = parse_size(&args.size).with_context(|| format!("bad --size {:?}", args.size))?;
     let max_tool_output = parse_size(&args.max_tool_output)
         .with_context(|| format!("bad --max-tool-output {:?}", args.max_tool_output))?;
-    if !(0.0..=1.0).contains(&args.codex_share) || !(0.0..=1.0).contains(&args.legacy_share) {
-        bail!("--codex-share and --legacy-share must be within 0..=1");
+    if [args.codex_share, args.gemini_share, args.legacy_share]
+        .iter()
+        .any(|s| !(0.0..=1.0).contains(s))
+    {
+        bail!("--codex-share, --gemini-share and --legacy-share must be within 0..=1");
     }
     if let Some(n) = args.threads {
         rayon::ThreadPoolBuilder::new()
@@ -76,7 +84,7 @@ fn main() -> Result<()> {
         bail!("--out is required");
     };
     if args.force {
-        for name in ["claude", "codex", "repos"] {
+        for name in ["claude", "codex", "gemini", "repos"] {
             let p = out.join(name);
             if p.exists() {
                 std::fs::remove_dir_all(&p).with_context(|| format!("removing {}", p.display()))?;
@@ -91,6 +99,7 @@ fn main() -> Result<()> {
         seed: args.seed,
         target_bytes: size,
         codex_share: args.codex_share,
+        gemini_share: args.gemini_share,
         legacy_share: args.legacy_share,
         repos: args.repos,
         max_tool_output: usize::try_from(max_tool_output).context("--max-tool-output too large")?,

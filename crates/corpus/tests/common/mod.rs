@@ -1,6 +1,38 @@
-//! What the corpus tests share: a brain-marker extractor of their own.
+//! What the corpus tests share: walking a corpus, a transcript's lines as the
+//! manifest counts them, and a brain-marker extractor of their own.
+#![allow(dead_code)]
 
 use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use transcope_corpus::FileEntry;
+
+/// Every file under `dir`, appended to `out`.
+pub fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(rd) = fs::read_dir(dir) else { return };
+    for e in rd {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            walk(&p, out);
+        } else {
+            out.push(p);
+        }
+    }
+}
+
+/// The lines of a transcript's bytes as its manifest entry counts them (a torn last
+/// line included), and whether the last is torn; both checked against the entry.
+pub fn lines_of<'a>(data: &'a [u8], e: &FileEntry) -> (Vec<&'a [u8]>, bool) {
+    let mut lines: Vec<&[u8]> = data.split(|&b| b == b'\n').collect();
+    let torn = lines.last().is_some_and(|l| !l.is_empty());
+    if !torn {
+        lines.pop();
+    }
+    assert_eq!(torn, e.torn_last_line, "{}", e.path);
+    assert_eq!(lines.len() as u64, e.lines, "{}", e.path);
+    (lines, torn)
+}
 
 /// A brain-marker extractor following scope-log §5.1, enough for generated text.
 pub fn markers(text: &str) -> Vec<(String, BTreeMap<String, String>, String)> {
