@@ -22,7 +22,7 @@ use std::io::Read;
 use std::path::Path;
 
 use criterion::{BatchSize, Criterion, Throughput};
-use transcope_adapter_claude::{owned_entry, ClaudeAdapter};
+use transcope_adapter_claude::ClaudeAdapter;
 use transcope_change_detect::{ChangeDetect, Env, NoProjects};
 use transcope_core::adapter::{Adapter, EntrySink};
 use transcope_core::{Entry, LinePos};
@@ -49,7 +49,7 @@ fn decode_all(bytes: &[u8]) -> Vec<Entry<'static>> {
                     offset: l.offset,
                     line: l.number,
                 },
-                &mut transcope_core::adapter::from_fn(|e: &Entry<'_>| out.push(owned_entry(e))),
+                &mut transcope_core::adapter::from_fn(|e: &Entry<'_>| out.push(e.to_static())),
             );
             Ok::<_, std::convert::Infallible>(true)
         }),

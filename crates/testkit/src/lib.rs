@@ -5,6 +5,8 @@
 //!   and cursor store.
 //! * [`engine`]: the built-in adapters and a pipeline, as tests compose them.
 //! * [`decode`]: bytes decoded by one adapter through the real framing, nothing else.
+//! * [`framing`]: the framing layer's equivalence tester (every way of framing the same
+//!   bytes gives the same lines) and its recording sink.
 //! * [`mutate`]: lines changed a byte at a time, for quick paths checked against the
 //!   full decode.
 //! * [`store_kit`]: every question a command asks, put to two stores holding the same
@@ -30,6 +32,7 @@
 pub mod compliance;
 pub mod decode;
 pub mod engine;
+pub mod framing;
 pub mod mutate;
 pub mod pg;
 pub mod store_kit;

@@ -497,8 +497,8 @@ pub fn mkfifo(p: &Path) {
     assert_eq!(r, 0, "mkfifo: {}", std::io::Error::last_os_error());
 }
 
-/// A small deterministic PRNG (SplitMix64) for random kill points.
-pub struct Rng(u64);
+/// A deterministic random stream for random kill points ([`transcope_testkit::Rng`]).
+pub struct Rng(transcope_testkit::Rng);
 
 impl Rng {
     /// Seeded from `TRANSCOPE_REL_SEED` when set, else `default`; the seed is printed.
@@ -508,20 +508,16 @@ impl Rng {
             .and_then(|s| s.parse().ok())
             .unwrap_or(default);
         eprintln!("random seed {seed} (set TRANSCOPE_REL_SEED to change)");
-        Rng(seed)
+        Rng(transcope_testkit::Rng::new(seed))
     }
 
     pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
-    /// Uniform in `0..n`.
+    /// Uniform in `0..n` (0 when `n` is 0).
     pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
+        self.0.below(n)
     }
 }
 

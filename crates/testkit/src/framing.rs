@@ -1,13 +1,14 @@
-//! Test support, reusable by other crates: an owning [`Recorder`] sink, a
-//! [`ShortReader`] that returns 1–7 bytes per read, and [`frame_all_ways`],
-//! an equivalence tester checking that every way of framing the same bytes
-//! (whole slice, short-read streaming, resuming at every possible cut as a
-//! tail reader would) yields the same lines.
+//! The framing layer's test support (`transcope-jsonl`'s tests, the framing fuzz
+//! target): an owning [`Recorder`] sink, a [`ShortReader`] that returns 1–7 bytes per
+//! read, and [`frame_all_ways`], an equivalence tester checking that every way of
+//! framing the same bytes (whole slice, short-read streaming, resuming at every
+//! possible cut as a tail reader would) yields the same lines.
 //!
-//! Not used at run time. Typical use with proptest:
+//! Typical use with proptest:
 //!
 //! ```
-//! use transcope_jsonl::{testutil::frame_all_ways, Framer};
+//! use transcope_jsonl::Framer;
+//! use transcope_testkit::framing::frame_all_ways;
 //! let framer = Framer::builder().max_line(8).build();
 //! let events = frame_all_ways(&framer, b"{}\r\n\nlong line here\n{\"a\":1}", 42).unwrap();
 //! assert_eq!(events.len(), 3); // the unterminated tail is held
@@ -16,7 +17,9 @@
 use std::convert::Infallible;
 use std::io::{self, Read};
 
-use crate::{FinalLine, Framer, Line, LineSink, Summary};
+use transcope_jsonl::{FinalLine, Framer, Line, LineSink, Summary};
+
+use crate::Rng;
 
 /// One framing event, owned.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,31 +84,6 @@ impl LineSink for Recorder {
     }
 }
 
-/// Small deterministic PRNG (splitmix64), so this module needs no dependency.
-#[derive(Debug, Clone)]
-pub struct Rng(u64);
-
-impl Rng {
-    /// Seeds the generator.
-    pub fn new(seed: u64) -> Self {
-        Rng(seed)
-    }
-
-    /// Next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `lo..=hi`.
-    pub fn range(&mut self, lo: usize, hi: usize) -> usize {
-        lo + (self.next_u64() % (hi - lo + 1) as u64) as usize
-    }
-}
-
 /// A reader over a slice that returns between 1 and 7 bytes per `read`.
 #[derive(Debug, Clone)]
 pub struct ShortReader<'a> {
@@ -125,7 +103,9 @@ impl<'a> ShortReader<'a> {
 
 impl Read for ShortReader<'_> {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        let n = self.rng.range(1, 7).min(out.len()).min(self.data.len());
+        let n = (self.rng.range(1, 7) as usize)
+            .min(out.len())
+            .min(self.data.len());
         out[..n].copy_from_slice(&self.data[..n]);
         self.data = &self.data[n..];
         Ok(n)
@@ -176,7 +156,7 @@ fn check<T: PartialEq + std::fmt::Debug>(what: &str, got: &T, want: &T) -> Resul
 /// 4. a multi-step tail read: several growing prefixes, each resumed from the
 ///    previous step's resume point.
 ///
-/// Under [`Oversized::Stop`](crate::Oversized::Stop) a read that stops at an
+/// Under [`Oversized::Stop`](transcope_jsonl::Oversized::Stop) a read that stops at an
 /// over-long line is not resumed: what it saw must already be the reference.
 ///
 /// Returns the reference events, or a description of the first mismatch.
@@ -252,7 +232,7 @@ pub fn frame_all_ways(framer: &Framer, input: &[u8], seed: u64) -> Result<Vec<Ev
     let (mut offset, mut line) = (0usize, 1u64);
     let mut p = 0;
     while p < input.len() {
-        p = rng.range(p + 1, input.len());
+        p = rng.range(p as u64 + 1, input.len() as u64) as usize;
         let f = if p == input.len() { framer } else { &hold };
         let (got, s) = reader_events(
             f,
