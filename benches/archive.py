@@ -50,7 +50,7 @@ def summary(ts):
 
 def main():
     if not os.path.exists(BIN) or not os.path.exists(GEN):
-        raise SystemExit("build first: cargo build --release -p transcope -p transcope-testkit")
+        raise SystemExit("build first: cargo build --release -p transcope -p transcope-corpus")
     if not os.path.isdir(CORPUS):
         subprocess.run([GEN, "--out", CORPUS, "--size", SIZE, "--seed", "42"], check=True)
     if not os.path.exists(SINGLE):

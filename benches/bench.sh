@@ -13,5 +13,5 @@
 #                   node_modules/@ccusage/ccusage-linux-x64/bin/ccusage)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release -q -p transcope -p transcope-testkit
+cargo build --release -q -p transcope -p transcope-corpus
 exec python3 benches/bench.py "$@"

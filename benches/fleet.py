@@ -71,7 +71,7 @@ def summary(ts):
 
 def main():
     if not os.path.exists(BIN) or not os.path.exists(GEN):
-        raise SystemExit("build first: cargo build --release -p transcope -p transcope-testkit")
+        raise SystemExit("build first: cargo build --release -p transcope -p transcope-corpus")
     if not os.path.isdir(CORPUS):
         print(f"generating {SIZE} into {CORPUS} …", flush=True)
         sh([GEN, "--out", CORPUS, "--size", SIZE, "--seed", "42"])

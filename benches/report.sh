@@ -21,7 +21,7 @@ CORPUS="${CORPUS:-$BENCH/report-corpus-$SIZE}"
 HOMEDIR="$BENCH/report-home-$SIZE"
 OUT="$BENCH/report-$SIZE.html"
 
-cargo build --release -q -p transcope -p transcope-testkit --bins
+cargo build --release -q -p transcope -p transcope-corpus --bins
 BIN="$TARGET/release/transcope"
 GEN="$TARGET/release/transcope-corpus"
 [ -d crates/report/browser/node_modules/playwright-core ] ||

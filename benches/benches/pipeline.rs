@@ -1,6 +1,6 @@
 //! The stages and one file end to end, each beside a baseline over the same bytes.
 //!
-//! Input: one generated Claude transcript (`transcope_testkit::single_transcript`, 32 MB,
+//! Input: one generated Claude transcript (`transcope_corpus::single_transcript`, 32 MB,
 //! log-normal tool outputs, four folder switches, markers), decoded once up front for
 //! the stage benches. `Throughput::Bytes` is always the transcript's size, so the
 //! figures compare directly with the framing and decode benches.
@@ -22,7 +22,7 @@ use std::io::Read;
 use std::path::Path;
 
 use criterion::{BatchSize, Criterion, Throughput};
-use transcope_adapter_claude::{owned_entry, ClaudeAdapter};
+use transcope_adapter_claude::ClaudeAdapter;
 use transcope_change_detect::{ChangeDetect, Env, NoProjects, Resolving};
 use transcope_core::adapter::{Adapter, EntrySink};
 use transcope_core::{Entry, LinePos};
@@ -49,7 +49,7 @@ fn decode_all(bytes: &[u8]) -> Vec<Entry<'static>> {
                     offset: l.offset,
                     line: l.number,
                 },
-                &mut transcope_core::adapter::from_fn(|e: &Entry<'_>| out.push(owned_entry(e))),
+                &mut transcope_core::adapter::from_fn(|e: &Entry<'_>| out.push(e.to_static())),
             );
             Ok::<_, std::convert::Infallible>(true)
         }),
@@ -186,7 +186,7 @@ fn hostile_markers(c: &mut Criterion) {
 fn main() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bench.jsonl");
-    transcope_testkit::single_transcript(&path, SIZE, 42).unwrap();
+    transcope_corpus::single_transcript(&path, SIZE, 42).unwrap();
     let bytes = std::fs::read(&path).unwrap();
     let mut c = Criterion::default().configure_from_args();
     hostile_markers(&mut c);

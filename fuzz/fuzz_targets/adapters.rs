@@ -13,14 +13,14 @@
 use std::convert::Infallible;
 
 use libfuzzer_sys::fuzz_target;
-use transcope_adapter_claude::{classify, owned_entry, ClaudeAdapter};
+use transcope_adapter_claude::{classify, ClaudeAdapter};
 use transcope_adapter_codex::{CodexAdapter, CodexOptions};
 use transcope_core::adapter::Adapter;
 use transcope_core::entry::{Entry, LinePos};
 use transcope_jsonl::{FinalLine, FnSink, Framer, Line};
 
 fn touch(e: &Entry<'_>) -> usize {
-    let owned = owned_entry(e);
+    let owned = e.to_static();
     assert_eq!(owned.offset, e.offset);
     let mut n = e.texts.iter().map(|t| t.len()).sum::<usize>();
     for s in [
@@ -93,9 +93,9 @@ fuzz_target!(|data: &[u8]| {
             let _ = transcope_adapter_claude::decode_claude_usage(
                 line,
                 *pos,
-                &mut transcope_core::adapter::from_fn(|e: &Entry<'_>| full = Some(owned_entry(e))),
+                &mut transcope_core::adapter::from_fn(|e: &Entry<'_>| full = Some(e.to_static())),
             );
-            assert_eq!(Some(owned_entry(&quick)), full, "the walk and serde disagree");
+            assert_eq!(Some(quick.to_static()), full, "the walk and serde disagree");
         }
         // The folder and branch the walk reads first, in place of the probe, are the
         // probe's wherever both answer.

@@ -11,14 +11,14 @@
 //! Checks: identical event sequences and summaries; offsets contiguous, monotonic and
 //! within the input; line numbers consecutive; each line's bytes are the input at its
 //! offset; the summary's resume point is a line boundary. Small inputs additionally go
-//! through `testutil::frame_all_ways` (every resume cut).
+//! through `transcope_testkit::framing::frame_all_ways` (every resume cut).
 #![no_main]
 
 use std::io::{self, Read};
 
 use libfuzzer_sys::fuzz_target;
-use transcope_jsonl::testutil::{frame_all_ways, Event, Recorder};
 use transcope_jsonl::{FinalLine, Framer, Summary};
+use transcope_testkit::framing::{frame_all_ways, Event, Recorder};
 
 /// Returns 1..=7 bytes per read, and `Interrupted` every few calls.
 struct Choppy<'a> {

@@ -89,9 +89,6 @@ use transcope_core::adapter::{
 use transcope_core::entry::{EntryKind, LinePos};
 
 pub use detect::{classify, FirstLine};
-/// Re-exported from `transcope_adapter_common` for the callers that have always found
-/// them here.
-pub use transcope_adapter_common::{decode_owned, owned_entry};
 
 /// Decodes Claude Code transcript lines. Stateless: one value can serve any number of
 /// files.

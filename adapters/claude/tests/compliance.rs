@@ -4,8 +4,9 @@
 
 use std::path::PathBuf;
 
+use transcope_corpus::{generate, CorpusSpec};
 use transcope_testkit::compliance::{AdapterKit, Fixture};
-use transcope_testkit::{generate, jsonl_files, testdata, CorpusSpec};
+use transcope_testkit::{jsonl_files, testdata};
 
 fn kit() -> AdapterKit<'static> {
     AdapterKit::new("claude", transcope_testkit::engine::adapters)

@@ -5,9 +5,10 @@ mod common;
 
 use std::borrow::Cow;
 
-use transcope_adapter_claude::{decode_owned, ClaudeAdapter};
+use transcope_adapter_claude::ClaudeAdapter;
 use transcope_core::adapter::Skip;
 use transcope_core::{Entry, EntryKind, LinePos, TimeValue};
+use transcope_testkit::decode::decode_owned;
 
 fn at(offset: u64) -> LinePos {
     LinePos { offset, line: 2 }

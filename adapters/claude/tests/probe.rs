@@ -4,7 +4,7 @@
 
 mod common;
 
-use transcope_adapter_claude::{decode_claude, owned_entry, probe::probe};
+use transcope_adapter_claude::{decode_claude, probe::probe};
 use transcope_core::entry::{Entry, LinePos};
 use transcope_testkit::Rng;
 
@@ -15,7 +15,7 @@ fn check(line: &[u8]) -> bool {
     match decode_claude(
         line,
         pos,
-        &mut transcope_core::adapter::from_fn(|e: &Entry<'_>| out.push(owned_entry(e))),
+        &mut transcope_core::adapter::from_fn(|e: &Entry<'_>| out.push(e.to_static())),
     ) {
         Err(_) => {}
         // No entry at all is a no-op for every sink, like a skipped line.

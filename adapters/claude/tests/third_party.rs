@@ -4,7 +4,7 @@
 
 mod common;
 
-use transcope_adapter_claude::{owned_entry, ClaudeFactory};
+use transcope_adapter_claude::ClaudeFactory;
 use transcope_adapter_codex::CodexFactory;
 use transcope_adapter_common::text::py_strip;
 use transcope_core::adapter::{
@@ -103,7 +103,7 @@ fn a_new_format_is_detected_and_decoded_alongside_the_real_ones() {
     toy.decode(
         b"t\t/w\thi",
         LinePos { offset: 0, line: 1 },
-        &mut transcope_core::adapter::from_fn(|e: &Entry<'_>| got.push(owned_entry(e))),
+        &mut transcope_core::adapter::from_fn(|e: &Entry<'_>| got.push(e.to_static())),
     )
     .unwrap();
     assert_eq!(got[0].cwd.as_deref(), Some("/w"));

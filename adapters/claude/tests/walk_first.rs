@@ -6,7 +6,7 @@
 mod common;
 
 use transcope_adapter_claude::quick::{looks_assistant, usage_entry, usage_read};
-use transcope_adapter_claude::{decode_claude, decode_claude_usage, owned_entry, probe::probe};
+use transcope_adapter_claude::{decode_claude, decode_claude_usage, probe::probe};
 use transcope_core::adapter::{Adapter, EntrySink, Probe};
 use transcope_core::entry::{Entry, EntryKind, LinePos};
 
@@ -42,7 +42,7 @@ impl EntrySink for Sink {
     }
 
     fn entry(&mut self, e: &Entry<'_>) {
-        let mut e = owned_entry(e);
+        let mut e = e.to_static();
         // Marker text matters only to the marker sink, and only where it asked for it
         // (a line whose text cannot open a marker gives it nothing).
         let keep = match self.wants {

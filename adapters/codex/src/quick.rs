@@ -184,7 +184,7 @@ mod tests {
     }
 
     fn quick(line: &[u8], pos: LinePos) -> Option<Entry<'static>> {
-        token_count_entry(line, pos).map(|e| transcope_adapter_common::owned_entry(&e))
+        token_count_entry(line, pos).map(|e| e.to_static())
     }
 
     const POS: LinePos = LinePos {

@@ -4,8 +4,9 @@
 
 use std::path::Path;
 
+use transcope_corpus::{generate, CorpusSpec, FileKind};
 use transcope_testkit::compliance::{AdapterKit, Fixture};
-use transcope_testkit::{generate, jsonl_files, testdata, CorpusSpec, FileKind};
+use transcope_testkit::{jsonl_files, testdata};
 
 fn kit() -> AdapterKit<'static> {
     AdapterKit::new("codex", transcope_testkit::engine::adapters)

@@ -71,9 +71,9 @@ fn envelope_probe_agrees_with_the_full_decode() {
         &mut paths,
     );
     let dir = tempfile::tempdir().unwrap();
-    let mut spec = transcope_testkit::CorpusSpec::new(5, 2_000_000);
+    let mut spec = transcope_corpus::CorpusSpec::new(5, 2_000_000);
     spec.codex_share = 1.0;
-    transcope_testkit::generate(&spec, dir.path()).unwrap();
+    transcope_corpus::generate(&spec, dir.path()).unwrap();
     transcope_testkit::jsonl_files(&dir.path().join("codex"), &mut paths);
     let (mut n, mut answered) = (0, 0);
     for p in paths {

@@ -39,7 +39,6 @@
 //!   adapter's quick path.
 //! * [`head`]: reading a file's head for a layout's scope key ([`head::find_line`],
 //!   [`head::checked_key`]).
-//! * [`owned`]: [`owned::owned_entry`], [`owned::decode_owned`].
 //!
 //! ```
 //! use transcope_adapter_common::record::{self, emit, Base};
@@ -60,12 +59,9 @@
 pub mod de;
 pub mod head;
 pub mod message;
-pub mod owned;
 pub mod probe;
 pub mod quick;
 pub mod record;
 pub mod text;
 pub mod usage;
 pub mod walk;
-
-pub use owned::{decode_owned, owned_entry};

@@ -2,12 +2,11 @@
 //! differential test of `markers` against an independent Python model, and hook
 //! safety (never fail the agent, never write outside the home).
 
-use std::path::Path;
 use std::process::Command;
 
 mod common;
 
-use common::{run, testdata, text};
+use common::{run, testdata, text, tree};
 
 #[test]
 fn markers_golden_ndjson() {
@@ -102,23 +101,6 @@ fn observe_prints_the_count_and_respects_no_env() {
     );
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("/nonexistent.jsonl"));
-}
-
-/// Every file under `dir`, relative.
-fn tree(dir: &Path) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_owned()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let p = e.path();
-            out.push(p.strip_prefix(dir).unwrap().display().to_string());
-            if p.is_dir() && !p.is_symlink() {
-                stack.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
 }
 
 #[test]

@@ -14,14 +14,7 @@ use transcope_testkit::pg;
 
 /// `transcope --home HOME args`, which must succeed; its stdout.
 fn ok(home: &Path, args: &[&str]) -> String {
-    let out = run(home, args, "", &[]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{args:?}: {}",
-        text(&out.stderr)
-    );
-    text(&out.stdout)
+    common::succeeded(&run(home, args, "", &[]), &args)
 }
 
 /// A home backfilled from `archive`, pushed to `url` as `machine`.
@@ -66,8 +59,8 @@ fn the_fleet_answers_every_question_as_the_index_does_over_a_generated_archive()
         return;
     };
     let corpus = tempfile::tempdir().unwrap();
-    transcope_testkit::generate(
-        &transcope_testkit::CorpusSpec::new(35, 4 << 20),
+    transcope_corpus::generate(
+        &transcope_corpus::CorpusSpec::new(35, 4 << 20),
         corpus.path(),
     )
     .unwrap();
@@ -111,11 +104,8 @@ fn the_fleet_answers_every_question_as_the_index_does_over_a_generated_archive()
     }
     assert_eq!(grown, 3, "streamed requests to grow");
     let more = tempfile::tempdir().unwrap();
-    transcope_testkit::generate(
-        &transcope_testkit::CorpusSpec::new(36, 1 << 20),
-        more.path(),
-    )
-    .unwrap();
+    transcope_corpus::generate(&transcope_corpus::CorpusSpec::new(36, 1 << 20), more.path())
+        .unwrap();
     ok(
         home.path(),
         &[

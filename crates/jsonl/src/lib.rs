@@ -41,7 +41,9 @@
 //!   [`ReadPolicy`]; [`read_regular`] frames a regular file as far as its size
 //!   when opened, never blocking on a FIFO; I/O errors become [`Error::Io`]
 //!   with the path.
-//! * [`testutil`] has an equivalence tester other crates can reuse.
+//! * Its equivalence tester (every way of framing the same bytes gives the same
+//!   lines) is `transcope-testkit`'s `framing` module: test support stays out of the
+//!   shipped library.
 //!
 //! # Example
 //!
@@ -84,7 +86,6 @@ mod error;
 mod file;
 mod frame;
 pub mod open;
-pub mod testutil;
 
 pub use error::Error;
 pub use file::{read_file, read_from, read_regular, with_whole_file, ReadPolicy, MMAP_THRESHOLD};

@@ -3,8 +3,8 @@
 //! buffer sizes, final-line and over-long-line policies.
 
 use proptest::prelude::*;
-use transcope_jsonl::testutil::{frame_all_ways, Event};
 use transcope_jsonl::{FinalLine, Framer, Oversized};
+use transcope_testkit::framing::{frame_all_ways, Event};
 
 fn input() -> impl Strategy<Value = Vec<u8>> {
     // Mostly line structure: newlines, CRs, a few content bytes.

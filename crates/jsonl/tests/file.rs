@@ -4,11 +4,11 @@ use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::Path;
 
-use transcope_jsonl::testutil::{Event, Recorder};
 use transcope_jsonl::{
     read_file, read_from, read_regular, Error, FinalLine, Framer, ReadPolicy, Summary,
     MMAP_THRESHOLD,
 };
+use transcope_testkit::framing::{Event, Recorder};
 
 const POLICIES: [ReadPolicy; 4] = [
     ReadPolicy::Read,

@@ -3,11 +3,11 @@
 
 use std::io::{self, Cursor, Read};
 
-use transcope_jsonl::testutil::{frame_all_ways, Event, Recorder};
 use transcope_jsonl::{
     Error, FinalLine, Framer, Line, LineSink, Oversized, Summary, DEFAULT_BUFFER_SIZE,
     DEFAULT_MAX_LINE,
 };
+use transcope_testkit::framing::{frame_all_ways, Event, Recorder};
 
 fn line(offset: u64, number: u64, end: u64, bytes: &[u8]) -> Event {
     Event::Line {

@@ -34,7 +34,7 @@ echo "-- npm ci (playwright-core, no browser download)"
 (cd crates/report/browser && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
 
 echo "-- building transcope and transcope-corpus"
-cargo build -q -p transcope -p transcope-testkit --bins
+cargo build -q -p transcope -p transcope-corpus --bins
 BIN="$TARGET/debug/transcope"
 GEN="$TARGET/debug/transcope-corpus"
 

@@ -57,6 +57,31 @@ pub fn decode_bytes(adapter: &mut dyn Adapter, framing: Framing, data: &[u8]) ->
     (entries, skips)
 }
 
+/// The entries `adapter` decodes from one record `line` at `pos`, owned, or why it
+/// skipped the record.
+///
+/// ```
+/// use transcope_core::LinePos;
+/// use transcope_testkit::decode::decode_owned;
+/// let mut adapter = transcope_adapter_claude::ClaudeAdapter;
+/// let pos = LinePos { offset: 0, line: 1 };
+/// let got = decode_owned(&mut adapter, br#"{"type":"user","cwd":"/w"}"#, pos).unwrap();
+/// assert_eq!(got[0].cwd.as_deref(), Some("/w"));
+/// ```
+pub fn decode_owned(
+    adapter: &mut dyn Adapter,
+    line: &[u8],
+    pos: LinePos,
+) -> Result<Vec<Entry<'static>>, Skip> {
+    let mut out = Vec::new();
+    adapter.decode(
+        line,
+        pos,
+        &mut from_fn(|e: &Entry<'_>| out.push(e.to_static())),
+    )?;
+    Ok(out)
+}
+
 /// The last entry `decode` hands its sink, owned (`None` when it hands none): what a
 /// quick path's answer is compared with.
 ///

@@ -65,8 +65,8 @@ fn skipping_unwanted_lines_never_changes_the_markers() {
     transcope_testkit::jsonl_files(&testdata.join("public"), &mut paths);
     transcope_testkit::jsonl_files(&testdata.join("markers"), &mut paths);
     let dir = tempfile::tempdir().unwrap();
-    transcope_testkit::generate(
-        &transcope_testkit::CorpusSpec::new(9, 4_000_000),
+    transcope_corpus::generate(
+        &transcope_corpus::CorpusSpec::new(9, 4_000_000),
         &dir.path().join("corpus"),
     )
     .unwrap();

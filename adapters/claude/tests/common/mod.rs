@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use transcope_adapter_claude::{owned_entry, ClaudeFactory};
+use transcope_adapter_claude::ClaudeFactory;
 use transcope_adapter_codex::CodexFactory;
 use transcope_core::adapter::{AdapterRegistry, Skip};
 use transcope_core::{Entry, LinePos};
@@ -106,7 +106,7 @@ pub fn decode_bytes(registry: &AdapterRegistry, data: &[u8]) -> Decoded {
     };
     for (pos, line) in lines {
         let mut sink =
-            transcope_core::adapter::from_fn(|e: &Entry<'_>| out.entries.push(owned_entry(e)));
+            transcope_core::adapter::from_fn(|e: &Entry<'_>| out.entries.push(e.to_static()));
         if let Err(skip) = adapter.decode(line, pos, &mut sink) {
             out.skips.push((pos.line, skip));
         }
@@ -135,7 +135,7 @@ pub fn jsonl_files(dir: &str) -> Vec<PathBuf> {
 pub fn public_and_generated(dir: &Path, seed: u64, bytes: u64) -> Vec<PathBuf> {
     let mut paths = Vec::new();
     transcope_testkit::jsonl_files(&testdata("public/claude"), &mut paths);
-    transcope_testkit::generate(&transcope_testkit::CorpusSpec::new(seed, bytes), dir).unwrap();
+    transcope_corpus::generate(&transcope_corpus::CorpusSpec::new(seed, bytes), dir).unwrap();
     transcope_testkit::jsonl_files(&dir.join("claude"), &mut paths);
     paths
 }

@@ -1,36 +1,90 @@
 //! Shared helpers of the CLI tests: run the real binary in a clean environment.
+//! [`reliability`] adds what the reliability and security tests need (sandboxed
+//! homes, measured and killed children, scope-log invariants, fleet helpers).
 #![allow(dead_code)]
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+pub mod reliability;
+
+/// The workspace root.
+pub fn workspace() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// `testdata/`.
 pub fn testdata() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata")
+    workspace().join("testdata")
+}
+
+/// The `transcope` binary cargo built for these tests (`CARGO_BIN_EXE_transcope`), or
+/// the one `TRANSCOPE_BIN` names when it is set and not empty (to test another build).
+pub fn bin() -> PathBuf {
+    match std::env::var_os("TRANSCOPE_BIN").filter(|p| !p.is_empty()) {
+        Some(p) => PathBuf::from(p),
+        None => PathBuf::from(env!("CARGO_BIN_EXE_transcope")),
+    }
 }
 
 /// Run `transcope --home HOME ARGS` with `stdin`, the agentihooks variables of the
 /// test process removed and `env` set.
 pub fn run(home: &Path, args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_transcope"));
+    let mut cmd = Command::new(bin());
     cmd.arg("--home").arg(home).args(args);
     clean_env(&mut cmd);
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let mut child = cmd
+    output(cmd, stdin.as_bytes())
+}
+
+/// Run `c` with `stdin` (fed from another thread: the child may stop reading early, a
+/// capped payload, and a broken pipe is fine), collecting its output.
+pub fn output(mut c: Command, stdin: &[u8]) -> Output {
+    let mut child = c
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
+        .expect("spawning transcope");
+    let mut input = child.stdin.take().unwrap();
+    let data = stdin.to_vec();
+    let feeder = std::thread::spawn(move || {
+        let _ = input.write_all(&data);
+    });
+    let out = child.wait_with_output().unwrap();
+    let _ = feeder.join();
+    out
+}
+
+/// The standard output of `out`, which must have succeeded (`what` names it when not).
+pub fn succeeded(out: &Output, what: &dyn std::fmt::Debug) -> String {
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{what:?}: {}",
+        text(&out.stderr)
+    );
+    text(&out.stdout)
+}
+
+/// Every path under `dir`, relative, sorted (symbolic links not followed).
+pub fn tree(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            out.push(p.strip_prefix(dir).unwrap().display().to_string());
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                stack.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
 }
 
 /// Remove from `cmd`'s environment every variable of agentihooks, the brain writer and
@@ -43,9 +97,11 @@ pub fn clean_env(cmd: &mut Command) {
         "AGENTIHOOKS_SWARM_TASK",
         "AGENTIHOOKS_SWARM_LANE",
         "AGENTIHOOKS_SESSION_SCOPE",
+        "AGENTICORE_AGENT_NAME",
         "BRAIN_WRITER_ENABLED",
         "BRAIN_URL",
         "BRAIN_WRITER_OUTBOX",
+        "BRAIN_WRITER_MAX_MARKERS",
         "CLAUDE_PROJECT_DIR",
         "CLAUDE_CONFIG_DIR",
         "CODEX_HOME",
