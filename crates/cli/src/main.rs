@@ -17,7 +17,6 @@ macro_rules! say {
 
 mod archive_cmd;
 mod backfill_cmd;
-mod compose;
 mod doctor;
 mod fleet_cmd;
 mod hook;
@@ -38,6 +37,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+// The adapter and stage lists are the library's, so that tests, the example and the
+// fuzz target use the same ones.
+use transcope::compose;
 
 /// What was this agent session working on when each thing happened?
 #[derive(Parser, Debug)]
