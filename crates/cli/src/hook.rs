@@ -37,7 +37,8 @@ pub enum HookCommand {
     /// "codex-notify"]` in config.toml): a Stop over the turn's rollout, found by the
     /// thread id in the JSON Codex appends as the last argument.
     CodexNotify(CodexNotifyArgs),
-    /// Wire these hooks into Claude Code's, Codex's and Gemini CLI's settings.
+    // Wire these hooks into each agent's settings (the agents named from their wirings).
+    #[command(about = crate::install::about())]
     Install(crate::install::InstallArgs),
     /// Remove exactly the hooks `hook install` added.
     Uninstall(crate::install::InstallArgs),
