@@ -1,18 +1,22 @@
 //! # transcope-example-third-party: a new agent and a new stage, from outside
 //!
 //! Everything here uses only transcope's public crates (`transcope-core`,
-//! `transcope-engine` and the built-in adapter crates) and changes none of them:
+//! `transcope-engine`, and the binary's adapter list, `transcope::compose`) and changes
+//! none of them:
 //!
 //! * [`plainlog`]: a third-party **adapter** for a made-up agent's NDJSON transcripts
 //!   ([`AdapterFactory`](transcope_core::adapter::AdapterFactory), its
 //!   [`Adapter`](transcope_core::adapter::Adapter) and its
-//!   [`Layout`](transcope_core::adapter::Layout));
+//!   [`Layout`](transcope_core::adapter::Layout)), which declares its token usage
+//!   shape and pricing provider, so transcope's usage stage counts and its price list
+//!   prices the agent's requests without a change of theirs (`tests/usage.rs`);
 //! * [`activity`]: a third-party **stage** counting messages, tool calls and words per
 //!   folder, with a checkpoint ([`Stage`] and its
 //!   [`StageFactory`](transcope_core::stage::StageFactory));
-//! * [`adapters`], [`stages`] and [`pipeline`]: the composition — the built-in
-//!   adapters plus the plain log, one line each, and the activity stage, one line —
-//!   in the shape of transcope's own `crates/cli/src/compose.rs`;
+//! * [`adapters`], [`stages`] and [`pipeline`]: the composition — transcope's
+//!   adapters (its own list, `transcope::compose::adapters`) plus the plain log, one
+//!   line, and the activity stage, one line — in the shape of transcope's own
+//!   `crates/cli/src/compose.rs`;
 //! * [`run`]: every transcript under some paths through that pipeline, with the cursor
 //!   store, so every byte is observed once: a second run over the same bytes reads
 //!   nothing, and bytes appended later are read from where the last run stopped, the
@@ -47,12 +51,9 @@ use transcope_engine::{Buffers, CursorPolicy, Pipeline, Request, ScanError};
 
 use activity::{ActivityFactory, Report};
 
-/// transcope's adapters, then the plain log: one line each.
+/// transcope's adapters (the binary's list), then the plain log: one line.
 pub fn adapters() -> AdapterRegistry {
-    let mut r = AdapterRegistry::new();
-    r.register(Box::new(transcope_adapter_claude::ClaudeFactory));
-    r.register(Box::new(transcope_adapter_codex::CodexFactory));
-    r.register(Box::new(transcope_adapter_gemini::GeminiFactory));
+    let mut r = transcope::compose::adapters();
     r.register(Box::new(plainlog::PlainLogFactory));
     r
 }
