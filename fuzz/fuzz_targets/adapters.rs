@@ -1,10 +1,12 @@
 //! The transcript adapters on arbitrary bytes: never panic.
 //!
 //! The input is framed into lines (`\n`, final line yielded). The first non-blank line
-//! picks the adapter through a registry of Claude then Codex (as the binary's pipeline
-//! does) and every line is decoded with it; independently every line is also decoded
-//! by the Claude adapter, the Codex adapter (reference options) and the Codex adapter
-//! with `legacy_env_cwd`, each keeping its per-file state across the lines. For every
+//! picks the adapter through the binary's own registry (`transcope::compose::adapters`,
+//! the one list, so a new adapter is fuzzed as soon as it is registered) and every line
+//! is decoded with it; independently every line is also decoded by every registered
+//! adapter (and the whole input as one record by each that reads a document whole),
+//! and by the Codex adapter with `legacy_env_cwd`, each keeping its per-file state
+//! across the lines. For every
 //! line the checked walk reads for its usage (`quick::usage_entry`), its entry must be
 //! the one serde's usage-only decode gives, and its folder and branch the probe's
 //! wherever the probe answers too.
@@ -13,9 +15,9 @@
 use std::convert::Infallible;
 
 use libfuzzer_sys::fuzz_target;
-use transcope_adapter_claude::{classify, ClaudeAdapter};
+use transcope_adapter_claude::classify;
 use transcope_adapter_codex::{CodexAdapter, CodexOptions};
-use transcope_core::adapter::Adapter;
+use transcope_core::adapter::{Adapter, Framing};
 use transcope_core::entry::{Entry, LinePos};
 use transcope_jsonl::{FinalLine, FnSink, Framer, Line};
 
@@ -70,9 +72,7 @@ fuzz_target!(|data: &[u8]| {
         }),
     );
 
-    let mut registry = transcope_core::adapter::AdapterRegistry::new();
-    registry.register(Box::new(transcope_adapter_claude::ClaudeFactory));
-    registry.register(Box::new(transcope_adapter_codex::CodexFactory));
+    let registry = transcope::compose::adapters();
     let first = lines
         .iter()
         .map(|(l, _)| l.as_slice())
@@ -106,8 +106,14 @@ fuzz_target!(|data: &[u8]| {
         }
     }
 
-    run(&mut ClaudeAdapter::new(), &lines);
-    run(&mut CodexAdapter::new(), &lines);
+    let path = std::path::Path::new("fuzz.json");
+    let whole = [(data.to_vec(), LinePos::default())];
+    for f in registry.factories() {
+        run(&mut *f.build(), &lines);
+        if f.framing(path) == Framing::Document {
+            run(&mut *f.build(), &whole);
+        }
+    }
     run(
         &mut CodexAdapter::with_options(CodexOptions {
             legacy_env_cwd: true,

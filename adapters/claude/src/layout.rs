@@ -13,7 +13,8 @@
 //! registered first, so an `agent-*.jsonl` file keeps this rule on a tie. Every key is
 //! checked against the scope-log grammar.
 //!
-//! Roots: `$CLAUDE_CONFIG_DIR/projects`, else `~/.claude/projects` (an empty variable
+//! Roots: `projects` in Claude Code's home ([`crate::agent::HOME`]:
+//! `$CLAUDE_CONFIG_DIR`, else `~/.claude`; a variable that is blank after trimming
 //! counts as unset).
 //!
 //! ```
@@ -63,10 +64,7 @@ fn subagent_key(head: &Head<'_>, aid: &str) -> Result<String, String> {
 
 impl Layout for ClaudeLayout {
     fn default_roots(&self, lookup: &dyn Fn(&str) -> Option<String>, home: &Path) -> Vec<PathBuf> {
-        let config = lookup("CLAUDE_CONFIG_DIR")
-            .filter(|v| !v.is_empty())
-            .map_or_else(|| home.join(".claude"), PathBuf::from);
-        vec![config.join("projects")]
+        vec![crate::agent::HOME.resolve(lookup, home).join("projects")]
     }
 
     fn claims(&self, path: &Path) -> bool {

@@ -76,6 +76,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod agent;
 pub mod detect;
 pub mod layout;
 pub mod probe;
@@ -241,5 +242,9 @@ impl AdapterFactory for ClaudeFactory {
 
     fn build(&self) -> Box<dyn Adapter> {
         Box::new(ClaudeAdapter)
+    }
+
+    fn agent(&self) -> transcope_core::agent::AgentInfo {
+        agent::INFO
     }
 }

@@ -25,49 +25,13 @@
 //! assert_eq!(e.cwd.as_deref(), Some("/w"));
 //! ```
 
+use transcope_adapter_common::message::MessageUsage;
 use transcope_adapter_common::quick::{once, val, Context, Field, Val};
 use transcope_adapter_common::text::line_text;
-use transcope_adapter_common::usage::ClaudeUsage;
+use transcope_adapter_common::usage::{walk_counts, Shape};
 use transcope_adapter_common::walk::Walk;
 use transcope_core::entry::{Entry, EntryKind, LinePos};
 use transcope_core::Usage;
-
-/// `message.usage`: the four counts and the `cache_creation` split.
-fn claude_usage(w: &Walk<'_>, at: usize) -> Option<(ClaudeUsage, usize)> {
-    let mut c = [0u64; 4];
-    let mut one_hour = None;
-    let mut seen = 0u32;
-    let end = w.object(at, |key, v| {
-        let slot = match key {
-            "input_tokens" => 0,
-            "output_tokens" => 1,
-            "cache_creation_input_tokens" => 2,
-            "cache_read_input_tokens" => 3,
-            "cache_creation" => {
-                once(&mut seen, 4)?;
-                let mut split = 0u64;
-                let mut inner = 0u32;
-                let e = w.object(v, |k, v| match k {
-                    "ephemeral_1h_input_tokens" => {
-                        once(&mut inner, 0)?;
-                        let (n, e) = w.uint(v)?;
-                        split = n;
-                        Some(e)
-                    }
-                    _ => w.skip(v),
-                })?;
-                one_hour = Some(split);
-                return Some(e);
-            }
-            _ => return w.skip(v),
-        };
-        once(&mut seen, slot)?;
-        let (n, e) = w.uint(v)?;
-        c[slot as usize] = n;
-        Some(e)
-    })?;
-    Some((ClaudeUsage::new(c[0], c[1], c[2], one_hour, c[3]), end))
-}
 
 /// The entry [`crate::decode_claude_usage`] gives `line` (not the file's first line),
 /// when the walk is certain of it (see the module docs).
@@ -124,7 +88,7 @@ pub fn usage_read(line: &[u8], pos: LinePos) -> Option<UsageRead<'_>> {
                         "model" => (1, &mut model),
                         "usage" => {
                             once(&mut inner, 2)?;
-                            let (u, e) = claude_usage(&w, v)?;
+                            let (u, e) = walk_counts(&w, v, &MessageUsage::TOKENS)?;
                             usage = Some(u);
                             return Some(e);
                         }
@@ -154,7 +118,7 @@ pub fn usage_read(line: &[u8], pos: LinePos) -> Option<UsageRead<'_>> {
     if kind != Some(EntryKind::Assistant) {
         return None;
     }
-    let tokens = usage?.tokens();
+    let tokens = MessageUsage::TOKENS.tokens(&usage?);
     let folder_and_branch = context.folder_and_branch();
     let mut entry = context.entry(pos);
     entry.kind = kind;

@@ -16,8 +16,8 @@
 //! in the same `session_meta`: a fork's `forked_from_id`, else a sub-agent's
 //! `parent_thread_id`.
 //!
-//! Roots: `$CODEX_HOME/sessions`, else `~/.codex/sessions` (an empty variable counts
-//! as unset).
+//! Roots: `sessions` in Codex's home ([`crate::agent::HOME`]: `$CODEX_HOME`, else
+//! `~/.codex`; a variable that is blank after trimming counts as unset).
 //!
 //! ```
 //! use std::path::Path;
@@ -165,10 +165,7 @@ fn codex_key(stem: Option<&str>, first: Option<&First>) -> Option<Result<String,
 
 impl Layout for CodexLayout {
     fn default_roots(&self, lookup: &dyn Fn(&str) -> Option<String>, home: &Path) -> Vec<PathBuf> {
-        let codex_home = lookup("CODEX_HOME")
-            .filter(|v| !v.is_empty())
-            .map_or_else(|| home.join(".codex"), PathBuf::from);
-        vec![codex_home.join("sessions")]
+        vec![crate::agent::HOME.resolve(lookup, home).join("sessions")]
     }
 
     fn claims(&self, path: &Path) -> bool {

@@ -80,6 +80,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod agent;
 pub mod detect;
 pub mod layout;
 pub mod quick;
@@ -271,24 +272,12 @@ fn decode_envelope<'a>(rec: &mut Record<'a>, entry: &mut Entry<'a>) {
             }
         }
         ("event_msg", Some("token_count")) => {
-            let info = p.info.and_then(
-                transcope_adapter_common::de::decode_obj::<
-                    transcope_adapter_common::usage::CodexInfo,
-                >,
-            );
-            // The running total when there is one (replays and repeats then count
-            // nothing twice), else the last request's usage.
-            entry.usage = info
-                .and_then(|i| match (i.total, i.last) {
-                    (Some(t), _) => Some((t.tokens(), true)),
-                    (None, Some(l)) => Some((l.tokens(), false)),
-                    (None, None) => None,
-                })
-                .map(|(tokens, cumulative)| transcope_core::Usage {
-                    tokens: Some(tokens),
-                    cumulative,
-                    ..Default::default()
-                });
+            let info = p
+                .info
+                .and_then(transcope_adapter_common::de::decode_obj::<agent::CodexInfo>);
+            entry.usage = info.and_then(|i| {
+                agent::token_count_usage(i.total.map(|t| t.tokens()), i.last.map(|l| l.tokens()))
+            });
         }
         ("event_msg", Some("task_complete")) => {
             if let Loose::Str(t) = p.last_agent_message {
@@ -422,37 +411,36 @@ fn sniff(first_line: &[u8]) -> Option<Confidence> {
     }
 }
 
-impl AdapterFactory for CodexFactory {
-    fn name(&self) -> &'static str {
-        "codex"
-    }
-    fn sniff(&self, _path: &std::path::Path, first_line: &[u8]) -> Option<Confidence> {
-        sniff(first_line)
-    }
-    fn layout(&self) -> Option<&dyn Layout> {
-        Some(&layout::CodexLayout)
-    }
-    fn build(&self) -> Box<dyn Adapter> {
-        Box::new(CodexAdapter::new())
-    }
+/// The one `codex` factory, for [`CodexFactory`] and for the one
+/// [`CodexFactory::with_options`] makes: they differ only in the adapters they build.
+macro_rules! codex_factory {
+    ($ty:ty, |$factory:pat_param| $adapter:expr) => {
+        impl AdapterFactory for $ty {
+            fn name(&self) -> &'static str {
+                "codex"
+            }
+            fn sniff(&self, _path: &std::path::Path, first_line: &[u8]) -> Option<Confidence> {
+                sniff(first_line)
+            }
+            fn layout(&self) -> Option<&dyn Layout> {
+                Some(&layout::CodexLayout)
+            }
+            fn build(&self) -> Box<dyn Adapter> {
+                let $factory = self;
+                Box::new($adapter)
+            }
+            fn agent(&self) -> transcope_core::agent::AgentInfo {
+                agent::INFO
+            }
+        }
+    };
 }
+
+codex_factory!(CodexFactory, |_| CodexAdapter::new());
 
 struct Configured(CodexOptions);
 
-impl AdapterFactory for Configured {
-    fn name(&self) -> &'static str {
-        "codex"
-    }
-    fn sniff(&self, _path: &std::path::Path, first_line: &[u8]) -> Option<Confidence> {
-        sniff(first_line)
-    }
-    fn layout(&self) -> Option<&dyn Layout> {
-        Some(&layout::CodexLayout)
-    }
-    fn build(&self) -> Box<dyn Adapter> {
-        Box::new(CodexAdapter::with_options(self.0))
-    }
-}
+codex_factory!(Configured, |f| CodexAdapter::with_options(f.0));
 
 #[cfg(test)]
 mod tests {

@@ -27,41 +27,29 @@
 
 use transcope_adapter_common::quick::{once, val, Context, Field};
 use transcope_adapter_common::text::line_text;
-use transcope_adapter_common::usage::CodexTokens;
+use transcope_adapter_common::usage::{walk_counts, Shape};
 use transcope_adapter_common::walk::{Lit, Walk};
 use transcope_core::entry::{Entry, EntryKind, LinePos};
-use transcope_core::Usage;
+use transcope_core::Tokens;
+
+use crate::agent::{token_count_usage, CodexTokens};
 
 /// A counts object (`total_token_usage`, `last_token_usage`): `Some` when an object,
 /// `None` when `null`, and not read (the outer `None`) when anything else.
-fn counts(w: &Walk<'_>, at: usize) -> Option<(Option<CodexTokens>, usize)> {
+fn counts(w: &Walk<'_>, at: usize) -> Option<(Option<Tokens>, usize)> {
     if w.peek(at)? == b'n' {
         return match w.literal(at)? {
             (Lit::Null, e) => Some((None, e)),
             _ => None,
         };
     }
-    let mut c = [0u64; 4];
-    let mut seen = 0u32;
-    let end = w.object(at, |key, v| {
-        let slot = match key {
-            "input_tokens" => 0,
-            "cached_input_tokens" => 1,
-            "output_tokens" => 2,
-            "reasoning_output_tokens" => 3,
-            _ => return w.skip(v),
-        };
-        once(&mut seen, slot)?;
-        let (n, e) = w.uint(v)?;
-        c[slot as usize] = n;
-        Some(e)
-    })?;
-    Some((Some(CodexTokens::new(c[0], c[1], c[2], c[3])), end))
+    let (c, end) = walk_counts(w, at, &CodexTokens::TOKENS)?;
+    Some((Some(CodexTokens::TOKENS.tokens(&c)), end))
 }
 
 /// `payload.info`: the running total and the last request's counts, each when given
 /// as an object (`info` itself `null`: neither).
-type Info = (Option<CodexTokens>, Option<CodexTokens>);
+type Info = (Option<Tokens>, Option<Tokens>);
 
 fn info(w: &Walk<'_>, at: usize) -> Option<(Info, usize)> {
     if w.peek(at)? == b'n' {
@@ -150,19 +138,8 @@ pub fn token_count_entry(line: &[u8], pos: LinePos) -> Option<Entry<'_>> {
     }
     let mut entry = context.entry(pos);
     entry.kind = Some(EntryKind::Event);
-    // The running total when there is one, else the last request's usage (as the
-    // full decode chooses).
-    entry.usage = got
-        .and_then(|(total, last)| match (total, last) {
-            (Some(t), _) => Some((t.tokens(), true)),
-            (None, Some(l)) => Some((l.tokens(), false)),
-            (None, None) => None,
-        })
-        .map(|(tokens, cumulative)| Usage {
-            tokens: Some(tokens),
-            cumulative,
-            ..Default::default()
-        });
+    // As the full decode chooses.
+    entry.usage = got.and_then(|(total, last)| token_count_usage(total, last));
     Some(entry)
 }
 

@@ -1,5 +1,5 @@
 //! Claude-rule marker texts: which parts of an `assistant` line's `message` the
-//! marker scan reads.
+//! marker scan reads (and the `message.usage` object beside them, [`MessageUsage`]).
 //!
 //! The rule is Claude Code's, but two adapters apply it: Claude's, and Codex's to a
 //! legacy (pre-envelope) file, which the reference reads as Claude. So it lives here.
@@ -27,6 +27,24 @@ use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess};
 use serde_json::value::RawValue;
 
 use crate::de::{decode_obj, deserialize_shape, skip_value, FromMap, FromShape, Loose, Obj};
+use crate::usage::{Counted, Shape};
+
+/// The `message.usage` object of the rule: the counts of the request the message
+/// answers. The Claude adapter declares it as its agent's token shape (and a Codex
+/// legacy file's `message`, read as Claude, has the same object).
+pub struct MessageUsage;
+
+impl Shape for MessageUsage {
+    /// `input_tokens` (the cache reads and writes apart), `output_tokens` (thinking
+    /// included), `cache_creation_input_tokens` with its hour's part in
+    /// `cache_creation.ephemeral_1h_input_tokens`, `cache_read_input_tokens`.
+    const TOKENS: transcope_core::agent::TokenShape = transcope_core::agent::TokenShape {
+        cache_read: Some("cache_read_input_tokens"),
+        cache_creation: Some("cache_creation_input_tokens"),
+        cache_creation_1h: Some(("cache_creation", "ephemeral_1h_input_tokens")),
+        ..transcope_core::agent::TokenShape::new("input_tokens", "output_tokens")
+    };
+}
 
 /// `message.content`, reduced to its marker texts.
 #[derive(Debug, Default)]
@@ -89,7 +107,7 @@ impl<'de> FromMap<'de> for Block<'de> {
 #[derive(Debug, Default)]
 pub struct Message<'a> {
     content: Content<'a>,
-    usage: Option<crate::usage::ClaudeUsage>,
+    usage: Option<Counted<MessageUsage>>,
     model: Loose<'a>,
     id: Loose<'a>,
 }
@@ -121,7 +139,7 @@ impl<'de> FromMap<'de> for Message<'de> {
     fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
         match key {
             "content" => self.content = map.next_value()?,
-            "usage" => self.usage = map.next_value::<Obj<crate::usage::ClaudeUsage>>()?.0,
+            "usage" => self.usage = map.next_value::<Obj<Counted<MessageUsage>>>()?.0,
             "model" => self.model = map.next_value()?,
             "id" => self.id = map.next_value()?,
             _ => skip_value(map)?,
@@ -238,7 +256,7 @@ mod tests {
 /// unread): what a line only a usage stage wants costs.
 #[derive(Debug, Default)]
 struct UsageOnly<'a> {
-    usage: Option<crate::usage::ClaudeUsage>,
+    usage: Option<Counted<MessageUsage>>,
     model: Loose<'a>,
     id: Loose<'a>,
 }
@@ -246,7 +264,7 @@ struct UsageOnly<'a> {
 impl<'de> FromMap<'de> for UsageOnly<'de> {
     fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
         match key {
-            "usage" => self.usage = map.next_value::<Obj<crate::usage::ClaudeUsage>>()?.0,
+            "usage" => self.usage = map.next_value::<Obj<Counted<MessageUsage>>>()?.0,
             "model" => self.model = map.next_value()?,
             "id" => self.id = map.next_value()?,
             _ => skip_value(map)?,

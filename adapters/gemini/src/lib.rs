@@ -75,6 +75,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod agent;
 pub mod log;
 pub mod place;
 pub mod record;
@@ -502,6 +503,10 @@ impl AdapterFactory for GeminiFactory {
 
     fn build(&self) -> Box<dyn Adapter> {
         Box::new(GeminiAdapter::new())
+    }
+
+    fn agent(&self) -> transcope_core::agent::AgentInfo {
+        agent::INFO
     }
 }
 

@@ -92,12 +92,9 @@ pub fn project_dir(path: &Path) -> Option<&Path> {
 }
 
 /// The folder the CLI keeps its state in: `$GEMINI_CLI_HOME/.gemini` when that
-/// variable is set and not empty, else `<home>/.gemini`.
+/// variable is set and not blank, else `<home>/.gemini` ([`crate::agent::HOME`]).
 pub fn gemini_dir(lookup: &dyn Fn(&str) -> Option<String>, home: &Path) -> PathBuf {
-    match lookup("GEMINI_CLI_HOME").filter(|v| !v.is_empty()) {
-        Some(h) => PathBuf::from(h).join(".gemini"),
-        None => home.join(".gemini"),
-    }
+    crate::agent::HOME.resolve(lookup, home)
 }
 
 /// A session file's project folder, as far as the CLI's own records tell.

@@ -122,12 +122,11 @@ impl<'a> Message<'a> {
         if self.kind != EntryKind::Assistant {
             return self;
         }
-        let tokens =
-            tokens.and_then(
-                transcope_adapter_common::de::decode_obj::<
-                    transcope_adapter_common::usage::GeminiTokens,
-                >,
-            );
+        let tokens = tokens.and_then(
+            transcope_adapter_common::de::decode_obj::<
+                transcope_adapter_common::usage::Counted<crate::agent::GeminiTokens>,
+            >,
+        );
         // An empty or all-zero `tokens` says nothing was counted yet.
         let tokens = tokens.map(|t| t.tokens()).filter(|t| !t.is_zero());
         self.usage = tokens.map(|t| transcope_core::Usage {

@@ -13,7 +13,9 @@ use crate::memo::Memo;
 use crate::transcript::{any_entry_holding, TranscriptError};
 use crate::Env;
 
-/// The variable naming Claude Code's configuration directory.
+/// The variable naming Claude Code's configuration directory (the Claude adapter's
+/// declared home variable, `transcope_adapter_claude::agent::HOME`; the binary's tests
+/// hold the two to one name and one rule).
 pub const CLAUDE_CONFIG_DIR_VAR: &str = "CLAUDE_CONFIG_DIR";
 
 /// The user's home directory as Go's `os.UserHomeDir` finds it in `env`: `HOME`
@@ -24,7 +26,8 @@ pub fn home_dir(env: &Env) -> Option<PathBuf> {
 }
 
 /// `transcript.ConfigDir`: `CLAUDE_CONFIG_DIR` with surrounding whitespace trimmed when that
-/// leaves something, else `<home>/.claude`, else `None` (unknown).
+/// leaves something (the one rule of every agent's home variable,
+/// [`transcope_core::agent::folder_var`]), else `<home>/.claude`, else `None` (unknown).
 ///
 /// ```
 /// use transcope_caller::{claudepath::config_dir, Env};
@@ -34,11 +37,10 @@ pub fn home_dir(env: &Env) -> Option<PathBuf> {
 /// assert_eq!(config_dir(&Env::new()), None);
 /// ```
 pub fn config_dir(env: &Env) -> Option<PathBuf> {
-    if let Some(dir) = env.get(CLAUDE_CONFIG_DIR_VAR) {
-        let dir = dir.trim();
-        if !dir.is_empty() {
-            return Some(PathBuf::from(dir));
-        }
+    if let Some(dir) =
+        transcope_core::agent::folder_var(env.get(CLAUDE_CONFIG_DIR_VAR).map(String::as_str))
+    {
+        return Some(dir);
     }
     let home = home_dir(env)?;
     Some(gopath::join(&[&gopath::bytes(&home), b".claude"]))

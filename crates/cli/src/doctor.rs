@@ -7,7 +7,8 @@
 //! scope switch; where markers go (the brain URL reachable, or the outbox); the index
 //! readable.
 //!
-//! Every agent is checked alike: one that is not installed here (its settings folder
+//! Every agent is checked alike — each registered adapter that declares a hook wiring
+//! ([`Agent::all`]), in order: one that is not installed here (its settings folder
 //! absent) has nothing to wire and is `ok`; one that is installed and not wired is a
 //! `warn` while another agent's hooks are wired, and a `fail` when no installed
 //! agent's are (then nothing would ever call transcope).
@@ -120,24 +121,15 @@ fn binary_check() -> Check {
     }
 }
 
-/// Whether `agent` is installed here: its settings folder exists.
-fn installed(agent: Agent) -> bool {
-    agent.settings_path().parent().is_some_and(Path::is_dir)
-}
-
 /// The hooks of one agent: wired, and the programs they run found (`others_wired`:
 /// another installed agent's hooks are, so this one unwired is a warning only).
-fn agent_checks(agent: Agent, others_wired: bool, out: &mut Vec<Check>) {
+fn agent_checks(agent: &Agent, others_wired: bool, out: &mut Vec<Check>) {
     let path = agent.settings_path();
     let w = wiring(agent, &path);
     let name = format!("{} hooks", agent.title());
-    let flag = match agent {
-        Agent::Claude => "claude",
-        Agent::Codex => "codex",
-        Agent::Gemini => "gemini",
-    };
+    let flag = agent.name;
     let install = format!("transcope hook install --agent {flag}");
-    if !installed(agent) {
+    if !agent.installed() {
         out.push(check(
             &name,
             Status::Ok,
@@ -408,39 +400,45 @@ fn fleet_check(home: &Path) -> Option<Check> {
     )
 }
 
-/// Claude Code's clean-up: it deletes transcripts older than `cleanupPeriodDays` (30
-/// by default) at its start. `None` when Claude Code is not installed here.
-fn cleanup_check(home: &Path, archive_on: bool) -> Option<Check> {
-    let agent = Agent::Claude;
-    if !installed(agent) {
+/// An agent's clean-up, when it has one (Claude Code's `cleanupPeriodDays`, 30 days by
+/// default): it deletes older transcripts at its start. `None` when the agent declares
+/// none or is not installed here.
+fn cleanup_check(agent: &Agent, archive_on: bool) -> Option<Check> {
+    let cleanup = agent.hooks.cleanup?;
+    if !agent.installed() {
         return None;
     }
     let path = agent.settings_path();
+    let setting = cleanup.setting;
     let days = std::fs::read_to_string(&path)
         .ok()
         .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-        .and_then(|v| {
-            v.get("cleanupPeriodDays")
-                .and_then(serde_json::Value::as_i64)
-        });
+        .and_then(|v| v.get(setting).and_then(serde_json::Value::as_i64));
     let said = match days {
-        Some(d) => format!("cleanupPeriodDays is {d} in {}", path.display()),
-        None => format!("no cleanupPeriodDays in {}: 30 days", path.display()),
+        Some(d) => format!("{setting} is {d} in {}", path.display()),
+        None => format!(
+            "no {setting} in {}: {} days",
+            path.display(),
+            cleanup.default_days
+        ),
     };
-    let _ = home;
+    let name = format!("{} clean-up", agent.title());
     Some(if archive_on {
         check(
-            "Claude Code clean-up",
+            &name,
             Status::Ok,
             format!("{said}: it deletes older transcripts at its start; the archive keeps them"),
             None,
         )
     } else {
         check(
-            "Claude Code clean-up",
+            &name,
             Status::Warn,
             format!("{said}: it deletes older transcripts at its start, and the archive is off (TRANSCOPE_ARCHIVE): they will be lost"),
-            Some("unset TRANSCOPE_ARCHIVE (or set cleanupPeriodDays higher in Claude Code's settings)".into()),
+            Some(format!(
+                "unset TRANSCOPE_ARCHIVE (or set {setting} higher in {}'s settings)",
+                agent.title()
+            )),
         )
     })
 }
@@ -515,18 +513,20 @@ fn archive_check(home: &Path, env: &transcope_change_detect::Env) -> Check {
 pub fn run_doctor(home: &Path, args: DoctorArgs) -> Result<u8> {
     let env = process_env();
     let mut checks = vec![binary_check()];
-    let wired: Vec<Agent> = Agent::ALL
-        .into_iter()
-        .filter(|&a| installed(a) && !wiring(a, &a.settings_path()).wired.is_empty())
+    let agents = Agent::all();
+    let wired: Vec<&Agent> = agents
+        .iter()
+        .filter(|a| a.installed() && !wiring(a, &a.settings_path()).wired.is_empty())
         .collect();
-    for agent in Agent::ALL {
-        agent_checks(agent, wired.iter().any(|&w| w != agent), &mut checks);
+    for agent in &agents {
+        agent_checks(agent, wired.iter().any(|w| *w != agent), &mut checks);
     }
-    if !Agent::ALL.into_iter().any(installed) {
+    if !agents.iter().any(Agent::installed) {
+        let titles: Vec<&str> = agents.iter().map(Agent::title).collect();
         checks.push(check(
             "agents",
             Status::Warn,
-            "no agent is installed here (Claude Code, Codex, Gemini CLI): no hook will call transcope; `backfill` and the queries still work on archives you name".into(),
+            format!("no agent is installed here ({}): no hook will call transcope; `backfill` and the queries still work on archives you name", titles.join(", ")),
             None,
         ));
     }
@@ -535,7 +535,9 @@ pub fn run_doctor(home: &Path, args: DoctorArgs) -> Result<u8> {
     checks.push(brain_check(home, &env));
     checks.push(index_check(home));
     let archive_on = crate::archive_cmd::keeping(home).is_some();
-    checks.extend(cleanup_check(home, archive_on));
+    for agent in &agents {
+        checks.extend(cleanup_check(agent, archive_on));
+    }
     checks.push(archive_check(home, &env));
     if let Some(c) = fleet_check(home) {
         checks.push(c);

@@ -37,7 +37,8 @@ pub enum HookCommand {
     /// "codex-notify"]` in config.toml): a Stop over the turn's rollout, found by the
     /// thread id in the JSON Codex appends as the last argument.
     CodexNotify(CodexNotifyArgs),
-    /// Wire these hooks into Claude Code's, Codex's and Gemini CLI's settings.
+    // Wire these hooks into each agent's settings (the agents named from their wirings).
+    #[command(about = crate::install::about())]
     Install(crate::install::InstallArgs),
     /// Remove exactly the hooks `hook install` added.
     Uninstall(crate::install::InstallArgs),
@@ -224,8 +225,8 @@ fn report(args: &HookArgs, summary: &Value) -> anyhow::Result<u8> {
 }
 
 /// Codex's `notify` notification as a Stop: the thread id is the rollout's UUID (and
-/// the session's scope-log key), the rollout found under `$CODEX_HOME/sessions` (else
-/// `~/.codex/sessions`), newest day first.
+/// the session's scope-log key), the rollout found under Codex's sessions folder (its
+/// layout's root: `$CODEX_HOME/sessions`, else `~/.codex/sessions`), newest day first.
 fn codex_notify(home: &Path, notification: &str, started: std::time::Instant) -> Value {
     let n: Value = match serde_json::from_str(notification) {
         Ok(v) => v,
@@ -264,10 +265,12 @@ fn codex_notify(home: &Path, notification: &str, started: std::time::Instant) ->
 
 /// The rollout `rollout-…-<thread>.jsonl` under Codex's `sessions/YYYY/MM/DD/`.
 fn codex_rollout(thread: &str) -> Option<std::path::PathBuf> {
-    let codex_home = std::env::var_os("CODEX_HOME")
-        .filter(|v| !v.is_empty())
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| crate::user_home().join(".codex"));
+    let adapters = crate::compose::adapters();
+    let lookup = |k: &str| std::env::var(k).ok();
+    let roots = adapters
+        .by_name("codex")?
+        .layout()?
+        .default_roots(&lookup, &crate::user_home());
     let suffix = format!("-{thread}.jsonl");
     // Newest first: the folders are dates, so their names sort as time does.
     fn entries_desc(dir: &Path) -> Vec<std::path::PathBuf> {
@@ -280,7 +283,7 @@ fn codex_rollout(thread: &str) -> Option<std::path::PathBuf> {
         v.sort_unstable_by(|a, b| b.cmp(a));
         v
     }
-    for year in entries_desc(&codex_home.join("sessions")) {
+    for year in roots.iter().flat_map(|r| entries_desc(r)) {
         for month in entries_desc(&year) {
             for day in entries_desc(&month) {
                 if let Some(f) = entries_desc(&day).into_iter().find(|f| {

@@ -1,13 +1,11 @@
 //! `transcope hook install | uninstall`: wire transcope's hooks into each agent's own
 //! settings, and take them out again.
 //!
-//! Each agent keeps its hooks in its own file and format:
-//!
-//! | agent | file | events wired |
-//! | --- | --- | --- |
-//! | Claude Code | `$CLAUDE_CONFIG_DIR/settings.json`, else `~/.claude/settings.json` | `SessionStart`, `Stop`, `SubagentStop` |
-//! | Codex | `$CODEX_HOME/config.toml`, else `~/.codex/config.toml` (`[hooks]`, trusted by hash in `[hooks.state]`) | `SessionStart`, `Stop` |
-//! | Gemini CLI | `$GEMINI_CLI_HOME/.gemini/settings.json`, else `~/.gemini/settings.json` | `SessionStart`, `AfterAgent` (timeouts in milliseconds) |
+//! Each agent keeps its hooks in its own file and format, which its adapter declares
+//! ([`transcope_core::agent::Hooks`]: the settings file in its home folder, the home
+//! found from the environment, the file's dialect, the events wired; `docs/cli.md`
+//! lists them): the agents here are the registered adapters that declare a wiring
+//! ([`Agent::all`]), in their order, and no agent is named in this file.
 //!
 //! The JSON files are edited as text ([`crate::jsontext`]): transcope's groups are
 //! spliced in and out, and every other byte stays as it was; the TOML file is edited
@@ -25,10 +23,12 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use clap::{Args, ValueEnum};
+use clap::builder::{PossibleValue, PossibleValuesParser};
+use clap::Args;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 use toml_edit::{ArrayOfTables, DocumentMut, Item, Table};
+use transcope_core::agent::{HookRun, Hooks, JsonHooks, SettingsFormat, TimeUnit};
 
 use crate::jsontext::{self, Kind, Node, Style};
 use crate::settings_file::{self, Replaced, Snapshot};
@@ -45,10 +45,9 @@ const HOOK_TIMEOUT_SECS: u64 = 60;
 
 #[derive(Args, Debug, Clone)]
 pub struct InstallArgs {
-    /// Which agent to wire: `all` wires Claude Code, and Codex and Gemini CLI when
-    /// their settings folder exists.
-    #[arg(long, value_enum, default_value_t = AgentChoice::All)]
-    agent: AgentChoice,
+    // Which agent to wire (the help and the values come from the agents' wirings).
+    #[arg(long, default_value = ALL, value_parser = agent_values(), help = agent_help())]
+    agent: String,
     /// Edit FILE instead of the agent's own settings file (needs one --agent).
     #[arg(long, value_name = "FILE")]
     settings: Option<PathBuf>,
@@ -65,95 +64,137 @@ pub struct InstallArgs {
     codex_notify: bool,
 }
 
-/// The agents `--agent` names.
-#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AgentChoice {
-    /// Claude Code.
-    Claude,
-    /// OpenAI Codex CLI.
-    Codex,
-    /// Gemini CLI.
-    Gemini,
-    /// Claude Code, and every other agent whose settings folder exists.
-    All,
-}
+/// `--agent`'s value for every agent.
+const ALL: &str = "all";
 
-/// One agent whose hooks transcope can wire.
+/// One agent whose hooks transcope can wire: a registered adapter that declares how
+/// ([`AgentInfo::hooks`](transcope_core::agent::AgentInfo::hooks)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Agent {
-    /// Claude Code.
-    Claude,
-    /// OpenAI Codex CLI.
-    Codex,
-    /// Gemini CLI.
-    Gemini,
+pub struct Agent {
+    /// The adapter's name (`--agent`'s value).
+    pub name: &'static str,
+    /// How its hooks are wired.
+    pub hooks: Hooks,
 }
 
 impl Agent {
-    /// Every agent, in the order they are reported.
-    pub const ALL: [Agent; 3] = [Agent::Claude, Agent::Codex, Agent::Gemini];
-
-    /// The agent's name as a person knows it.
-    pub fn title(self) -> &'static str {
-        match self {
-            Agent::Claude => "Claude Code",
-            Agent::Codex => "Codex",
-            Agent::Gemini => "Gemini CLI",
-        }
+    /// Every agent whose hooks can be wired, in the order the adapters are registered
+    /// (the order they are reported in).
+    pub fn all() -> Vec<Agent> {
+        crate::compose::adapters()
+            .hooks()
+            .map(|(name, hooks)| Agent { name, hooks })
+            .collect()
     }
 
-    /// The agent's settings file (from its environment variables, else under `$HOME`).
-    pub fn settings_path(self) -> PathBuf {
-        let var = |k: &str| {
-            std::env::var_os(k)
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
+    /// The agent's name as a person knows it.
+    pub fn title(&self) -> &'static str {
+        self.hooks.title
+    }
+
+    /// The agent's settings file: in its home folder, found from the environment by
+    /// the one rule every reader of the variable applies
+    /// ([`AgentHome`](transcope_core::agent::AgentHome)), else under `$HOME`.
+    pub fn settings_path(&self) -> PathBuf {
+        let lookup = |k: &str| std::env::var(k).ok();
+        let home = &self.hooks.home;
+        let folder = match home.from_env(&lookup) {
+            // The agent reads its variable canonicalised; its hook keys name that path.
+            Some(h) if self.hooks.canonical_home => fs::canonicalize(&h).unwrap_or(h),
+            Some(h) => h,
+            None => user_home().join(home.folder),
         };
-        match self {
-            Agent::Claude => var("CLAUDE_CONFIG_DIR")
-                .unwrap_or_else(|| user_home().join(".claude"))
-                .join("settings.json"),
-            // Codex reads `$CODEX_HOME` canonicalised; its hook keys name that path.
-            Agent::Codex => var("CODEX_HOME")
-                .map(|h| fs::canonicalize(&h).unwrap_or(h))
-                .unwrap_or_else(|| user_home().join(".codex"))
-                .join("config.toml"),
-            Agent::Gemini => var("GEMINI_CLI_HOME")
-                .unwrap_or_else(user_home)
-                .join(".gemini")
-                .join("settings.json"),
-        }
+        folder.join(self.hooks.settings)
+    }
+
+    /// Whether the agent is installed here: its settings folder exists.
+    pub fn installed(&self) -> bool {
+        self.settings_path().parent().is_some_and(Path::is_dir)
     }
 
     /// The hooks transcope wires for this agent: (event, hook subcommand).
-    pub fn events(self) -> &'static [(&'static str, &'static str)] {
-        match self {
-            Agent::Claude => &[
-                ("SessionStart", "session-start"),
-                ("Stop", "stop"),
-                ("SubagentStop", "stop"),
-            ],
-            Agent::Codex => &[("SessionStart", "session-start"), ("Stop", "stop")],
-            Agent::Gemini => &[("SessionStart", "session-start"), ("AfterAgent", "stop")],
-        }
+    pub fn events(&self) -> Vec<(&'static str, &'static str)> {
+        self.hooks
+            .events
+            .iter()
+            .map(|&(event, run)| (event, subcommand(run)))
+            .collect()
     }
+}
+
+/// The `transcope hook` subcommand that runs `run`.
+fn subcommand(run: HookRun) -> &'static str {
+    match run {
+        HookRun::SessionStart => "session-start",
+        HookRun::Stop => "stop",
+    }
+}
+
+/// `a`, `a and b`, `a, b and c`.
+pub fn and_list(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+/// `hook install`'s one-line help: whose settings it edits.
+pub fn about() -> String {
+    let whose: Vec<String> = Agent::all()
+        .iter()
+        .map(|a| format!("{}'s", a.title()))
+        .collect();
+    format!("Wire these hooks into {} settings", and_list(&whose))
+}
+
+/// The agents `all` wires even where they are not installed, and the others.
+fn by_default() -> (Vec<String>, Vec<String>) {
+    let (always, others): (Vec<Agent>, Vec<Agent>) = Agent::all()
+        .into_iter()
+        .partition(|a| a.hooks.wired_by_default);
+    let titles = |v: Vec<Agent>| v.iter().map(|a| a.title().to_owned()).collect();
+    (titles(always), titles(others))
+}
+
+/// `--agent`'s help.
+fn agent_help() -> String {
+    let (always, others) = by_default();
+    let mut help = format!("Which agent to wire: `{ALL}` wires {}", and_list(&always));
+    if !others.is_empty() {
+        help.push_str(&format!(
+            ", and {} when their settings folder exists",
+            and_list(&others)
+        ));
+    }
+    help
+}
+
+/// `--agent`'s values: each agent's name, then `all`.
+fn agent_values() -> PossibleValuesParser {
+    let (always, _) = by_default();
+    let mut values: Vec<PossibleValue> = Agent::all()
+        .iter()
+        .map(|a| PossibleValue::new(a.name).help(a.hooks.about))
+        .collect();
+    values.push(PossibleValue::new(ALL).help(format!(
+        "{}, and every other agent whose settings folder exists",
+        and_list(&always)
+    )));
+    PossibleValuesParser::new(values)
 }
 
 /// The agents a run covers, each with the file it edits.
 fn targets(args: &InstallArgs) -> Result<Vec<(Agent, PathBuf)>, String> {
-    let one = match args.agent {
-        AgentChoice::Claude => Some(Agent::Claude),
-        AgentChoice::Codex => Some(Agent::Codex),
-        AgentChoice::Gemini => Some(Agent::Gemini),
-        AgentChoice::All => None,
-    };
+    let agents = Agent::all();
+    let one = agents.iter().find(|a| a.name == args.agent).copied();
     match (one, &args.settings) {
         (Some(a), Some(f)) => Ok(vec![(a, f.clone())]),
         (Some(a), None) => Ok(vec![(a, a.settings_path())]),
         (None, Some(_)) => Err("--settings names one file: say which --agent it is for".into()),
-        (None, None) => Ok(Agent::ALL
+        (None, None) => Ok(agents
             .into_iter()
-            .filter(|a| *a == Agent::Claude || a.settings_path().parent().is_some_and(Path::is_dir))
+            .filter(|a| a.hooks.wired_by_default || a.installed())
             .map(|a| (a, a.settings_path()))
             .collect()),
     }
@@ -207,10 +248,12 @@ fn edit_file(agent: Agent, path: &Path, args: &InstallArgs, install: bool) -> Re
                 ))
             }
         };
-        let edited = match agent {
-            Agent::Codex => edit_codex(text.unwrap_or(""), &path, args, install),
-            Agent::Claude | Agent::Gemini => {
-                edit_json(agent, text.unwrap_or(""), &args.program, install)
+        let edited = match agent.hooks.format {
+            SettingsFormat::TrustedToml => {
+                edit_codex(&agent, text.unwrap_or(""), &path, args, install)
+            }
+            SettingsFormat::Json(json) => {
+                edit_json(&agent, json, text.unwrap_or(""), &args.program, install)
             }
         }
         .with_context(|| format!("{} left as it was", path.display()))?;
@@ -229,7 +272,7 @@ fn edit_file(agent: Agent, path: &Path, args: &InstallArgs, install: bool) -> Re
             return Ok(format!(
                 "{} {} in {} (dry run: the file as it would be written is on stdout; nothing written)",
                 done_word(install),
-                events_of(agent),
+                events_of(&agent),
                 path.display()
             ));
         }
@@ -271,7 +314,7 @@ fn edit_file(agent: Agent, path: &Path, args: &InstallArgs, install: bool) -> Re
     let mut msg = format!(
         "{} {} in {}",
         done_word(install),
-        events_of(agent),
+        events_of(&agent),
         path.display()
     );
     match backup {
@@ -287,7 +330,7 @@ fn edit_file(agent: Agent, path: &Path, args: &InstallArgs, install: bool) -> Re
             "; another program changed the file meanwhile, so it was read and edited again ({tries} times)"
         ));
     }
-    if install && agent == Agent::Codex {
+    if install && agent.hooks.format == SettingsFormat::TrustedToml {
         if let Some(note) = codex_feature_note(&new_text) {
             msg.push_str(&format!("; {note}"));
         }
@@ -304,7 +347,7 @@ fn done_word(install: bool) -> &'static str {
 }
 
 /// The events transcope wires for `agent`, for a message.
-fn events_of(agent: Agent) -> String {
+fn events_of(agent: &Agent) -> String {
     agent
         .events()
         .iter()
@@ -338,20 +381,23 @@ pub fn is_transcope_hook(command: &str, sub: &str, program: &str) -> bool {
 // ---------------------------------------------------------------------------------
 // Claude Code and Gemini CLI: JSON settings.
 
-/// The hook entry transcope adds for `sub` in `agent`'s format.
-fn json_hook(agent: Agent, program: &str, sub: &str) -> Value {
-    let command = command_for(program, sub);
-    match agent {
-        // Claude Code's default timeout (60 s) is already above the hook's deadline.
-        Agent::Claude => json!({"type": "command", "command": command}),
-        // Gemini CLI's timeouts are in milliseconds; a name shows in `/hooks panel`.
-        _ => json!({
-            "name": format!("transcope-{sub}"),
-            "type": "command",
-            "command": command,
-            "timeout": HOOK_TIMEOUT_SECS * 1000,
-        }),
+/// The hook entry transcope adds for `sub` in the agent's JSON (a name when the agent
+/// shows one, a timeout in its unit unless its default is long enough).
+fn json_hook(json: JsonHooks, program: &str, sub: &str) -> Value {
+    let mut handler = Map::new();
+    if json.named {
+        handler.insert("name".into(), json!(format!("transcope-{sub}")));
     }
+    handler.insert("type".into(), json!("command"));
+    handler.insert("command".into(), json!(command_for(program, sub)));
+    if let Some(unit) = json.timeout {
+        let timeout = match unit {
+            TimeUnit::Seconds => HOOK_TIMEOUT_SECS,
+            TimeUnit::Milliseconds => HOOK_TIMEOUT_SECS * 1000,
+        };
+        handler.insert("timeout".into(), json!(timeout));
+    }
+    Value::Object(handler)
 }
 
 /// Whether a matcher group holds a transcope hook for `sub`.
@@ -378,7 +424,13 @@ fn command_of(text: &str, hook: &Node) -> Option<String> {
 /// The settings text with transcope's hooks added (or removed), or `None` when it
 /// would not change. The text is edited in place, one item at a time
 /// ([`crate::jsontext`]): every byte outside transcope's own entries stays as it was.
-fn edit_json(agent: Agent, text: &str, program: &str, install: bool) -> Result<Option<String>> {
+fn edit_json(
+    agent: &Agent,
+    json: JsonHooks,
+    text: &str,
+    program: &str,
+    install: bool,
+) -> Result<Option<String>> {
     let text = if text.trim().is_empty() { "{}\n" } else { text };
     serde_json::from_str::<serde::de::IgnoredAny>(text)
         .context("the file is not plain JSON (comments are not kept)")?;
@@ -391,7 +443,7 @@ fn edit_json(agent: Agent, text: &str, program: &str, install: bool) -> Result<O
             bail!("the file is not a JSON object");
         }
         let step = if install {
-            json_install_step(agent, &text, &root, &style, program)?
+            json_install_step(agent, json, &text, &root, &style, program)?
         } else {
             json_uninstall_step(agent, &text, &root, program)
         };
@@ -413,17 +465,18 @@ fn edit_json(agent: Agent, text: &str, program: &str, install: bool) -> Result<O
 
 /// `text` with one more of transcope's groups added, or `None` when every event has one.
 fn json_install_step(
-    agent: Agent,
+    agent: &Agent,
+    json: JsonHooks,
     text: &str,
     root: &Node,
     style: &Style,
     program: &str,
 ) -> Result<Option<String>> {
-    let group = |sub: &str| json!({"hooks": [json_hook(agent, program, sub)]});
+    let group = |sub: &str| json!({"hooks": [json_hook(json, program, sub)]});
     let Some((_, hooks)) = root.member("hooks") else {
         let mut all = Map::new();
         for (event, sub) in agent.events() {
-            all.insert((*event).to_owned(), json!([group(sub)]));
+            all.insert(event.to_owned(), json!([group(sub)]));
         }
         let all = Value::Object(all);
         return Ok(Some(jsontext::append_member(
@@ -459,7 +512,7 @@ fn json_install_step(
 
 /// `text` with one of transcope's hooks taken out (with the group, event and `hooks`
 /// object that held only it), or `None` when there is none.
-fn json_uninstall_step(agent: Agent, text: &str, root: &Node, program: &str) -> Option<String> {
+fn json_uninstall_step(agent: &Agent, text: &str, root: &Node, program: &str) -> Option<String> {
     let (hooks_at, hooks) = root.member("hooks")?;
     let hooks = &hooks.value;
     for (event, sub) in agent.events() {
@@ -611,6 +664,7 @@ fn child_table<'a>(parent: &'a mut Table, key: &str) -> Result<&'a mut Table> {
 }
 
 fn edit_codex(
+    agent: &Agent,
     text: &str,
     path: &Path,
     args: &InstallArgs,
@@ -618,10 +672,10 @@ fn edit_codex(
 ) -> Result<Option<String>> {
     let mut doc: DocumentMut = text.parse().context("the file is not valid TOML")?;
     let changed = if install {
-        let hooks = codex_install(&mut doc, path, &args.program)?;
+        let hooks = codex_install(agent, &mut doc, path, &args.program)?;
         hooks | (args.codex_notify && codex_install_notify(&mut doc, &args.program))
     } else {
-        codex_uninstall(&mut doc, path, &args.program)
+        codex_uninstall(agent, &mut doc, path, &args.program)
     };
     Ok(changed.then(|| doc.to_string()))
 }
@@ -650,12 +704,12 @@ fn marked(item: Option<&Item>) -> bool {
         .is_some_and(|s| s.contains(MARK))
 }
 
-fn codex_install(doc: &mut DocumentMut, path: &Path, program: &str) -> Result<bool> {
+fn codex_install(agent: &Agent, doc: &mut DocumentMut, path: &Path, program: &str) -> Result<bool> {
     let mut changed = false;
     let mut trust = Vec::new();
     {
         let hooks = child_table(doc.as_table_mut(), "hooks")?;
-        for (event, sub) in Agent::Codex.events() {
+        for (event, sub) in agent.events() {
             let groups = codex_groups(hooks, event);
             let label = codex_label(event);
             let ours = groups.iter().position(|c| {
@@ -755,11 +809,11 @@ fn codex_timeout(hooks: &Table, event: &str, index: usize) -> u64 {
     t.unwrap_or(600).max(1)
 }
 
-fn codex_uninstall(doc: &mut DocumentMut, path: &Path, program: &str) -> bool {
+fn codex_uninstall(agent: &Agent, doc: &mut DocumentMut, path: &Path, program: &str) -> bool {
     let mut changed = false;
     if let Some(hooks) = doc.get_mut("hooks").and_then(Item::as_table_mut) {
         let mut ours_keys = Vec::new();
-        for (event, sub) in Agent::Codex.events() {
+        for (event, sub) in agent.events() {
             let label = codex_label(event);
             let groups = codex_groups(hooks, event);
             let ours: Vec<usize> = groups
@@ -863,7 +917,7 @@ pub struct Wiring {
 }
 
 /// Read `agent`'s settings at `path` for `doctor`.
-pub fn wiring(agent: Agent, path: &Path) -> Wiring {
+pub fn wiring(agent: &Agent, path: &Path) -> Wiring {
     let mut w = Wiring::default();
     let Ok(text) = fs::read_to_string(path) else {
         w.missing = agent.events().iter().map(|(e, _)| *e).collect();
@@ -878,8 +932,8 @@ pub fn wiring(agent: Agent, path: &Path) -> Wiring {
         }
         None => w.missing.push(event),
     };
-    match agent {
-        Agent::Claude | Agent::Gemini => {
+    match agent.hooks.format {
+        SettingsFormat::Json(json) => {
             let root = serde_json::from_str::<serde::de::IgnoredAny>(&text)
                 .map_err(|e| e.to_string())
                 .and_then(|_| jsontext::parse(&text));
@@ -903,17 +957,21 @@ pub fn wiring(agent: Agent, path: &Path) -> Wiring {
                     .find(|c| is_transcope_hook(c, sub, "transcope"));
                 found(&mut w, event, command);
             }
-            let enabled = root
-                .as_ref()
-                .and_then(|r| r.member("hooksConfig"))
-                .and_then(|(_, c)| c.value.member("enabled"))
-                .map(|(_, e)| &text[e.value.span.clone()]);
-            if agent == Agent::Gemini && enabled == Some("false") {
-                w.problems
-                    .push("`hooksConfig.enabled` is false: Gemini CLI runs no hooks".into());
+            if let Some((object, field)) = json.switch {
+                let enabled = root
+                    .as_ref()
+                    .and_then(|r| r.member(object))
+                    .and_then(|(_, c)| c.value.member(field))
+                    .map(|(_, e)| &text[e.value.span.clone()]);
+                if enabled == Some("false") {
+                    w.problems.push(format!(
+                        "`{object}.{field}` is false: {} runs no hooks",
+                        agent.title()
+                    ));
+                }
             }
         }
-        Agent::Codex => {
+        SettingsFormat::TrustedToml => {
             let doc: DocumentMut = match text.parse() {
                 Ok(d) => d,
                 Err(e) => {

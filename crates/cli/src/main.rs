@@ -18,7 +18,6 @@ macro_rules! say {
 mod archive_cmd;
 mod args;
 mod backfill_cmd;
-mod compose;
 mod deliver;
 mod doctor;
 mod facts_cmd;
@@ -43,6 +42,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+// The adapter and stage lists are the library's, so that tests, the example and the
+// fuzz target use the same ones.
+use transcope::compose;
 
 /// What was this agent session working on when each thing happened?
 #[derive(Parser, Debug)]

@@ -184,13 +184,21 @@ fn usage_key(s: &str) -> Result<transcope_index::UsageKey, String> {
 
 pub(crate) use transcope_pricing::{priced, PriceList};
 
-/// The shipped price table, or `file`'s.
+/// The shipped price table, or `file`'s, its names matched with the pricing providers
+/// the registered adapters declare.
 pub(crate) fn load_prices(file: Option<&Path>) -> Result<transcope_pricing::Prices> {
-    Ok(match file {
+    let table = match file {
         Some(p) => transcope_pricing::Prices::load(p)
             .with_context(|| format!("reading prices from {}", p.display()))?,
         None => transcope_pricing::Prices::builtin(),
-    })
+    };
+    Ok(with_agents(table))
+}
+
+/// `table`, its names matched with the pricing providers the registered adapters
+/// declare.
+pub(crate) fn with_agents(table: transcope_pricing::Prices) -> transcope_pricing::Prices {
+    table.with_providers(crate::compose::adapters().pricing_providers())
 }
 
 pub fn run_usage(home: &Path, a: UsageArgs) -> Result<u8> {
@@ -785,7 +793,7 @@ pub fn run_statusline(home: &Path) -> Result<u8> {
         .then(|| Index::open(home).map_err(|e| say!("{e}")).ok())
         .flatten();
     if let (Some(ix), Some(s)) = (index, session) {
-        let prices = transcope_pricing::Prices::builtin();
+        let prices = with_agents(transcope_pricing::Prices::builtin());
         let price = |model: Option<&str>, t: &transcope_core::Tokens| {
             model.and_then(|m| prices.cost(m, &priced(t)))
         };

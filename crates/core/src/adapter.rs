@@ -7,7 +7,9 @@
 //! on-disk [`Layout`] (its default folders, which files it claims, a file's scope-log
 //! key, a sub-agent's parent, a fork's source), so a third-party crate adds a format by
 //! implementing these traits and registering its factory in an [`AdapterRegistry`] —
-//! no existing crate changes.
+//! no existing crate changes. What the rest of transcope needs to know of the agent
+//! (its token usage shape, its hook wiring, its pricing provider) the factory declares
+//! too ([`crate::agent`]).
 //!
 //! ```
 //! use transcope_core::adapter::*;
@@ -33,6 +35,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::agent::{AgentInfo, Hooks};
 use crate::entry::{Entry, LinePos};
 use crate::head::Head;
 
@@ -288,6 +291,13 @@ pub trait AdapterFactory: Send + Sync {
     }
     /// A fresh adapter for one file (or one thread, reset per file).
     fn build(&self) -> Box<dyn Adapter>;
+    /// What the rest of transcope needs to know of this agent beyond its format: its
+    /// token usage shape, its hook wiring, its pricing provider ([`crate::agent`]).
+    /// The default declares nothing (requests keyed by message id, no hooks, no
+    /// provider).
+    fn agent(&self) -> AgentInfo {
+        AgentInfo::default()
+    }
 }
 
 /// An ordered set of adapter factories; detection picks the most confident, the
@@ -380,6 +390,23 @@ impl AdapterRegistry {
         layout
             .and_then(|l| l.parent(key).or_else(|| l.origin(head)))
             .unwrap_or_else(|| key.to_owned())
+    }
+
+    /// The registered agents whose hooks can be wired, in order, with their wiring.
+    pub fn hooks(&self) -> impl Iterator<Item = (&'static str, Hooks)> + '_ {
+        self.factories()
+            .filter_map(|f| Some((f.name(), f.agent().hooks?)))
+    }
+
+    /// The pricing providers the registered agents declare, in order, each once.
+    pub fn pricing_providers(&self) -> Vec<&'static str> {
+        let mut out: Vec<&'static str> = Vec::new();
+        for p in self.factories().filter_map(|f| f.agent().pricing) {
+            if !out.contains(&p) {
+                out.push(p);
+            }
+        }
+        out
     }
 
     /// The factory registered under `name`.

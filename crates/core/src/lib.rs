@@ -11,6 +11,8 @@
 //! * [`entry`] and [`adapter`]: the neutral [`Entry`](entry::Entry) every adapter emits,
 //!   the push-model [`Adapter`](adapter::Adapter) trait, framing and the agent's
 //!   [`Layout`](adapter::Layout);
+//! * [`agent`]: what an adapter declares of its agent beyond the format — its token
+//!   usage shape, its hook wiring and home folder, its pricing provider;
 //! * [`stage`]: the [`Stage`](stage::Stage) trait (entries in, outputs pushed to a
 //!   [`Sink`](stage::Sink), a checkpoint the cursor stores), and the
 //!   [`StageFactory`](stage::StageFactory) a composition lists to build one per file;
@@ -32,6 +34,7 @@
 #![warn(missing_docs)]
 
 pub mod adapter;
+pub mod agent;
 pub mod digest;
 pub mod entry;
 pub mod env;

@@ -112,7 +112,7 @@
 //! let path = std::path::Path::new("t.jsonl");
 //! let mut stages = listed.build(&BuildContext::new(path, Some("s1"), &env));
 //! stages.entry(&Entry::default());
-//! let file = FileContext { path, key: Some("s1"), adapter: "toy", resumed: false };
+//! let file = FileContext { path, key: Some("s1"), adapter: "toy", usage: Default::default(), resumed: false };
 //! stages.iter_mut().for_each(|s| s.finish(&file));
 //! assert_eq!(rx.try_recv(), Ok(1));
 //! ```
@@ -168,6 +168,9 @@ pub struct FileContext<'a> {
     pub key: Option<&'a str>,
     /// The adapter that decodes it (`claude`, `codex`, `gemini`, …).
     pub adapter: &'static str,
+    /// How that adapter's agent carries token usage, as its factory declares it
+    /// ([`AdapterFactory::agent`](crate::adapter::AdapterFactory::agent)).
+    pub usage: crate::agent::UsageShape,
     /// The read resumes from a cursor (the stage's state was restored).
     pub resumed: bool,
 }

@@ -511,6 +511,7 @@ impl Pipeline {
             path: req.path,
             key: req.key,
             adapter: source.as_ref().map_or("", Source::adapter),
+            usage: source.as_ref().map(Source::usage).unwrap_or_default(),
             resumed: obs.resumed,
         };
         for s in stages.iter_mut() {

@@ -471,6 +471,11 @@ impl<'a> Source<'a> {
         self.factory.name()
     }
 
+    /// How the adapter's agent carries token usage, as its factory declares it.
+    pub fn usage(&self) -> transcope_core::agent::UsageShape {
+        self.factory.agent().usage
+    }
+
     /// The file's modification time (nanoseconds since the epoch).
     pub fn modified_ns(&self) -> i128 {
         crate::mtime_ns(&self.file)

@@ -4,7 +4,11 @@
 //! `data/generate.py` from litellm's published model-price list; `data/SOURCE.md` records
 //! the source, commit, date and licence). [`Prices::builtin`] is that table,
 //! [`Prices::load`] reads a `--pricing FILE` override in the same format, and
-//! [`Prices::price`] finds a model by the names users and agents write.
+//! [`Prices::price`] finds a model by the names users and agents write. Which vendors'
+//! namespaces a name may carry is not this crate's knowledge: the registered adapters
+//! declare their agents' pricing providers
+//! ([`AgentInfo::pricing`](transcope_core::agent::AgentInfo::pricing)) and
+//! [`Prices::with_providers`] takes them.
 //!
 //! [`ModelPrice::cost`] prices one request's [`Tokens`] in USD. A model with no price
 //! gives `None` from [`Prices::cost`]: callers print `null`, never 0.
@@ -37,15 +41,11 @@ use serde::{Deserialize, Serialize};
 /// The table shipped in the repository.
 const BUILTIN: &str = include_str!("../data/prices.json");
 
-/// Provider namespaces a model name may carry in front of the name the table lists.
-const PROVIDER_PREFIXES: &[&str] = &[
-    "anthropic/",
-    "openai/",
-    "gemini/",
-    "google/",
-    "vertex_ai/",
-    "models/",
-];
+/// Namespaces a model name may carry in front of the name the table lists that are
+/// no agent's provider: a cloud's (`vertex_ai/claude-…`), a router's (`google/…`), an
+/// API's resource name (`models/…`). The providers' own are declared
+/// ([`Prices::with_providers`]).
+const NAMESPACES: &[&str] = &["google/", "vertex_ai/", "models/"];
 
 /// What can go wrong reading a pricing table.
 #[derive(Debug, thiserror::Error)]
@@ -92,19 +92,12 @@ pub enum PricingError {
 
 /// One request's token counts, each token in exactly one field.
 ///
-/// The fields are disjoint, so a caller converts an agent's counts first:
-///
-/// - Claude: `input_tokens` → `input` (it excludes cache tokens), `output_tokens` →
-///   `output` (thinking is already in it; `reasoning_output` stays 0), the
-///   `cache_creation` split → `cache_creation_5m` / `cache_creation_1h` (all of
-///   `cache_creation_input_tokens` in `cache_creation_5m` when there is no split),
-///   `cache_read_input_tokens` → `cache_read`.
-/// - Codex (OpenAI): `input_tokens` includes `cached_input_tokens` and `output_tokens`
-///   includes `reasoning_output_tokens`, so `input = input_tokens - cached`,
-///   `cache_read = cached`, `output = output_tokens - reasoning`,
-///   `reasoning_output = reasoning`.
-/// - Gemini: `input` includes `cached`, so `input = input - cached`, `cache_read = cached`;
-///   `output` and `thoughts` are separate already: `output`, `reasoning_output`.
+/// The fields are disjoint, so a caller converts an agent's counts first (each
+/// adapter declares how its agent's counts overlap,
+/// [`TokenShape`](transcope_core::agent::TokenShape), and [`priced`] takes the result):
+/// `input` excludes the cache reads and writes, the cache writes are split by lifetime
+/// (all in `cache_creation_5m` when the agent does not split them), and
+/// `reasoning_output` holds only reasoning not already in `output`.
 ///
 /// Reasoning tokens are billed as output, as litellm does for OpenAI and Gemini (and as
 /// the providers bill them): at the list's `output_cost_per_reasoning_token` where it
@@ -283,6 +276,8 @@ pub struct Prices {
     models: BTreeMap<String, ModelPrice>,
     /// `sha256:` and the hex SHA-256 of the table's text.
     fingerprint: String,
+    /// The pricing providers of the registered agents ([`Prices::with_providers`]).
+    providers: Vec<String>,
 }
 
 impl Prices {
@@ -343,7 +338,26 @@ impl Prices {
             source: table.source,
             models,
             fingerprint,
+            providers: Vec::new(),
         })
+    }
+
+    /// The table, its names matched with the pricing providers the registered agents
+    /// declare (`anthropic`, `openai`, …, as the list names them): a model name may
+    /// carry a provider's namespace (`anthropic/claude-…`), and a provider's own-named
+    /// models may be listed under it (`gemini/gemini-…`) — see [`Prices::resolve`].
+    /// The prices and the fingerprint are the table's.
+    ///
+    /// ```
+    /// use transcope_pricing::Prices;
+    /// let prices = Prices::builtin();
+    /// assert!(prices.price("anthropic/claude-sonnet-4-20250514").is_none());
+    /// let prices = prices.with_providers(["anthropic"]);
+    /// assert!(prices.price("anthropic/claude-sonnet-4-20250514").is_some());
+    /// ```
+    pub fn with_providers<'p>(mut self, providers: impl IntoIterator<Item = &'p str>) -> Prices {
+        self.providers = providers.into_iter().map(str::to_owned).collect();
+        self
     }
 
     /// What tells this table from any other: `sha256:` and the SHA-256 of its text
@@ -399,9 +413,11 @@ impl Prices {
     /// The table's name for `model` and its prices. Tried in order, the first found wins:
     ///
     /// 1. the name as given, then trimmed and lower-cased;
-    /// 2. with provider prefixes stripped (`anthropic/`, `openai/`, `gemini/`, `google/`,
-    ///    `vertex_ai/`, `models/`, repeatedly); a `gemini-…` name is also tried as the
-    ///    list's Google AI Studio name `gemini/gemini-…`;
+    /// 2. with namespaces stripped (each declared provider's `<provider>/`, and
+    ///    `google/`, `vertex_ai/`, `models/`, repeatedly); a name a declared provider
+    ///    gives its own models (`<provider>-…`) is also tried under the provider's
+    ///    namespace, as the list files some (`gemini-…` as `gemini/gemini-…`, Google AI
+    ///    Studio's);
     /// 3. with a trailing `@date` written `-date` (Vertex's spelling), then without a
     ///    trailing date (`-20250514`, `@20240620`, `-2025-04-14`);
     /// 4. without a trailing `-latest`;
@@ -418,7 +434,7 @@ impl Prices {
         if let Some(hit) = self.exact(&name) {
             return Some(hit);
         }
-        while let Some(rest) = PROVIDER_PREFIXES.iter().find_map(|p| name.strip_prefix(p)) {
+        while let Some(rest) = self.namespaced(&name) {
             name = rest.to_owned();
         }
         if let Some(hit) = self.named(&name) {
@@ -445,15 +461,24 @@ impl Prices {
             .map(|(k, v)| (k.as_str(), v))
     }
 
-    /// `name` itself, or a Gemini model under the list's `gemini/` name.
+    /// `name` without the namespace it starts with, if it starts with one.
+    fn namespaced<'n>(&self, name: &'n str) -> Option<&'n str> {
+        self.providers
+            .iter()
+            .find_map(|p| name.strip_prefix(p.as_str())?.strip_prefix('/'))
+            .or_else(|| NAMESPACES.iter().find_map(|n| name.strip_prefix(n)))
+    }
+
+    /// `name` itself, or a provider's own-named model under the provider's namespace.
     fn named(&self, name: &str) -> Option<(&str, &ModelPrice)> {
         if name.is_empty() {
             return None;
         }
         self.exact(name).or_else(|| {
-            name.starts_with("gemini-")
-                .then(|| self.exact(&format!("gemini/{name}")))
-                .flatten()
+            self.providers.iter().find_map(|p| {
+                let own = name.strip_prefix(p.as_str())?.starts_with('-');
+                own.then(|| self.exact(&format!("{p}/{name}"))).flatten()
+            })
         })
     }
 

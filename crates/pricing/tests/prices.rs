@@ -9,6 +9,15 @@ use transcope_pricing::{ModelPrice, Prices, PricingError, Tokens};
 
 const M: u64 = 1_000_000;
 
+/// The pricing providers the built-in adapters declare, in their order (the binary's
+/// own test, `crates/cli/tests/agents.rs`, holds the registry to this list).
+const PROVIDERS: [&str; 3] = ["anthropic", "openai", "gemini"];
+
+/// The shipped table, its names matched as the binary matches them.
+fn shipped() -> Prices {
+    Prices::builtin().with_providers(PROVIDERS)
+}
+
 fn data(file: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("data")
@@ -16,7 +25,7 @@ fn data(file: &str) -> PathBuf {
 }
 
 fn builtin(model: &str) -> ModelPrice {
-    Prices::builtin()
+    shipped()
         .price(model)
         .unwrap_or_else(|| panic!("{model} has a price"))
         .clone()
@@ -35,7 +44,7 @@ fn write_tmp(name: &str, text: &str) -> PathBuf {
 
 #[test]
 fn builtin_table_parses_and_covers_claude_openai_and_gemini() {
-    let prices = Prices::builtin();
+    let prices = shipped();
     assert!(prices.len() > 100, "{} models", prices.len());
     for provider in ["anthropic", "openai", "gemini", "vertex_ai-language-models"] {
         assert!(
@@ -83,7 +92,7 @@ fn every_builtin_price_equals_its_litellm_entry() {
         serde_json::from_str(&std::fs::read_to_string(data("litellm-model-prices.json")).unwrap())
             .unwrap();
     let raw = raw.as_object().unwrap();
-    let prices = Prices::builtin();
+    let prices = shipped();
     assert_eq!(prices.len(), raw.len());
     let field = |e: &Value, f: &str| e.get(f).and_then(Value::as_f64);
     for (name, p) in prices.models() {
@@ -136,7 +145,7 @@ fn every_builtin_price_equals_its_litellm_entry() {
 /// The models the repository's Claude, Codex and Gemini fixtures name.
 #[test]
 fn fixture_models_are_priced() {
-    let prices = Prices::builtin();
+    let prices = shipped();
     for model in [
         "claude-opus-4-7",
         "claude-sonnet-4-20250514",
@@ -312,7 +321,7 @@ fn tier_prices_apply_to_the_whole_request_above_the_threshold() {
 
 #[test]
 fn names_are_normalised_as_users_write_them() {
-    let prices = Prices::builtin();
+    let prices = shipped();
     let resolved = |m: &str| prices.resolve(m).map(|(k, _)| k.to_owned());
     for (given, table) in [
         ("claude-sonnet-4-20250514", "claude-sonnet-4-20250514"),
@@ -350,7 +359,7 @@ fn names_are_normalised_as_users_write_them() {
 
 #[test]
 fn unknown_models_have_no_price() {
-    let prices = Prices::builtin();
+    let prices = shipped();
     for model in [
         "",
         "   ",
@@ -391,7 +400,7 @@ fn pricing_file_replaces_the_builtin_table() {
                        "in-house-model": {"input": 0, "output": 1e-07, "cache_read": 0,
                                           "tiers": [{"above": 10, "output": 2e-07}]}}}"#,
     );
-    let prices = Prices::load(&path).unwrap();
+    let prices = Prices::load(&path).unwrap().with_providers(PROVIDERS);
     assert_eq!(prices.source(), "our negotiated rates");
     assert_eq!(prices.len(), 2);
     let t = Tokens {
@@ -409,7 +418,9 @@ fn pricing_file_replaces_the_builtin_table() {
     // Replaced, not merged: a builtin model the file does not list has no price.
     assert_eq!(prices.cost("claude-opus-4-7", &t), None);
     assert_eq!(
-        Prices::from_json(&std::fs::read_to_string(&path).unwrap()).unwrap(),
+        Prices::from_json(&std::fs::read_to_string(&path).unwrap())
+            .unwrap()
+            .with_providers(PROVIDERS),
         prices
     );
 }
@@ -486,4 +497,29 @@ fn generator_reproduces_the_shipped_table() {
         "generate.py --check: {}",
         String::from_utf8_lossy(&run.stderr)
     );
+}
+
+/// The providers are the registered agents' declaration, not this crate's: without
+/// them a namespaced name is not stripped, nor an own-named model looked up under its
+/// provider; with a provider no agent of transcope's declares, its names are.
+#[test]
+fn namespaces_come_from_the_declared_providers() {
+    let bare = Prices::builtin();
+    assert_eq!(bare.resolve("openai/gpt-5-codex"), None);
+    assert_eq!(bare.resolve("gemini-3.5-live-translate-preview"), None);
+    assert!(bare.resolve("vertex_ai/claude-opus-4-1@20250805").is_some());
+    let toy = Prices::from_json(
+        r#"{"models": {"toyvendor/toyvendor-large": {"input": 1e-06, "output": 2e-06},
+                       "small": {"input": 1e-07, "output": 2e-07}}}"#,
+    )
+    .unwrap()
+    .with_providers(["toyvendor"]);
+    let resolved = |m: &str| toy.resolve(m).map(|(k, _)| k.to_owned());
+    assert_eq!(
+        resolved("toyvendor-large").as_deref(),
+        Some("toyvendor/toyvendor-large")
+    );
+    assert_eq!(resolved("toyvendor/small").as_deref(), Some("small"));
+    // Only a provider's own-named models are looked up under it.
+    assert_eq!(resolved("large"), None);
 }

@@ -1,5 +1,7 @@
-//! The built-in adapters and engine, as tests compose them (the binary's own list is
-//! in `crates/cli/src/compose.rs`; tests of the crates below it need the same).
+//! The built-in adapters and engine, as tests compose them: the binary's own list
+//! (`transcope::compose`, the library of `crates/cli`, built without the binary's
+//! dependencies), so the tests of the crates below it read with exactly the adapters
+//! the binary has.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -10,22 +12,14 @@ use transcope_core::stage::{BuildContext, FileContext, Stage, StageFactory, Stag
 use transcope_core::Entry;
 use transcope_engine::{CursorPolicy, Pipeline};
 
-/// Claude (the fallback), Codex, then Gemini CLI, as the binary registers them.
+/// Every adapter, as the binary registers them ([`transcope::compose::adapters`]).
 pub fn adapters() -> AdapterRegistry {
-    let mut r = AdapterRegistry::new();
-    r.register(Box::new(transcope_adapter_claude::ClaudeFactory));
-    r.register(Box::new(transcope_adapter_codex::CodexFactory));
-    r.register(Box::new(transcope_adapter_gemini::GeminiFactory));
-    r
+    transcope::compose::adapters()
 }
 
-/// Change detection, markers and usage, as the binary lists them first.
+/// Every stage, as the binary lists them ([`transcope::compose::stages`]).
 pub fn stages() -> StageRegistry {
-    let mut r = StageRegistry::new();
-    r.register(Box::new(transcope_change_detect::ChangeDetectFactory));
-    r.register(Box::new(transcope_markers::MarkersFactory));
-    r.register(Box::new(transcope_usage::UsageFactory));
-    r
+    transcope::compose::stages()
 }
 
 /// The engine with the cursor store under `home`.

@@ -21,7 +21,7 @@
 //! let mut resumed: Activity<Vec<Report>> = Activity::new(Vec::new());
 //! assert!(resumed.restore(&saved));
 //! resumed.entry(&Entry { kind: Some(EntryKind::Assistant), texts: vec!["Two words.".into()], ..Entry::default() });
-//! let file = FileContext { path: "t.plog".as_ref(), key: Some("s"), adapter: "plainlog", resumed: true };
+//! let file = FileContext { path: "t.plog".as_ref(), key: Some("s"), adapter: "plainlog", usage: Default::default(), resumed: true };
 //! resumed.finish(&file);
 //! let a = &resumed.into_sink()[0].folders["/a"];
 //! assert_eq!((a.messages, a.tool_calls, a.words), (2, 1, 2));

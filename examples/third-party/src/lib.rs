@@ -1,12 +1,15 @@
 //! # transcope-example-third-party: a new agent and a new stage, from outside
 //!
 //! Everything here uses only transcope's public crates (`transcope-core`,
-//! `transcope-engine` and the built-in adapter crates) and changes none of them:
+//! `transcope-engine`, and the binary's adapter list, `transcope::compose`) and changes
+//! none of them:
 //!
 //! * [`plainlog`]: a third-party **adapter** for a made-up agent's NDJSON transcripts
 //!   ([`AdapterFactory`](transcope_core::adapter::AdapterFactory), its
 //!   [`Adapter`](transcope_core::adapter::Adapter) and its
-//!   [`Layout`](transcope_core::adapter::Layout));
+//!   [`Layout`](transcope_core::adapter::Layout)), which declares its token usage
+//!   shape and pricing provider, so transcope's usage stage counts and its price list
+//!   prices the agent's requests without a change of theirs (`tests/usage.rs`);
 //! * [`activity`]: a third-party **stage** counting messages, tool calls and words per
 //!   folder, with a checkpoint ([`Stage`] and its
 //!   [`StageFactory`](transcope_core::stage::StageFactory));
@@ -14,9 +17,10 @@
 //!   it hands its [`Facts`](transcope_core::Facts) on, and [`kept`] — transcope's own
 //!   backfill over a stage list with it added, one line — finds them in the index,
 //!   each with the scope in force when it happened;
-//! * [`adapters`], [`stages`] and [`pipeline`]: the composition — the built-in
-//!   adapters plus the plain log, one line each, and the activity stage, one line —
-//!   in the shape of transcope's own `crates/cli/src/compose.rs`;
+//! * [`adapters`], [`stages`] and [`pipeline`]: the composition — transcope's
+//!   adapters (its own list, `transcope::compose::adapters`) plus the plain log, one
+//!   line, and the activity stage, one line — in the shape of transcope's own
+//!   `crates/cli/src/compose.rs`;
 //! * [`run`]: every transcript under some paths through that pipeline, with the cursor
 //!   store, so every byte is observed once: a second run over the same bytes reads
 //!   nothing, and bytes appended later are read from where the last run stopped, the
@@ -52,12 +56,9 @@ use transcope_engine::{Buffers, CursorPolicy, Pipeline, Request, ScanError};
 
 use activity::{ActivityFactory, Report};
 
-/// transcope's adapters, then the plain log: one line each.
+/// transcope's adapters (the binary's list), then the plain log: one line.
 pub fn adapters() -> AdapterRegistry {
-    let mut r = AdapterRegistry::new();
-    r.register(Box::new(transcope_adapter_claude::ClaudeFactory));
-    r.register(Box::new(transcope_adapter_codex::CodexFactory));
-    r.register(Box::new(transcope_adapter_gemini::GeminiFactory));
+    let mut r = transcope::compose::adapters();
     r.register(Box::new(plainlog::PlainLogFactory));
     r
 }
@@ -210,13 +211,10 @@ pub fn run(home: &Path, paths: &[PathBuf]) -> Result<Vec<FileRun>, RunError> {
     Ok(runs)
 }
 
-/// transcope's own stages (change detection, markers, usage), then the replies stage:
-/// one line, as in transcope's `crates/cli/src/compose.rs`.
+/// transcope's own stages (its one list: change detection, markers, usage), then the
+/// replies stage: one line, as it would be in transcope's `crates/cli/src/compose.rs`.
 pub fn kept_stages() -> StageRegistry {
-    let mut r = StageRegistry::new();
-    r.register(Box::new(transcope_change_detect::ChangeDetectFactory));
-    r.register(Box::new(transcope_markers::MarkersFactory));
-    r.register(Box::new(transcope_usage::UsageFactory));
+    let mut r = transcope::compose::stages();
     r.register(Box::new(replies::RepliesFactory));
     r
 }

@@ -8,7 +8,16 @@
 //! {"t":"…","in":"/work/alpha","who":"human","say":"…"}                    → User
 //! {"t":"…","who":"agent","say":"…"}                                       → Assistant (say is its text)
 //! {"t":"…","who":"tool","tool":"grep","say":"…"}                          → Tool
+//! {"t":"…","who":"agent","id":"m1","model":"…","tokens":{"in":…,"cached":…,"out":…,"think":…}}
+//!                                                                         → Assistant with usage
 //! ```
+//!
+//! What transcope needs to know of the agent beyond the format, the factory declares
+//! ([`transcope_core::agent`]): how its `tokens` map to transcope's columns and what
+//! keys a request ([`USAGE`]: `in` includes `cached`, `think` is apart from `out`, and
+//! message ids are the session's own), and the price list's provider of its models
+//! ([`PRICING`]). transcope's usage stage and price list then count and price it as
+//! they do the built-in agents', naming none of them.
 //!
 //! `in` (the folder) is written only when it changes, as Codex writes its folder only
 //! in `turn_context`: an entry's `cwd` is what its own line says, and a stage that
@@ -35,14 +44,43 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::error::Category;
 use transcope_core::adapter::{Adapter, AdapterFactory, Confidence, EntrySink, Layout, Skip};
+use transcope_core::agent::{
+    AgentHome, AgentInfo, RequestKey, TokenCounts, TokenShape, UsageShape,
+};
 use transcope_core::head::Head;
-use transcope_core::{Entry, EntryKind, LinePos, TimeValue};
+use transcope_core::{Entry, EntryKind, LinePos, TimeValue, Usage};
 
 /// The extension of a plain log.
 pub const EXTENSION: &str = "plog";
 
 /// How much of a file's head is read for its header.
 const HEAD_LIMIT: u64 = 64 * 1024;
+
+/// How plain logs carry token usage: an agent line's `tokens`, whose `in` includes the
+/// `cached` tokens and whose `think` tokens are billed apart from `out`; a message
+/// `id` is the session's own.
+pub const USAGE: UsageShape = UsageShape {
+    tokens: Some(TOKENS),
+    key: RequestKey::SessionMessage,
+    starts_at_meta: false,
+};
+
+/// The fields of an agent line's `tokens`, by their role.
+const TOKENS: TokenShape = TokenShape {
+    cache_read: Some("cached"),
+    reasoning: Some("think"),
+    input_includes_cache_read: true,
+    output_includes_reasoning: false,
+    ..TokenShape::new("in", "out")
+};
+
+/// The price list's provider of the plain-log agent's models: a model name may carry
+/// it (`plainvendor/pv-small`), and its own-named models (`plainvendor-…`) may be
+/// listed under it.
+pub const PRICING: &str = "plainvendor";
+
+/// Where the agent keeps its state: `$PLAINLOG_HOME`, else `~/.plainlog`.
+pub const HOME: AgentHome = AgentHome::folder("PLAINLOG_HOME", ".plainlog");
 
 /// One line of a plain log: the header's fields and an event's, all optional.
 #[derive(Deserialize)]
@@ -61,6 +99,24 @@ struct Line<'a> {
     who: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     say: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    model: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    tokens: Option<std::collections::BTreeMap<Cow<'a, str>, u64>>,
+}
+
+/// transcope's columns of a `tokens` object, each field read by its role in the
+/// declared shape.
+fn tokens_of(fields: &std::collections::BTreeMap<Cow<'_, str>, u64>) -> transcope_core::Tokens {
+    let mut counts = TokenCounts::default();
+    for (k, n) in fields {
+        if let Some(role) = TOKENS.role(k) {
+            counts.set(role, *n);
+        }
+    }
+    TOKENS.tokens(&counts)
 }
 
 impl<'a> Line<'a> {
@@ -105,12 +161,19 @@ impl Adapter for PlainLogAdapter {
             (EntryKind::Assistant, Some(say)) => vec![say],
             _ => Vec::new(),
         };
+        let usage = rec.tokens.as_ref().map(|t| Usage {
+            message_id: rec.id,
+            model: rec.model,
+            tokens: Some(tokens_of(t)),
+            ..Usage::default()
+        });
         sink.entry(&Entry {
             kind: Some(kind),
             time: time.map_or(TimeValue::Missing, TimeValue::Str),
             cwd: rec.folder.filter(|f| !f.is_empty()),
             session_id: rec.session,
             texts,
+            usage,
             offset: pos.offset,
             line: pos.line,
             ..Entry::default()
@@ -125,10 +188,7 @@ pub struct PlainLogLayout;
 
 impl Layout for PlainLogLayout {
     fn default_roots(&self, lookup: &dyn Fn(&str) -> Option<String>, home: &Path) -> Vec<PathBuf> {
-        let root = lookup("PLAINLOG_HOME")
-            .filter(|v| !v.is_empty())
-            .map_or_else(|| home.join(".plainlog"), PathBuf::from);
-        vec![root.join("logs")]
+        vec![HOME.resolve(lookup, home).join("logs")]
     }
 
     fn claims(&self, path: &Path) -> bool {
@@ -178,5 +238,14 @@ impl AdapterFactory for PlainLogFactory {
 
     fn build(&self) -> Box<dyn Adapter> {
         Box::new(PlainLogAdapter)
+    }
+
+    /// Its usage shape and pricing provider (no hooks: the agent runs none).
+    fn agent(&self) -> AgentInfo {
+        AgentInfo {
+            usage: USAGE,
+            pricing: Some(PRICING),
+            ..AgentInfo::default()
+        }
     }
 }

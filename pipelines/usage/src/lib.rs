@@ -7,16 +7,23 @@
 //! are handed on as one, merged as the index merges copies; any other copy is handed
 //! on as it is, and the index keeps one by key.
 //!
-//! * **Claude Code:** an assistant line's `message.usage`. Streamed chunks of one
-//!   message share `message.id` (and the request its `requestId`): the key is
-//!   `claude:<message.id>:<requestId>`, the same in every file, so an index keeps one
-//!   copy across the whole archive (the earliest), however often a resumed session
-//!   replays the line. A message without an id is keyed by its file position.
-//! * **Codex:** `token_count` events carry the session's running total: the stage counts
-//!   its growth since the previous event (kept in the checkpoint across appended
-//!   pieces), so a repeated or replayed total counts nothing; the model is the last
-//!   `turn_context`'s. An event with only `last_token_usage` counts that.
-//! * **Gemini CLI:** a message's `tokens`, keyed by the session and message id.
+//! How an agent's records carry usage is its adapter's declaration
+//! ([`UsageShape`](transcope_core::agent::UsageShape), handed to the stage in the
+//! [`FileContext`]); no agent is named here:
+//!
+//! * **The key** ([`RequestKey`]): by default `<agent>:<message id>:<request id>`
+//!   (or without the request id when there is none), the same in every file, so an
+//!   index keeps one copy across the whole archive (the earliest), however often a
+//!   resumed session replays the line; streamed chunks of one message share it. An
+//!   agent whose message ids are the session's own keys by
+//!   `<agent>:<session>:<message id>`. A request without a message id is keyed by its
+//!   file position.
+//! * **Running totals** ([`Usage::cumulative`](transcope_core::Usage)): the stage
+//!   counts a total's growth since the previous one (kept in the checkpoint across
+//!   appended pieces), so a repeated or replayed total counts nothing; the model is
+//!   the last one named alone (a turn's context). For an agent whose sessions start
+//!   at their meta record ([`UsageShape::starts_at_meta`]), totals stamped before it
+//!   are a fork's copy of its source's and count nothing.
 //!
 //! The stage only reads; the composition attributes each [`Spent`] through the scope
 //! log (`scope_at` at its time, as a marker is) and records it.
@@ -26,7 +33,7 @@
 //! use transcope_core::{Entry, FileContext, Stage, Tokens, Usage};
 //! use transcope_usage::UsageStage;
 //! let mut s = UsageStage::default();
-//! s.begin(&FileContext { path: std::path::Path::new("t"), key: Some("s1"), adapter: "claude", resumed: false });
+//! s.begin(&FileContext { path: std::path::Path::new("t"), key: Some("s1"), adapter: "claude", usage: Default::default(), resumed: false });
 //! let tokens = Tokens { input: 3, output: 5, ..Tokens::default() };
 //! let usage = Usage { message_id: Some("m1".into()), request_id: Some("r1".into()), tokens: Some(tokens), ..Usage::default() };
 //! let e = Entry { usage: Some(usage), ..Entry::default() };
@@ -42,7 +49,7 @@
 use serde_json::{json, Value};
 use std::sync::Arc;
 use transcope_core::adapter::{EntrySink, Probe};
-
+use transcope_core::agent::{RequestKey, UsageShape};
 use transcope_core::digest::request_key;
 use transcope_core::{Entry, EntryKind, FileContext, Stage, Tokens};
 
@@ -71,14 +78,17 @@ pub struct Spent {
 pub struct UsageStage {
     key: String,
     adapter: &'static str,
-    /// The model of the last `turn_context` (Codex).
+    /// How the adapter's agent carries usage.
+    shape: UsageShape,
+    /// The model last named alone (a turn's context).
     model: Option<Arc<str>>,
     /// The model last named by a request, shared by the requests that name it too.
     named: Option<Arc<str>>,
-    /// The last running total seen (Codex).
+    /// The last running total seen.
     total: Option<Tokens>,
-    /// When the session began (its first `session_meta`, Codex): running totals
-    /// stamped before it are a fork's copy of its source's history.
+    /// When the session began (its first meta record, when the agent's sessions start
+    /// there): running totals stamped before it are a fork's copy of its source's
+    /// history.
     start: Option<transcope_core::Instant>,
     /// The last request keyed from a message and request id: its ids and key (a
     /// streamed message's copies follow one another).
@@ -99,7 +109,7 @@ impl EntrySink for UsageStage {
     }
 
     fn entry(&mut self, e: &Entry<'_>) {
-        if e.kind == Some(EntryKind::Meta) && self.start.is_none() && self.adapter == "codex" {
+        if e.kind == Some(EntryKind::Meta) && self.start.is_none() && self.shape.starts_at_meta {
             self.start = e.time.as_str().and_then(transcope_core::timestamp::parse);
         }
         let Some(u) = &e.usage else {
@@ -140,10 +150,10 @@ impl EntrySink for UsageStage {
         }
         let a = self.adapter;
         let key = match u.message_id.as_deref().filter(|m| !m.is_empty()) {
-            // Gemini's ids are the session's own: scoped by it.
-            Some(m) if a == "gemini" => {
+            // Ids that are the session's own: scoped by it.
+            Some(m) if self.shape.key == RequestKey::SessionMessage => {
                 let session = e.session_id.as_deref().unwrap_or(&self.key);
-                request_key(&["gemini:", session, ":", m])
+                request_key(&[a, ":", session, ":", m])
             }
             Some(m) => match &self.last {
                 Some((lm, lr, key)) if lm == m && lr.as_deref() == u.request_id.as_deref() => *key,
@@ -253,6 +263,7 @@ impl Stage for UsageStage {
     fn begin(&mut self, file: &FileContext<'_>) {
         self.key = file.key.unwrap_or("").to_owned();
         self.adapter = file.adapter;
+        self.shape = file.usage;
         self.last = None;
     }
 

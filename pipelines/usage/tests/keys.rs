@@ -1,6 +1,7 @@
 //! Request keys: every copy of a request shares its key, and only its copies do.
 
 use transcope_core::adapter::EntrySink;
+use transcope_core::agent::{RequestKey, UsageShape};
 use transcope_core::digest::request_key;
 use transcope_core::{Entry, FileContext, Stage, Tokens, Usage};
 use transcope_usage::UsageStage;
@@ -24,10 +25,15 @@ fn entry(message: Option<&str>, request: Option<&str>, offset: u64) -> Entry<'st
 }
 
 fn begin(s: &mut UsageStage, adapter: &'static str) {
+    begin_shaped(s, adapter, UsageShape::default());
+}
+
+fn begin_shaped(s: &mut UsageStage, adapter: &'static str, usage: UsageShape) {
     s.begin(&FileContext {
         path: std::path::Path::new("t"),
         key: Some("s1"),
         adapter,
+        usage,
         resumed: false,
     });
 }
@@ -115,4 +121,33 @@ fn copies_that_follow_merge_as_the_index_merges_them() {
     assert_eq!(spent[1].copies, 1);
     assert_eq!(spent[1].at, at("2026-01-01T00:00:01Z"));
     assert_eq!(spent[0].key, spent[1].key);
+}
+
+/// An agent that declares its message ids the session's own has its requests keyed by
+/// the session too, whatever the agent is called: the declaration decides, not the
+/// name.
+#[test]
+fn a_declared_session_scope_keys_by_the_session() {
+    let scoped = UsageShape {
+        key: RequestKey::SessionMessage,
+        ..UsageShape::default()
+    };
+    let mut s = UsageStage::default();
+    begin_shaped(&mut s, "toy", scoped);
+    s.entry(&entry(Some("m1"), Some("r1"), 0));
+    let mut in_session = entry(Some("m1"), None, 1);
+    in_session.session_id = Some("other".into());
+    s.entry(&in_session);
+    let keys: Vec<u128> = s.take().iter().map(|x| x.key).collect();
+    assert_eq!(
+        keys,
+        [
+            request_key(&["toy", ":", "s1", ":", "m1"]),
+            request_key(&["toy", ":", "other", ":", "m1"])
+        ]
+    );
+    // The same ids, undeclared: keyed by the message and request alone.
+    begin(&mut s, "toy");
+    s.entry(&entry(Some("m1"), Some("r1"), 0));
+    assert_eq!(s.take()[0].key, request_key(&["toy", ":", "m1", ":", "r1"]));
 }

@@ -88,8 +88,12 @@ pub fn tree(dir: &Path) -> Vec<String> {
 }
 
 /// Remove from `cmd`'s environment every variable of agentihooks, the brain writer and
-/// the agents' folders that the test process may have: a test sets what it means.
+/// the agents' folders (each registered agent's declared home variable) that the test
+/// process may have: a test sets what it means.
 pub fn clean_env(cmd: &mut Command) {
+    for (_, hooks) in transcope::compose::adapters().hooks() {
+        cmd.env_remove(hooks.home.var);
+    }
     for k in [
         "AGENTIHOOKS_HOME",
         "AGENTIHOOKS_PROJECT_ID",
@@ -103,9 +107,6 @@ pub fn clean_env(cmd: &mut Command) {
         "BRAIN_WRITER_OUTBOX",
         "BRAIN_WRITER_MAX_MARKERS",
         "CLAUDE_PROJECT_DIR",
-        "CLAUDE_CONFIG_DIR",
-        "CODEX_HOME",
-        "GEMINI_CLI_HOME",
         "TRANSCOPE",
         "TRANSCOPE_FLEET_URL",
         "TRANSCOPE_MACHINE",

@@ -70,6 +70,7 @@ fn context(resumed: bool) -> FileContext<'static> {
         path: Path::new(CONTEXT_PATH),
         key: Some("compliance"),
         adapter: "compliance",
+        usage: Default::default(),
         resumed,
     }
 }

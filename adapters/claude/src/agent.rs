@@ -1,0 +1,64 @@
+//! What transcope knows of Claude Code beyond its transcripts, declared through
+//! [`ClaudeFactory`](crate::ClaudeFactory) (`transcope_core::agent`): its token usage,
+//! its home folder and hook wiring, its pricing provider.
+//!
+//! * Usage: an assistant line's `message.usage` (the Claude message rule's
+//!   [`MessageUsage`], which legacy Codex files share), keyed by `message.id` and the
+//!   line's `requestId`: the same in every file, so a resumed session's replayed line
+//!   is one request however often it is copied.
+//! * Home: `$CLAUDE_CONFIG_DIR`, else `~/.claude` ([`HOME`]).
+//! * Hooks: `settings.json`, JSON ([`SettingsFormat::Json`]): `SessionStart`, `Stop`
+//!   and `SubagentStop`, with Claude Code's default timeout (60 s, above the hook's
+//!   deadline). Claude Code deletes transcripts older than `cleanupPeriodDays` (30 by
+//!   default) at its start ([`Hooks::cleanup`]).
+
+use transcope_adapter_common::message::MessageUsage;
+use transcope_adapter_common::usage::Shape;
+use transcope_core::agent::{
+    AgentHome, AgentInfo, Cleanup, HookRun, Hooks, JsonHooks, RequestKey, SettingsFormat,
+    UsageShape,
+};
+
+/// Everything the adapter declares of Claude Code.
+pub const INFO: AgentInfo = AgentInfo {
+    usage: USAGE,
+    hooks: Some(HOOKS),
+    pricing: Some(PRICING),
+};
+
+/// How Claude Code's records carry usage (see the module docs).
+pub const USAGE: UsageShape = UsageShape {
+    tokens: Some(MessageUsage::TOKENS),
+    key: RequestKey::Message,
+    starts_at_meta: false,
+};
+
+/// Claude Code's home folder.
+pub const HOME: AgentHome = AgentHome::folder("CLAUDE_CONFIG_DIR", ".claude");
+
+/// How transcope's hooks are wired into Claude Code.
+pub const HOOKS: Hooks = Hooks {
+    title: "Claude Code",
+    about: "Claude Code",
+    home: HOME,
+    settings: "settings.json",
+    canonical_home: false,
+    format: SettingsFormat::Json(JsonHooks {
+        named: false,
+        timeout: None,
+        switch: None,
+    }),
+    events: &[
+        ("SessionStart", HookRun::SessionStart),
+        ("Stop", HookRun::Stop),
+        ("SubagentStop", HookRun::Stop),
+    ],
+    wired_by_default: true,
+    cleanup: Some(Cleanup {
+        setting: "cleanupPeriodDays",
+        default_days: 30,
+    }),
+};
+
+/// The price list's provider of Claude Code's models.
+pub const PRICING: &str = "anthropic";
