@@ -26,10 +26,8 @@
 //! ```
 
 use transcope_adapter_common::message::MessageUsage;
-use transcope_adapter_common::quick::{once, val, Context, Field, Val};
-use transcope_adapter_common::text::line_text;
+use transcope_adapter_common::quick::{once, val, walk_line, Val};
 use transcope_adapter_common::usage::{walk_counts, Shape};
-use transcope_adapter_common::walk::Walk;
 use transcope_core::entry::{Entry, EntryKind, LinePos};
 use transcope_core::Usage;
 
@@ -63,57 +61,41 @@ pub fn looks_assistant(line: &[u8]) -> bool {
 /// [`usage_entry`], with the line's folder and branch as the probe would read them, so
 /// a caller that walks an assistant line first need not probe it too.
 pub fn usage_read(line: &[u8], pos: LinePos) -> Option<UsageRead<'_>> {
-    if pos.offset == 0 {
-        return None;
-    }
-    let text = line_text(line, false).ok()?;
-    let w = Walk::new(text);
-    let mut context = Context::default();
     let mut request_id = Val::Missing;
     let (mut id, mut model, mut usage) = (Val::Missing, Val::Missing, None);
     let mut seen = 0u32;
-    let end = w.object(0, |key, v| {
-        match context.field(&w, text, key, v) {
-            Field::Read(e) => return Some(e),
-            Field::Unsure => return None,
-            Field::Other => {}
-        }
-        match key {
-            "message" => {
-                once(&mut seen, 0)?;
-                let mut inner = 0u32;
-                w.object(v, |k, v| {
-                    let (slot, value) = match k {
-                        "id" => (0, &mut id),
-                        "model" => (1, &mut model),
-                        "usage" => {
-                            once(&mut inner, 2)?;
-                            let (u, e) = walk_counts(&w, v, &MessageUsage::TOKENS)?;
-                            usage = Some(u);
-                            return Some(e);
-                        }
-                        _ => return w.skip(v),
-                    };
-                    once(&mut inner, slot)?;
-                    let (l, e) = val(&w, v)?;
-                    *value = l;
-                    Some(e)
-                })
-            }
-            "requestId" => {
-                once(&mut seen, 1)?;
-                let (l, e) = val(&w, v)?;
-                request_id = l;
+    let context = walk_line(line, pos, |w, key, v| match key {
+        "message" => {
+            once(&mut seen, 0)?;
+            let mut inner = 0u32;
+            w.object(v, |k, v| {
+                let (slot, value) = match k {
+                    "id" => (0, &mut id),
+                    "model" => (1, &mut model),
+                    "usage" => {
+                        once(&mut inner, 2)?;
+                        let (u, e) = walk_counts(w, v, &MessageUsage::TOKENS)?;
+                        usage = Some(u);
+                        return Some(e);
+                    }
+                    _ => return w.skip(v),
+                };
+                once(&mut inner, slot)?;
+                let (l, e) = val(w, v)?;
+                *value = l;
                 Some(e)
-            }
-            // Decoded (and checked) by the full decode.
-            "payload" | "id" | "role" => None,
-            _ => w.skip(v),
+            })
         }
+        "requestId" => {
+            once(&mut seen, 1)?;
+            let (l, e) = val(w, v)?;
+            request_id = l;
+            Some(e)
+        }
+        // Decoded (and checked) by the full decode.
+        "payload" | "id" | "role" => None,
+        _ => w.skip(v),
     })?;
-    if end != text.len() {
-        return None;
-    }
     let kind = context.ty().and_then(crate::record::kind);
     if kind != Some(EntryKind::Assistant) {
         return None;

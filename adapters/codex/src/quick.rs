@@ -25,8 +25,7 @@
 //! assert_eq!((u.tokens.unwrap().input, u.tokens.unwrap().cache_read), (6, 4));
 //! ```
 
-use transcope_adapter_common::quick::{once, val, Context, Field};
-use transcope_adapter_common::text::line_text;
+use transcope_adapter_common::quick::{once, val, walk_line};
 use transcope_adapter_common::usage::{walk_counts, Shape};
 use transcope_adapter_common::walk::{Lit, Walk};
 use transcope_core::entry::{Entry, EntryKind, LinePos};
@@ -77,60 +76,47 @@ fn info(w: &Walk<'_>, at: usize) -> Option<(Info, usize)> {
 /// The entry the full decode gives `line`, a `token_count` event of an envelope file
 /// (not its first line), when the walk is certain of it (see the module docs).
 pub fn token_count_entry(line: &[u8], pos: LinePos) -> Option<Entry<'_>> {
-    if pos.offset == 0 {
-        return None;
-    }
-    let text = line_text(line, false).ok()?;
-    let w = Walk::new(text);
-    let mut context = Context::default();
     let (mut payload_ty, mut got) = (None, None);
     let mut seen = 0u32;
-    let end = w.object(0, |key, v| {
-        match context.field(&w, text, key, v) {
-            Field::Read(e) => return Some(e),
-            Field::Unsure => return None,
-            Field::Other => {}
-        }
-        match key {
-            "payload" => {
-                once(&mut seen, 0)?;
-                let mut inner = 0u32;
-                w.object(v, |k, v| {
-                    let slot = match k {
-                        "type" => 0,
-                        "info" => 1,
-                        // Decoded by the full decode (for other types): read as it
-                        // reads them, so a value it would refuse is left to it.
-                        "role" => 2,
-                        "id" => 3,
-                        "session_id" => 4,
-                        "cwd" => 5,
-                        "last_agent_message" => 6,
-                        "model" => 7,
-                        _ => return w.skip(v),
-                    };
-                    once(&mut inner, slot)?;
-                    match slot {
-                        0 => {
-                            let (t, e) = w.plain_str(v)?;
-                            payload_ty = Some(t);
-                            Some(e)
-                        }
-                        1 => {
-                            let (i, e) = info(&w, v)?;
-                            got = Some(i);
-                            Some(e)
-                        }
-                        _ => val(&w, v).map(|(_, e)| e),
+    let context = walk_line(line, pos, |w, key, v| match key {
+        "payload" => {
+            once(&mut seen, 0)?;
+            let mut inner = 0u32;
+            w.object(v, |k, v| {
+                let slot = match k {
+                    "type" => 0,
+                    "info" => 1,
+                    // Decoded by the full decode (for other types): read as it
+                    // reads them, so a value it would refuse is left to it.
+                    "role" => 2,
+                    "id" => 3,
+                    "session_id" => 4,
+                    "cwd" => 5,
+                    "last_agent_message" => 6,
+                    "model" => 7,
+                    _ => return w.skip(v),
+                };
+                once(&mut inner, slot)?;
+                match slot {
+                    0 => {
+                        let (t, e) = w.plain_str(v)?;
+                        payload_ty = Some(t);
+                        Some(e)
                     }
-                })
-            }
-            // Decoded (and checked) by the full decode.
-            "message" | "id" | "role" | "content" => None,
-            _ => w.skip(v),
+                    1 => {
+                        let (i, e) = info(w, v)?;
+                        got = Some(i);
+                        Some(e)
+                    }
+                    _ => val(w, v).map(|(_, e)| e),
+                }
+            })
         }
+        // Decoded (and checked) by the full decode.
+        "message" | "id" | "role" | "content" => None,
+        _ => w.skip(v),
     })?;
-    if end != text.len() || context.ty() != Some("event_msg") {
+    if context.ty() != Some("event_msg") {
         return None;
     }
     if payload_ty != Some("token_count") {

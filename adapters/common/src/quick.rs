@@ -229,3 +229,26 @@ impl<'a> Context<'a> {
         }
     }
 }
+
+/// Walk `line` (not a file's first line: a BOM there is the full decode's) as one JSON
+/// object: every top-level key the [`Context`] does not take goes to `key` (the walk,
+/// the key, where its value starts; the value's end, or `None` to leave the line to
+/// the full decode). The context, when the walk read the whole line and nothing more.
+pub fn walk_line<'a>(
+    line: &'a [u8],
+    pos: LinePos,
+    mut key: impl FnMut(&Walk<'a>, &'a str, usize) -> Option<usize>,
+) -> Option<Context<'a>> {
+    if pos.offset == 0 {
+        return None;
+    }
+    let text = crate::text::line_text(line, false).ok()?;
+    let w = Walk::new(text);
+    let mut context = Context::default();
+    let end = w.object(0, |k, at| match context.field(&w, text, k, at) {
+        Field::Read(end) => Some(end),
+        Field::Unsure => None,
+        Field::Other => key(&w, k, at),
+    })?;
+    (end == text.len()).then_some(context)
+}

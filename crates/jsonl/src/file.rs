@@ -43,36 +43,13 @@ pub enum ReadPolicy {
 /// [`FinalLine`] policy.
 ///
 /// I/O errors carry `path`. The streaming buffer is reused per thread.
-pub fn read_file<P, S>(
+pub fn read_file<P: AsRef<Path>, S: LineSink>(
     path: P,
     policy: ReadPolicy,
     framer: &Framer,
-    mut sink: S,
-) -> Result<Summary, Error<S::Error>>
-where
-    P: AsRef<Path>,
-    S: LineSink,
-{
-    let path = path.as_ref();
-    let file = File::open(path).map_err(|e| Error::io(path, e))?;
-    let want_map = match policy {
-        ReadPolicy::Read => false,
-        ReadPolicy::Mmap => true,
-        ReadPolicy::Auto { growing: true } => false,
-        ReadPolicy::Auto { growing: false } => {
-            let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
-            len >= MMAP_THRESHOLD
-        }
-    };
-    if want_map {
-        if let Ok(map) = map_file(&file) {
-            return framer.frame_slice(&map, 0, 1, sink).map_err(Error::Sink);
-        }
-    }
-    with_buffer(framer.buffer_size(), |buf| {
-        framer.frame_reader(&file, buf, 0, 1, &mut sink)
-    })
-    .map_err(|e| e.with_path(path))
+    sink: S,
+) -> Result<Summary, Error<S::Error>> {
+    frame_file(path.as_ref(), Start::Whole(policy), framer, sink)
 }
 
 /// Frames a file incrementally from byte `offset` (which must be a line
@@ -82,30 +59,65 @@ where
 /// [`Summary::bytes_consumed`] is a safe resume point.
 ///
 /// Returns [`Error::Truncated`] if `offset` is past the end of the file.
-pub fn read_from<P, S>(
+pub fn read_from<P: AsRef<Path>, S: LineSink>(
     path: P,
     offset: u64,
     start_line: u64,
     framer: &Framer,
+    sink: S,
+) -> Result<Summary, Error<S::Error>> {
+    let from = Start::At { offset, start_line };
+    frame_file(path.as_ref(), from, framer, sink)
+}
+
+/// Where [`frame_file`] starts: the whole file, or a line boundary.
+enum Start {
+    Whole(ReadPolicy),
+    At { offset: u64, start_line: u64 },
+}
+
+/// [`read_file`] and [`read_from`]: open `path`, then frame it whole (mapped when the
+/// policy says so) or stream it from a line boundary (holding an incomplete last line).
+fn frame_file<S: LineSink>(
+    path: &Path,
+    start: Start,
+    framer: &Framer,
     mut sink: S,
-) -> Result<Summary, Error<S::Error>>
-where
-    P: AsRef<Path>,
-    S: LineSink,
-{
-    let path = path.as_ref();
+) -> Result<Summary, Error<S::Error>> {
     let mut file = File::open(path).map_err(|e| Error::io(path, e))?;
-    let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
-    if offset > len {
-        return Err(Error::Truncated {
-            path: path.to_path_buf(),
-            offset,
-            len,
-        });
-    }
-    file.seek(SeekFrom::Start(offset))
-        .map_err(|e| Error::io(path, e))?;
-    let framer = framer.with_final_line(FinalLine::Hold);
+    let (offset, start_line, framer) = match start {
+        Start::Whole(policy) => {
+            let want_map = match policy {
+                ReadPolicy::Read => false,
+                ReadPolicy::Mmap => true,
+                ReadPolicy::Auto { growing: true } => false,
+                ReadPolicy::Auto { growing: false } => {
+                    let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+                    len >= MMAP_THRESHOLD
+                }
+            };
+            if want_map {
+                if let Ok(map) = map_file(&file) {
+                    return framer.frame_slice(&map, 0, 1, sink).map_err(Error::Sink);
+                }
+            }
+            (0, 1, std::borrow::Cow::Borrowed(framer))
+        }
+        Start::At { offset, start_line } => {
+            let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+            if offset > len {
+                return Err(Error::Truncated {
+                    path: path.to_path_buf(),
+                    offset,
+                    len,
+                });
+            }
+            file.seek(SeekFrom::Start(offset))
+                .map_err(|e| Error::io(path, e))?;
+            let held = framer.with_final_line(FinalLine::Hold);
+            (offset, start_line, std::borrow::Cow::Owned(held))
+        }
+    };
     with_buffer(framer.buffer_size(), |buf| {
         framer.frame_reader(&file, buf, offset, start_line, &mut sink)
     })
