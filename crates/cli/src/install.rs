@@ -5,7 +5,10 @@
 //! ([`transcope_core::agent::Hooks`]: the settings file in its home folder, the home
 //! found from the environment, the file's dialect, the events wired; `docs/cli.md`
 //! lists them): the agents here are the registered adapters that declare a wiring
-//! ([`Agent::all`]), in their order, and no agent is named in this file.
+//! ([`Agent::all`]), in their order. What is left here of one agent is a settings
+//! dialect's editor (the trusted-TOML dialect, which Codex uses: its trust hashes and
+//! `[features]`) and Codex's older `notify` program below; which agent uses a dialect
+//! is the adapter's declaration.
 //!
 //! The JSON files are edited as text ([`crate::jsontext`]): transcope's groups are
 //! spliced in and out, and every other byte stays as it was; the TOML file is edited
