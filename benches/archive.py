@@ -12,7 +12,9 @@
 Usage: python3 benches/archive.py [SIZE]   (RUNS=5, STOPS=20; HOME_DIR for the homes,
 /dev/shm by default). Results appended to benches/results-archive.md.
 """
-import json, os, shutil, statistics, subprocess, sys, tempfile, time
+import json, os, shutil, subprocess, sys, tempfile, time
+
+from common import run_env, summary, timed
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET = os.environ.get("CARGO_TARGET_DIR") or os.path.join(ROOT, "target")
@@ -28,24 +30,7 @@ HOMES = os.path.join(os.environ.get("HOME_DIR", "/dev/shm"), "transcope-archive-
 
 
 def env(archive):
-    e = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "TZ")}
-    e.update({"HOME": HOMES, "NO_COLOR": "1"})
-    if not archive:
-        e["TRANSCOPE_ARCHIVE"] = "off"
-    return e
-
-
-def timed(cmd, stdin=None, environ=None):
-    t = time.perf_counter()
-    out = subprocess.run(cmd, input=stdin, capture_output=True, env=environ)
-    dt = time.perf_counter() - t
-    if out.returncode != 0:
-        raise SystemExit(f"failed: {' '.join(cmd)}: {out.stderr.decode()}")
-    return dt, out.stdout
-
-
-def summary(ts):
-    return statistics.median(ts), min(ts), max(ts)
+    return run_env(HOMES, **({} if archive else {"TRANSCOPE_ARCHIVE": "off"}))
 
 
 def main():
@@ -67,10 +52,10 @@ def main():
         for on in (True, False):
             home = tempfile.mkdtemp(dir=HOMES)
             args = [BIN, "--home", home, "backfill", "--json", CORPUS] + ([] if on else ["--no-archive"])
-            dt, out = timed(args, environ=env(True))
+            dt, out = timed(args, env=env(True))
             ts[on].append(dt)
             if on and ratio is None:
-                _, ls = timed([BIN, "--home", home, "archive", "ls", "--json"], environ=env(True))
+                _, ls = timed([BIN, "--home", home, "archive", "ls", "--json"], env=env(True))
                 rows = [json.loads(l) for l in ls.decode().splitlines()]
                 orig = sum(r["all_bytes"] for r in rows)
                 stored = sum(r["stored_bytes"] for r in rows)
@@ -88,7 +73,7 @@ def main():
         copy = os.path.join(home, "transcript.jsonl")
         shutil.copyfile(SINGLE, copy)
         p = json.dumps({"session_id": "bench", "transcript_path": copy}).encode()
-        first, _ = timed([BIN, "--home", home, "hook", "stop"], stdin=p, environ=env(on))
+        first, _ = timed([BIN, "--home", home, "hook", "stop"], stdin=p, env=env(on))
         prep[on] = (home, copy, p, first)
     stops = {True: [], False: []}
     for _ in range(STOPS):
@@ -96,7 +81,7 @@ def main():
             home, copy, p, _ = prep[on]
             with open(copy, "ab") as fh:
                 fh.write(turn)
-            dt, _ = timed([BIN, "--home", home, "hook", "stop"], stdin=p, environ=env(on))
+            dt, _ = timed([BIN, "--home", home, "hook", "stop"], stdin=p, env=env(on))
             stops[on].append(dt)
     archived = json.loads(subprocess.run([BIN, "--home", prep[True][0], "archive", "ls", "--json"],
                                          capture_output=True, env=env(True)).stdout.decode().splitlines()[0])

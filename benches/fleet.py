@@ -17,7 +17,9 @@ Usage: python3 benches/fleet.py [SIZE]   (RUNS=5; PG=conninfo of a server to use
 else .ci/pg start's; HOME_DIR for the home, /dev/shm by default: tmpfs, so the disk's
 variance is not measured). Results: benches/results-fleet.md (appended).
 """
-import json, os, shutil, statistics, subprocess, sys, time
+import json, os, shutil, subprocess, sys, time
+
+from common import run_env, summary, timed
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET = os.environ.get("CARGO_TARGET_DIR") or os.path.join(ROOT, "target")
@@ -53,20 +55,8 @@ def fresh_db(admin, name):
     return db_url(admin, name)
 
 
-def timed(cmd, env=None):
-    t = time.perf_counter()
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env)
-    return time.perf_counter() - t, out.stdout
-
-
 def env():
-    e = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "TZ")}
-    e.update({"HOME": HOME, "NO_COLOR": "1"})
-    return e
-
-
-def summary(ts):
-    return statistics.median(ts), min(ts), max(ts)
+    return run_env(HOME)
 
 
 def main():

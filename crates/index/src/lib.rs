@@ -782,15 +782,9 @@ fn insert_row(
     r: &Map<String, Value>,
     line: &str,
 ) -> rusqlite::Result<usize> {
-    let at = r.get("at").map(time_text).unwrap_or_default();
-    // A row without its id (another tool's, or hand-edited) is still one row.
-    let id = match r.get("transition_id") {
-        Some(Value::String(s)) if !s.is_empty() => s.clone(),
-        _ => format!("#{seq}"),
-    };
-    let at_us = timestamp::parse(&at).map(|t| t.unix_micros());
-    let row = (seq, id.as_str(), at.as_str(), at_us);
-    insert_values(st, session, row, &Scope::from_json_map(r), line)
+    let v = transcope_scopelog::RowValues::of(r, u64::try_from(seq).unwrap_or(0));
+    let row = (seq, v.transition_id.as_str(), v.at.as_str(), v.at_us);
+    insert_values(st, session, row, &v.scope, line)
 }
 
 /// A row change detection appended, from its values.

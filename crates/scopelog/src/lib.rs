@@ -51,7 +51,9 @@ use std::time::Duration;
 
 pub use attribute::{attribute_rows, in_force_in, scope_at_rows, Event, InForce, InForceIn};
 pub use read::{decode_lossy, rows_from_bytes, scan_lines, splitlines, Row, ScannedFrom};
-pub use record::{row_line, Transaction, Window, WrittenRow, KEPT_ROWS_MAX, WHOLE_ROWS_BELOW};
+pub use record::{
+    row_line, RowValues, Transaction, Window, WrittenRow, KEPT_ROWS_MAX, WHOLE_ROWS_BELOW,
+};
 
 use transcope_core::session::is_valid_session_id;
 use transcope_core::{Attribution, Grant, Scope};

@@ -36,12 +36,43 @@ pub struct WrittenRow {
 
 impl WrittenRow {
     /// The row a log line holds, parsed (a line another tool wrote, a test's): `None`
-    /// when it is not a JSON object. A row without its id is named `#<sequence>`.
+    /// when it is not a JSON object. Its values are [`RowValues::of`] it at its own
+    /// `sequence`.
     pub fn from_line(line: &str) -> Option<WrittenRow> {
         let Ok(Value::Object(r)) = serde_json::from_str::<Value>(line) else {
             return None;
         };
         let sequence = r.get("sequence").and_then(Value::as_u64).unwrap_or(0);
+        let v = RowValues::of(&r, sequence);
+        Some(WrittenRow {
+            line: line.to_owned(),
+            sequence,
+            transition_id: v.transition_id,
+            at: v.at,
+            at_us: v.at_us,
+            scope: v.scope,
+        })
+    }
+}
+
+/// What an index keeps of a log row besides its text, read from the row as any tool
+/// may have written it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RowValues {
+    /// Its `transition_id`; `#<sequence>` for a row without one (another tool's, or
+    /// hand-edited): still one row.
+    pub transition_id: String,
+    /// Its `at`: a string as it is, anything else as its JSON, none as empty.
+    pub at: String,
+    /// `at` as an instant, in microseconds (`None`: not a time the reference reads).
+    pub at_us: Option<i64>,
+    /// Its scope.
+    pub scope: Scope,
+}
+
+impl RowValues {
+    /// The values of `r`, the row at place `sequence` of its log.
+    pub fn of(r: &Row, sequence: u64) -> RowValues {
         let at = match r.get("at") {
             Some(Value::String(s)) => s.clone(),
             Some(other) => other.to_string(),
@@ -51,14 +82,12 @@ impl WrittenRow {
             Some(Value::String(s)) if !s.is_empty() => s.clone(),
             _ => format!("#{sequence}"),
         };
-        Some(WrittenRow {
-            line: line.to_owned(),
-            sequence,
+        RowValues {
             transition_id,
             at_us: timestamp::parse(&at).map(Instant::unix_micros),
             at,
-            scope: Scope::from_json_map(&r),
-        })
+            scope: Scope::from_json_map(r),
+        }
     }
 }
 

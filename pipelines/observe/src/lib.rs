@@ -124,11 +124,9 @@ pub fn observe(
     resolver: impl Into<Resolving>,
     buffers: &mut Buffers,
 ) -> Result<ObserveReport, ScanError> {
-    let routes = Routes {
-        changes: true,
-        ..Routes::NONE
-    };
-    let (report, _, pending) = observe_deferred(pipeline, o, &resolver.into(), buffers, routes)?;
+    // Change detection is always routed (observe_deferred).
+    let (report, _, pending) =
+        observe_deferred(pipeline, o, &resolver.into(), buffers, Routes::NONE)?;
     if let Some(p) = pending {
         // A cursor that cannot be saved only costs a read of the same bytes next time.
         let _ = p.save();
@@ -193,18 +191,10 @@ pub fn read_with_stages(
     routes: Routes,
     buffers: &mut Buffers,
 ) -> Result<(transcope_engine::Observation, Found), ScanError> {
-    let (both, one): ([&(dyn Any + Sync); 2], [&(dyn Any + Sync); 1]);
-    let lending: &[&(dyn Any + Sync)] = match log {
-        Some(l) => {
-            both = [l, resolver];
-            &both
-        }
-        None => {
-            one = [resolver];
-            &one
-        }
-    };
-    let ctx = BuildContext::new(req.path, req.key, env).lending(lending);
+    // Found by type: the order does not matter.
+    let mut lending: Vec<&(dyn Any + Sync)> = vec![resolver];
+    lending.extend(log.map(|l| l as &(dyn Any + Sync)));
+    let ctx = BuildContext::new(req.path, req.key, env).lending(&lending);
     let mut stages = pipeline.stages().build_where(&ctx, |f| routes.keeps(f));
     let seen = {
         let mut refs: Vec<&mut dyn Stage> = stages
