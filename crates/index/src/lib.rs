@@ -660,15 +660,28 @@ impl Index {
         session: Option<&str>,
         origin: Option<Origin>,
     ) -> Result<u64, IndexError> {
-        self.conn
-            .query_row(
+        // A session's count is read from `markers_session` alone (a Stop asks it
+        // every time): `?1 IS NULL OR session = ?1` would keep SQLite off that index
+        // and send it through every pending row's record.
+        let origin = origin.map(Origin::as_str);
+        let count = |sql: &str, p: &[&dyn rusqlite::ToSql]| {
+            let mut st = self.conn.prepare_cached(sql)?;
+            st.query_row(p, |r| r.get::<_, i64>(0))
+        };
+        match session {
+            Some(s) => count(
+                "SELECT count(*) FROM markers WHERE session = ?1 AND state = 'pending'
+                 AND (?2 IS NULL OR origin = ?2)",
+                params![s, origin],
+            ),
+            None => count(
                 "SELECT count(*) FROM markers WHERE state = 'pending'
-                 AND (?1 IS NULL OR session = ?1) AND (?2 IS NULL OR origin = ?2)",
-                params![session, origin.map(Origin::as_str)],
-                |r| r.get::<_, i64>(0),
-            )
-            .map(|n| n as u64)
-            .map_err(|e| self.sqlite(e))
+                 AND (?1 IS NULL OR origin = ?1)",
+                params![origin],
+            ),
+        }
+        .map(|n| n as u64)
+        .map_err(|e| self.sqlite(e))
     }
 
     /// Set the state of each `(key, state, detail)` in one synced transaction, then

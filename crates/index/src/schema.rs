@@ -53,7 +53,7 @@
 //!   force at its time, read back by `transcope facts`.
 
 /// The migrations, in order: migration `i` takes version `i` to `i + 1`.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10];
 
 const V1: &str = "
 CREATE TABLE sessions (
@@ -305,4 +305,12 @@ CREATE TABLE facts (
     PRIMARY KEY (session, stage, key)
 ) WITHOUT ROWID;
 CREATE INDEX facts_stage ON facts (stage, at_us);
+";
+
+/// Version 10: a session's pending markers counted (every Stop does) and claimed
+/// from the index alone: `origin` joins `session` and `state` there, so neither reads
+/// a marker's row (whose `body` usually spills to overflow pages).
+const V10: &str = "
+DROP INDEX markers_session;
+CREATE INDEX markers_session ON markers (session, state, origin);
 ";

@@ -264,9 +264,10 @@ pub(crate) fn write(
     // CHUNK rows a statement; a chunk that meets a copy kept already merges each of
     // its rows (a row it just inserted merges with itself, which changes nothing).
     let mut written = || -> rusqlite::Result<()> {
-        let mut insert = tx.prepare_cached(&INSERT_USAGE_SQL)?;
-        let mut insert_chunk = tx.prepare_cached(&INSERT_CHUNK_SQL)?;
-        let mut upsert = tx.prepare_cached(&UPSERT_USAGE_SQL)?;
+        // Each statement prepared when first used: a Stop's batch of one request
+        // never parses the CHUNK-row insert (sqlite3 parses its ~900 parameters
+        // each time a connection first prepares it) or the merge.
+        let (mut insert, mut insert_chunk, mut upsert) = (None, None, None);
         let mut runs = sorted.chunk_by(|a, b| a.0 == b.0).peekable();
         let mut chunk: Vec<Row> = Vec::with_capacity(CHUNK);
         while runs.peek().is_some() {
@@ -279,22 +280,25 @@ pub(crate) fn write(
                 chunk.push(row(run[0].0, &kept)?);
             }
             let inserted = if chunk.len() == CHUNK {
+                let st = prepared(tx, &mut insert_chunk, &INSERT_CHUNK_SQL)?;
                 for (i, row) in chunk.iter().enumerate() {
-                    row.bind(&mut insert_chunk, i * COLUMNS)?;
+                    row.bind(st, i * COLUMNS)?;
                 }
-                insert_chunk.raw_execute()?
+                st.raw_execute()?
             } else {
+                let st = prepared(tx, &mut insert, &INSERT_USAGE_SQL)?;
                 let mut n = 0;
                 for row in &chunk {
-                    row.bind(&mut insert, 0)?;
-                    n += insert.raw_execute()?;
+                    row.bind(st, 0)?;
+                    n += st.raw_execute()?;
                 }
                 n
             };
             if inserted < chunk.len() {
+                let st = prepared(tx, &mut upsert, &UPSERT_USAGE_SQL)?;
                 for row in &chunk {
-                    row.bind(&mut upsert, 0)?;
-                    upsert.raw_execute()?;
+                    row.bind(st, 0)?;
+                    st.raw_execute()?;
                 }
             }
         }
@@ -366,6 +370,18 @@ const COLUMNS: usize = 13;
 
 /// Rows inserted by one statement.
 const CHUNK: usize = 64;
+
+/// `slot`'s statement, prepared (from the connection's cache) on first use.
+fn prepared<'c, 's>(
+    tx: &'c rusqlite::Transaction<'_>,
+    slot: &'s mut Option<rusqlite::CachedStatement<'c>>,
+    sql: &str,
+) -> rusqlite::Result<&'s mut rusqlite::CachedStatement<'c>> {
+    if slot.is_none() {
+        *slot = Some(tx.prepare_cached(sql)?);
+    }
+    Ok(slot.as_mut().expect("prepared above"))
+}
 
 impl Row {
     /// Bind the row to `st`'s parameters from `first` + 1 on.

@@ -341,3 +341,35 @@ fn a_version_5_index_gains_leases_with_its_markers_unheld() {
     let took = ix.claim(&Take::default(), &Lease::new()).unwrap();
     assert_eq!(keys(&took.rows), [key(0)]);
 }
+
+#[test]
+fn a_sessions_pending_count_is_read_from_the_index_alone_and_is_right() {
+    let home = tempfile::tempdir().unwrap();
+    let mut ix = Index::open(home.path()).unwrap();
+    record(&mut ix, "s1", 0, 3, Origin::Hook);
+    record(&mut ix, "s1", 3, 2, Origin::Backfill);
+    record(&mut ix, "s2", 5, 4, Origin::Hook);
+    ix.set_states(&[(key(0), State::Delivered, None)]).unwrap();
+    assert_eq!(ix.pending_count(Some("s1"), Some(Origin::Hook)).unwrap(), 2);
+    assert_eq!(ix.pending_count(Some("s1"), None).unwrap(), 4);
+    assert_eq!(ix.pending_count(None, Some(Origin::Hook)).unwrap(), 6);
+    assert_eq!(ix.pending_count(None, None).unwrap(), 8);
+    // Every Stop asks a session's count: it must not read each pending marker's row
+    // (its body spills to overflow pages), only the session's index entries.
+    let conn = Connection::open(transcope_index::index_path(home.path())).unwrap();
+    let plan: Vec<String> = conn
+        .prepare(
+            "EXPLAIN QUERY PLAN SELECT count(*) FROM markers WHERE session = ?1
+             AND state = 'pending' AND (?2 IS NULL OR origin = ?2)",
+        )
+        .unwrap()
+        .query_map(rusqlite::params!["s1", "hook"], |r| r.get::<_, String>(3))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert!(
+        plan.iter()
+            .any(|p| p.contains("USING COVERING INDEX markers_session")),
+        "{plan:?}"
+    );
+}
