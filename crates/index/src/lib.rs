@@ -360,14 +360,14 @@ impl Index {
             next_change(&tx)?;
             let mut out = Vec::with_capacity(items.len());
             {
-                let mut session = tx.prepare_cached(UPSERT_SESSION)?;
-                let mut row = tx.prepare_cached(INSERT_TRANSITION)?;
-                let mut marker = tx.prepare_cached(INSERT_MARKER)?;
-                let mut fact = tx.prepare_cached(INSERT_FACT)?;
+                // Each statement prepared when first needed: a Stop after one turn
+                // has a session and a request, and parsing the statements for rows,
+                // markers and facts it does not have was a third of its record.
+                let (mut session, mut row, mut marker, mut fact) = (None, None, None, None);
                 for item in items {
                     if !item.session.is_empty() {
                         let (first, last) = (item.span.first.as_ref(), item.span.last.as_ref());
-                        session.execute(params![
+                        prepared(&tx, &mut session, UPSERT_SESSION)?.execute(params![
                             item.session,
                             item.parent,
                             item.agent,
@@ -379,16 +379,25 @@ impl Index {
                         ])?;
                     }
                     for w in &item.rows {
-                        insert_written(&mut row, &item.session, w)?;
+                        insert_written(
+                            prepared(&tx, &mut row, INSERT_TRANSITION)?,
+                            &item.session,
+                            w,
+                        )?;
                     }
                     let mut rec = Recorded::default();
                     for f in &item.markers {
-                        let n = insert_marker(&mut marker, f, origin, now)?;
+                        let n = insert_marker(
+                            prepared(&tx, &mut marker, INSERT_MARKER)?,
+                            f,
+                            origin,
+                            now,
+                        )?;
                         rec.new.push(n > 0);
                     }
                     for n in &item.facts {
                         let [project, worktree, branch, task, lane] = &*n.scope;
-                        fact.execute(params![
+                        prepared(&tx, &mut fact, INSERT_FACT)?.execute(params![
                             item.session,
                             n.stage,
                             n.key,
@@ -801,6 +810,20 @@ fn insert_row(
 }
 
 /// A row change detection appended, from its values.
+/// `slot`'s statement, prepared (from the connection's cache) when first used: a
+/// connection parses each statement's SQL the first time it prepares it, which a
+/// process that records one turn pays for every statement it names.
+pub(crate) fn prepared<'c, 's>(
+    conn: &'c Connection,
+    slot: &'s mut Option<rusqlite::CachedStatement<'c>>,
+    sql: &str,
+) -> rusqlite::Result<&'s mut rusqlite::CachedStatement<'c>> {
+    if slot.is_none() {
+        *slot = Some(conn.prepare_cached(sql)?);
+    }
+    Ok(slot.as_mut().expect("prepared above"))
+}
+
 fn insert_written(
     st: &mut rusqlite::CachedStatement<'_>,
     session: &str,

@@ -280,13 +280,13 @@ pub(crate) fn write(
                 chunk.push(row(run[0].0, &kept)?);
             }
             let inserted = if chunk.len() == CHUNK {
-                let st = prepared(tx, &mut insert_chunk, &INSERT_CHUNK_SQL)?;
+                let st = crate::prepared(tx, &mut insert_chunk, &INSERT_CHUNK_SQL)?;
                 for (i, row) in chunk.iter().enumerate() {
                     row.bind(st, i * COLUMNS)?;
                 }
                 st.raw_execute()?
             } else {
-                let st = prepared(tx, &mut insert, &INSERT_USAGE_SQL)?;
+                let st = crate::prepared(tx, &mut insert, &INSERT_USAGE_SQL)?;
                 let mut n = 0;
                 for row in &chunk {
                     row.bind(st, 0)?;
@@ -295,7 +295,7 @@ pub(crate) fn write(
                 n
             };
             if inserted < chunk.len() {
-                let st = prepared(tx, &mut upsert, &UPSERT_USAGE_SQL)?;
+                let st = crate::prepared(tx, &mut upsert, &UPSERT_USAGE_SQL)?;
                 for row in &chunk {
                     row.bind(st, 0)?;
                     st.raw_execute()?;
@@ -370,18 +370,6 @@ const COLUMNS: usize = 13;
 
 /// Rows inserted by one statement.
 const CHUNK: usize = 64;
-
-/// `slot`'s statement, prepared (from the connection's cache) on first use.
-fn prepared<'c, 's>(
-    tx: &'c rusqlite::Transaction<'_>,
-    slot: &'s mut Option<rusqlite::CachedStatement<'c>>,
-    sql: &str,
-) -> rusqlite::Result<&'s mut rusqlite::CachedStatement<'c>> {
-    if slot.is_none() {
-        *slot = Some(tx.prepare_cached(sql)?);
-    }
-    Ok(slot.as_mut().expect("prepared above"))
-}
 
 impl Row {
     /// Bind the row to `st`'s parameters from `first` + 1 on.
