@@ -60,7 +60,7 @@ pub use deliver::{deliver, Change, Claimed, DeliverReport, Lease, Take, CLAIM_BA
 pub use facts::{FactFilter, FactRow};
 pub use names::{Held, Named, ProjectMatch};
 pub use query::{LedgerFilter, LedgerRow, SessionFilter, SessionInfo, TimelineItem};
-pub use span::{span, Span};
+pub use span::Span;
 pub use spend::{UsageFilter, UsageGroup, UsageKey};
 pub use transcope_store::{InForce, Origin, State, Store, StoreError};
 pub use usage::UsageBatch;
