@@ -184,7 +184,11 @@ impl LineSink for Decoder<'_, '_> {
         if unterminated && self.tail == Tail::DecodeIfComplete && !complete(line.bytes) {
             return Ok(true);
         }
-        self.times.see(line.bytes, line.offset);
+        // The times are those of the bytes the read covers (its resume point): a last
+        // line without a newline only when it is taken as whole (`tail_end`).
+        if !(unterminated && self.tail == Tail::Decode) {
+            self.times.see(line.bytes, line.offset);
+        }
         decode_one(
             line.bytes,
             line.offset,

@@ -403,6 +403,14 @@ fn a_reads_times_are_found_in_the_bytes_it_framed_as_span_found_them() {
     .concat();
     std::fs::write(&long, &text).unwrap();
     files.push(long);
+    // Last lines without a newline: one whole, one torn.
+    let unended = dir.path().join("unended.jsonl");
+    let two = [user("2026-10-08T09:00:00Z"), user("2026-10-08T10:00:00Z")].concat();
+    std::fs::write(&unended, two.trim_end()).unwrap();
+    files.push(unended);
+    let torn = dir.path().join("torn.jsonl");
+    std::fs::write(&torn, format!("{two}{}", &two[..40])).unwrap();
+    files.push(torn);
     let mut timed = 0;
     for (i, path) in files.iter().enumerate() {
         let bytes = std::fs::read(path).unwrap();
@@ -421,14 +429,17 @@ fn a_reads_times_are_found_in_the_bytes_it_framed_as_span_found_them() {
         let home = tempfile::tempdir().unwrap();
         let t = home.path().join(&name);
         let log = ScopeLog::open(home.path(), format!("s{i}"));
+        // Whole as a rebuild reads (no cursor), then through the cursor in pieces.
+        let full = pipeline_full();
         let p = pipeline(home.path());
+        let reads = std::iter::once((&full, bytes.len())).chain(pieces.iter().map(|n| (&p, *n)));
         let mut done = 0;
-        for upto in pieces {
+        for (p, upto) in reads {
             std::fs::write(&t, &bytes[..upto]).unwrap();
             let env = Env::new();
             let o = Observe::new(&log, &t, &env);
             let (mut report, _, pending) = transcope_observe::observe_deferred(
-                &p,
+                p,
                 &o,
                 &NoProjects.into(),
                 &mut Buffers::default(),
@@ -447,7 +458,7 @@ fn a_reads_times_are_found_in_the_bytes_it_framed_as_span_found_them() {
                 0
             };
             let want = span_read_again(&t, start, end);
-            let item = transcope_observe::observed(&p, &o, &mut report, true).unwrap();
+            let item = transcope_observe::observed(p, &o, &mut report, true).unwrap();
             let got = (
                 item.span.first.map(|s| s.text),
                 item.span.last.map(|s| s.text),
@@ -469,7 +480,7 @@ fn a_reads_times_are_found_in_the_bytes_it_framed_as_span_found_them() {
     assert!(timed > files.len(), "most reads have times: {timed}");
     // The long one: the first time and the last, each more than a window from the
     // other end.
-    let last = files.last().unwrap();
+    let last = &files[files.len() - 3];
     let whole = span_read_again(last, 0, text.len() as u64);
     assert_eq!(whole.first.as_deref(), Some("2026-10-08T09:00:00Z"));
     assert_eq!(whole.last.as_deref(), Some("2026-10-08T11:00:00Z"));
