@@ -553,7 +553,7 @@ impl Layout for GeminiLayout {
             }
             None => return None,
         };
-        Some((Confidence::Certain, key_of(path, place)))
+        Some((Confidence::Certain, key_of(head, place)))
     }
 
     /// `<parent>.<id>` → `<parent>` (a Gemini parent folder name never holds a `.`:
@@ -564,9 +564,10 @@ impl Layout for GeminiLayout {
     }
 }
 
-/// The scope-log key of the session file at `path`, placed as `place`.
-fn key_of(path: &Path, place: ChatsPlace) -> Result<String, String> {
-    let id = session_id_of(path);
+/// The scope-log key of the session file whose head is `head`, placed as `place`.
+fn key_of(head: &Head<'_>, place: ChatsPlace) -> Result<String, String> {
+    let path = head.path();
+    let id = session_id_in(head);
     match place {
         ChatsPlace::Main => {
             let id = id.ok_or("no sessionId in the file")?;
@@ -588,41 +589,110 @@ fn key_of(path: &Path, place: ChatsPlace) -> Result<String, String> {
 }
 
 /// The `sessionId` a session file records: a log's first line, or a document's top
-/// level (streamed, nothing else kept).
+/// level ([`session_id_in`]).
 pub fn session_id_of(path: &Path) -> Option<String> {
+    session_id_in(&Head::new(path))
+}
+
+/// How much of a document's start is searched for its `sessionId` before the document
+/// is read whole for it (Gemini CLI writes it first; a document's start is read to
+/// name it anyway).
+const DOCUMENT_HEAD: u64 = 64 * 1024;
+
+/// The `sessionId` a session file records, from its head: a log's first line, or a
+/// document's top level — found in its first [`DOCUMENT_HEAD`] bytes when they hold
+/// it (or hold the whole document), else read through the file (streamed, nothing
+/// else kept).
+pub fn session_id_in(head: &Head<'_>) -> Option<String> {
+    let path = head.path();
     if is_document(path) {
-        #[derive(serde::Deserialize)]
-        struct Top {
-            #[serde(default, rename = "sessionId")]
-            session_id: Option<serde_json::Value>,
-        }
-        let mut reader = std::io::BufReader::new(std::fs::File::open(path).ok()?);
-        // A derived struct would also accept an array (as a tuple): refuse one first.
-        let opens_object = loop {
-            let buf = std::io::BufRead::fill_buf(&mut reader).ok()?;
-            match buf.iter().position(|b| !b.is_ascii_whitespace()) {
-                Some(i) => break buf[i] == b'{',
-                None if buf.is_empty() => return None,
-                None => {
-                    let n = buf.len();
-                    std::io::BufRead::consume(&mut reader, n);
-                }
-            }
-        };
-        if !opens_object {
-            return None;
-        }
-        let top: Top = serde_json::from_reader(reader).ok()?;
-        return match top.session_id? {
-            serde_json::Value::String(s) => Some(s),
-            _ => None,
+        return match head.prefix(DOCUMENT_HEAD, top_level_session_id) {
+            Some(found) => found,
+            None => document_session_id(path),
         };
     }
-    let head = first_line(path, HEAD_CAP)?;
-    if !is_metadata_line(&head) {
+    let text = head.find_line(HEAD_CAP, |l| Some(l.to_vec()))?;
+    if !is_metadata_line(&text) {
         return None;
     }
-    let text = std::str::from_utf8(&head).ok()?;
+    let text = std::str::from_utf8(&text).ok()?;
     let rec: RawRecord<'_> = serde_json::from_str(text).ok()?;
     rec.session_id.and_then(string).map(Cow::into_owned)
+}
+
+/// A document's top-level `sessionId` as far as `bytes`, its first bytes (`whole`: all
+/// of it), tell: `Some(Some(id))` when the key comes with a string, `Some(None)` when
+/// they show there is none (not an object, the key's value not a string, the whole
+/// document without it, or bytes no document starts with), `None` when they end first.
+fn top_level_session_id(bytes: &[u8], whole: bool) -> Option<Option<String>> {
+    use serde::de::{Error, IgnoredAny, MapAccess, Visitor};
+    struct Top<'f>(&'f mut Option<Option<String>>);
+    impl<'de> Visitor<'de> for Top<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("an object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                if key == "sessionId" {
+                    let id = match map.next_value::<Value>()? {
+                        Value::String(s) => Some(s),
+                        _ => None,
+                    };
+                    *self.0 = Some(id);
+                    // Found: the rest is not looked at.
+                    return Err(A::Error::custom("found"));
+                }
+                map.next_value::<IgnoredAny>()?;
+            }
+            *self.0 = Some(None);
+            Ok(())
+        }
+    }
+    let start = bytes.iter().position(|b| !b.is_ascii_whitespace());
+    match start.map(|i| bytes[i]) {
+        Some(b'{') => {}
+        Some(_) => return Some(None),
+        None => return whole.then_some(None),
+    }
+    let mut found = None;
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let read = serde::Deserializer::deserialize_map(&mut de, Top(&mut found));
+    match (found, read) {
+        (Some(found), _) => Some(found),
+        // The bytes ended first: the rest of the document decides.
+        (None, Err(e)) if e.is_eof() && !whole => None,
+        // A whole document that is not one has no id (as a whole read finds).
+        (None, _) => Some(None),
+    }
+}
+
+/// The top-level `sessionId` of the document at `path`, read through (streamed).
+fn document_session_id(path: &Path) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Top {
+        #[serde(default, rename = "sessionId")]
+        session_id: Option<serde_json::Value>,
+    }
+    let mut reader = std::io::BufReader::new(std::fs::File::open(path).ok()?);
+    // A derived struct would also accept an array (as a tuple): refuse one first.
+    let opens_object = loop {
+        let buf = std::io::BufRead::fill_buf(&mut reader).ok()?;
+        match buf.iter().position(|b| !b.is_ascii_whitespace()) {
+            Some(i) => break buf[i] == b'{',
+            None if buf.is_empty() => return None,
+            None => {
+                let n = buf.len();
+                std::io::BufRead::consume(&mut reader, n);
+            }
+        }
+    };
+    if !opens_object {
+        return None;
+    }
+    let top: Top = serde_json::from_reader(reader).ok()?;
+    match top.session_id? {
+        serde_json::Value::String(s) => Some(s),
+        _ => None,
+    }
 }

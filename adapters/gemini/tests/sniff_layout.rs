@@ -243,3 +243,69 @@ fn metadata_keys_spelled_with_escapes() {
     ));
     assert!(!is_metadata_line(br#"{"sessionId":"s1","note":"\u0041"}"#));
 }
+
+/// Issue 37, item 4: a document's `sessionId` is taken from the head read to name the
+/// file when the head holds it, and read through the document only when it does not;
+/// only the top level's counts either way.
+#[test]
+fn a_document_is_named_from_its_head_and_read_through_only_when_the_head_lacks_the_id() {
+    let l = GeminiLayout;
+    let dir = tempfile::tempdir().unwrap();
+    let chats = dir.path().join("tmp/p/chats");
+    std::fs::create_dir_all(&chats).unwrap();
+    let id = "77aa88bb-1111-4222-8333-444455556666";
+    let key = |name: &str, text: &str| {
+        let p = chats.join(name);
+        std::fs::write(&p, text).unwrap();
+        l.scope_key(&p).map(|(_, k)| k)
+    };
+    // A message a few hundred KiB long, and one nested `sessionId` that is not the
+    // document's.
+    let message = format!(
+        r#"{{"id":"m1","type":"user","sessionId":"nested","content":"{}"}}"#,
+        "z".repeat(300 * 1024)
+    );
+    // The id first, as Gemini CLI writes it: found in the head. What follows the head
+    // is torn here, so only a read that stops at the head can name the file; a whole
+    // read would find no document.
+    let torn = format!(
+        "{{\n  \"sessionId\": \"{id}\",\n  \"projectHash\": \"h\",\n  \"messages\": [{message}, {{\"id\":"
+    );
+    assert_eq!(
+        key("session-2026-01-01T00-00-77aa88bb.json", &torn),
+        Some(Ok(id.into()))
+    );
+    // The id after the long message: the head ends first, so the document is read
+    // through for it (the nested one is not the document's).
+    let late = format!(r#"{{"projectHash":"h","messages":[{message}],"sessionId":"{id}"}}"#);
+    assert_eq!(
+        key("session-2026-01-01T00-01-77aa88bb.json", &late),
+        Some(Ok(id.into()))
+    );
+    // ... and a document that is torn there has none.
+    let late_torn = &late[..late.len() - 1];
+    assert!(matches!(
+        key("session-2026-01-01T00-02-77aa88bb.json", late_torn),
+        Some(Err(_))
+    ));
+    // A whole document in the head: its top level decides.
+    let nested_only = r#"{"messages":[{"sessionId":"77aa88bb-1111-4222-8333-444455556666"}]}"#;
+    assert!(matches!(
+        key("session-2026-01-01T00-03-77aa88bb.json", nested_only),
+        Some(Err(_))
+    ));
+    let not_text = r#"{"sessionId": 12, "messages": []}"#;
+    assert!(matches!(
+        key("session-2026-01-01T00-04-77aa88bb.json", not_text),
+        Some(Err(_))
+    ));
+    assert!(matches!(
+        key("session-2026-01-01T00-05-77aa88bb.json", "[1, 2]"),
+        Some(Err(_))
+    ));
+    let escaped = format!("{{\"messages\": [], \"session\\u0049d\": \"{id}\"}}");
+    assert_eq!(
+        key("session-2026-01-01T00-06-77aa88bb.json", &escaped),
+        Some(Ok(id.into()))
+    );
+}

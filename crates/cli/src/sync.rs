@@ -17,13 +17,15 @@ use crate::transcript_cmd::{bare_env, process_env, resolver_for};
 /// What a sync did.
 pub(crate) struct Synced {
     pub(crate) summary: transcope_backfill::Summary,
-    pub(crate) logs: u64,
+    /// The scope logs mirrored, and how many of their bytes were read.
+    pub(crate) logs: transcope_index::Mirrored,
 }
 
 impl Synced {
     pub(crate) fn to_json(&self) -> Value {
         let mut v = self.summary.to_json();
-        v["logs_mirrored"] = json!(self.logs);
+        v["logs_mirrored"] = json!(self.logs.logs);
+        v["log_bytes_read"] = json!(self.logs.bytes);
         v
     }
 }
@@ -132,7 +134,7 @@ pub(crate) fn summary_line(out: &mut impl std::io::Write, json: bool, s: &Synced
                 count(s.summary.transitions, "transition"),
                 count(s.summary.markers, "marker"),
                 s.summary.markers_recorded,
-                count(s.logs, "scope log"),
+                count(s.logs.logs, "scope log"),
                 count(s.summary.errors.len() as u64, "error")
             ),
         )?;

@@ -283,6 +283,91 @@ pub struct LinePos {
     pub line: u64,
 }
 
+/// A copy of one model request's usage, as [`merge_copy`] — the usage merge rule —
+/// sees it. The usage stage's `Spent` (copies that follow one another in a file) and
+/// the index's `UsageBatch` (copies written together) are copies; what each carries
+/// besides (a scope, a session) moves with the copy whose time is kept
+/// ([`RequestCopy::take_lead`]).
+pub trait RequestCopy {
+    /// The copy's time.
+    type Time: Ord + Copy;
+    /// Where the copy was read, which breaks a tie of time and session (the lesser was
+    /// read first); `()` where copies tie only within one file, the first kept.
+    type Place: Ord;
+    /// Its time, when its record has one.
+    fn at(&self) -> Option<Self::Time>;
+    /// It is a root session's (not a sub-agent's).
+    fn is_root(&self) -> bool;
+    /// Where it was read.
+    fn place(&self) -> Self::Place;
+    /// It names a model.
+    fn has_model(&self) -> bool;
+    /// Its counts.
+    fn tokens(&self) -> &Tokens;
+    /// Its counts, to change.
+    fn tokens_mut(&mut self) -> &mut Tokens;
+    /// Take `new`'s time, place, and all that goes with the earliest copy (its session,
+    /// its scope) — not its model nor its counts.
+    fn take_lead(&mut self, new: &Self);
+    /// Take `new`'s model.
+    fn take_model(&mut self, new: &Self);
+}
+
+/// **The usage merge rule** — its one home: merge `new`, a copy of the request `kept`
+/// is a copy of, into `kept`. The request keeps the time, session and scope of its
+/// earliest copy ([`copy_order`]: by time, a timed copy before an untimed one, a root
+/// session's on a tie, then the copy read first: [`RequestCopy::place`]) and that
+/// copy's model when it names one (a model missing is filled from any copy), and the
+/// largest of each count over all copies: Claude Code writes a line per content block
+/// of a streamed message, each with the usage so far (the output count grows), and a
+/// resumed session replays the last of them, so the largest is the request's whole
+/// usage and a replay adds nothing.
+///
+/// The usage stage merges a file's consecutive copies by it, the index's `UsageBatch`
+/// the copies of a batch; the index's SQL upsert (`UPSERT_USAGE` in
+/// `crates/index/src/usage.rs`), which merges a copy into the row already stored, is
+/// held to it by a property test there (`the_sql_upsert_merges_as_merge_copy`).
+///
+/// ```
+/// use transcope_core::entry::{merge_copy, RequestCopy};
+/// use transcope_core::Tokens;
+/// #[derive(Clone, Default)]
+/// struct C { at: Option<i64>, root: bool, model: Option<&'static str>, tokens: Tokens }
+/// impl RequestCopy for C {
+///     type Time = i64;
+///     type Place = ();
+///     fn at(&self) -> Option<i64> { self.at }
+///     fn is_root(&self) -> bool { self.root }
+///     fn place(&self) {}
+///     fn has_model(&self) -> bool { self.model.is_some() }
+///     fn tokens(&self) -> &Tokens { &self.tokens }
+///     fn tokens_mut(&mut self) -> &mut Tokens { &mut self.tokens }
+///     fn take_lead(&mut self, new: &C) { self.at = new.at; self.root = new.root; }
+///     fn take_model(&mut self, new: &C) { self.model = new.model; }
+/// }
+/// let t = |input, output| Tokens { input, output, ..Tokens::default() };
+/// let mut kept = C { at: Some(5), model: None, tokens: t(10, 1), ..C::default() };
+/// merge_copy(&mut kept, &C { at: Some(3), model: Some("m"), tokens: t(2, 7), ..C::default() });
+/// assert_eq!((kept.at, kept.model, kept.tokens), (Some(3), Some("m"), t(10, 7)));
+/// // A later copy only fills what is missing and raises the counts.
+/// merge_copy(&mut kept, &C { at: Some(9), model: Some("n"), tokens: t(11, 0), ..C::default() });
+/// assert_eq!((kept.at, kept.model, kept.tokens), (Some(3), Some("m"), t(11, 7)));
+/// ```
+pub fn merge_copy<C: RequestCopy>(kept: &mut C, new: &C) {
+    let earlier = copy_order(new.at(), new.is_root(), kept.at(), kept.is_root())
+        .then_with(|| new.place().cmp(&kept.place()))
+        .is_lt();
+    kept.tokens_mut().max_each(new.tokens());
+    if earlier {
+        kept.take_lead(new);
+        if new.has_model() {
+            kept.take_model(new);
+        }
+    } else if !kept.has_model() {
+        kept.take_model(new);
+    }
+}
+
 /// How a new copy of a request, stamped `new` (a root session's when `new_root`),
 /// ranks against the copy kept so far (`kept`, `kept_root`): the copy whose time,
 /// session and scope a request keeps is the earliest by time (a timed copy before an

@@ -110,6 +110,20 @@ impl<'a> Head<'a> {
     }
 }
 
+impl Head<'_> {
+    /// `f` of the file's first `limit` bytes, read as far as that once (bytes read for
+    /// an earlier question are not read again), and whether they are the whole file
+    /// (it ended before `limit`). A file that cannot be opened is no bytes, not whole.
+    pub fn prefix<T>(&self, limit: u64, f: impl FnOnce(&[u8], bool) -> T) -> T {
+        let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+        let mut st = self.state.borrow_mut();
+        while st.bytes.len() < limit && st.fill(self.path, limit) {}
+        let end = st.bytes.len().min(limit);
+        let whole = st.ended && end == st.bytes.len();
+        f(&st.bytes[..end], whole)
+    }
+}
+
 impl State {
     /// Read one more chunk (never past `limit`); `false` at the end of the file or when
     /// it cannot be read.
@@ -168,6 +182,25 @@ mod tests {
             Some(&b"last"[..])
         );
         assert_eq!(head.find_line(1 << 20, |_| None::<()>), None);
+    }
+
+    #[test]
+    fn a_prefix_is_read_once_and_says_whether_it_is_the_whole_file() {
+        let long = "y".repeat(CHUNK * 3);
+        let (_d, p) = file(long.as_bytes());
+        let head = Head::new(&p);
+        assert_eq!(head.prefix(10, |b, whole| (b.len(), whole)), (10, false));
+        // Lines asked for next come from the same bytes, read on as far as needed.
+        let line = head.find_line(1 << 20, |l| Some(l.len()));
+        assert_eq!(line, Some(long.len()));
+        let read = head.state.borrow().bytes.len();
+        assert_eq!(
+            head.prefix(1 << 20, |b, whole| (b.len(), whole)),
+            (long.len(), true)
+        );
+        assert_eq!(head.state.borrow().bytes.len(), read);
+        let missing = Head::new(std::path::Path::new("/nonexistent/transcope/h"));
+        assert_eq!(missing.prefix(10, |b, whole| (b.len(), whole)), (0, false));
     }
 
     #[test]

@@ -45,6 +45,7 @@ pub mod quote;
 pub mod scope;
 pub mod session;
 pub mod stage;
+pub mod times;
 pub mod timestamp;
 
 pub use entry::{Entry, EntryKind, LinePos, TimeValue, Tokens, Usage};

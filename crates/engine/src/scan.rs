@@ -61,6 +61,9 @@ pub struct ScanReport {
     /// before the end of the file: `resume` is where it stopped, and a read from there
     /// goes on as if this one had reached the end.
     pub cut: bool,
+    /// The first and last record times of the bytes read, found as they were framed
+    /// ([`transcope_core::times`]).
+    pub times: transcope_core::times::Times,
 }
 
 impl ScanReport {
@@ -135,6 +138,8 @@ struct Decoder<'x, 't> {
     joined: bool,
     /// Stop after the first line decoded at or past this instant.
     until: Option<std::time::Instant>,
+    /// Looks for the read's first and last times in the lines decoded.
+    times: transcope_core::times::Finder,
 }
 
 impl Decoder<'_, '_> {
@@ -152,6 +157,7 @@ impl Decoder<'_, '_> {
             rest_of_line: None,
             joined: false,
             until: None,
+            times: Default::default(),
         }
     }
 }
@@ -178,6 +184,11 @@ impl LineSink for Decoder<'_, '_> {
         if unterminated && self.tail == Tail::DecodeIfComplete && !complete(line.bytes) {
             return Ok(true);
         }
+        // The times are those of the bytes the read covers (its resume point): a last
+        // line without a newline only when it is taken as whole (`tail_end`).
+        if !(unterminated && self.tail == Tail::Decode) {
+            self.times.see(line.bytes, line.offset);
+        }
         decode_one(
             line.bytes,
             line.offset,
@@ -193,6 +204,7 @@ impl LineSink for Decoder<'_, '_> {
         // resume point is the end of a line every stage has seen whole.
         if self.until.is_some_and(|t| std::time::Instant::now() >= t) {
             self.report.cut = true;
+            self.times.see_last(line.bytes);
             return Ok(false);
         }
         Ok(true)
@@ -240,7 +252,9 @@ pub fn scan_slice(
     report: &mut ScanReport,
 ) {
     let mut decoder = Decoder::new(adapter, sink, report, tail);
+    decoder.times = transcope_core::times::Finder::new(from.offset, from.offset + buf.len() as u64);
     scan_slice_with(buf, from, framer, &mut decoder);
+    decoder.report.times = decoder.times.finish();
 }
 
 /// [`scan_slice`] through a prepared decoder (which may carry a time limit).
@@ -248,6 +262,7 @@ fn scan_slice_with(buf: &[u8], from: Resume, framer: &Framer, d: &mut Decoder<'_
     d.report.bytes += buf.len() as u64;
     if from.offset == 0 && trim(buf).first() == Some(&b'[') {
         d.report.array = true;
+        d.times.see(buf, 0);
         scan_array(buf, &mut *d.adapter, &mut *d.sink, &mut *d.report);
         d.report.resume = from;
         return;
@@ -549,11 +564,14 @@ impl<'a> Source<'a> {
             with_whole_file(path, policy, data, size, |bytes| {
                 if document {
                     report.bytes += bytes.len() as u64;
+                    report.times = transcope_core::times::of(bytes);
                     decode_one(bytes, 0, 1, adapter.as_mut(), sink, &mut report);
                 } else {
                     let mut decoder = Decoder::new(adapter.as_mut(), sink, &mut report, tail);
                     decoder.until = until;
+                    decoder.times = transcope_core::times::Finder::new(from.offset, size);
                     scan_slice_with(bytes, from, framer, &mut decoder);
+                    decoder.report.times = decoder.times.finish();
                 }
             })
             .map_err(&io)?;
@@ -577,6 +595,7 @@ impl<'a> Source<'a> {
             let mut decoder = Decoder::new(adapter.as_mut(), sink, &mut report, tail);
             decoder.rest_of_line = inside_line.then_some(from.offset);
             decoder.until = until;
+            decoder.times = transcope_core::times::Finder::new(from.offset, size);
             let summary = tail
                 .framer(framer)
                 .frame_reader(
@@ -591,6 +610,7 @@ impl<'a> Source<'a> {
                     other => io(std::io::Error::other(other.to_string())),
                 })?;
             let joined = u64::from(decoder.joined);
+            decoder.report.times = std::mem::take(&mut decoder.times).finish();
             report.oversized += summary.oversized;
             report.resume = resume_after(
                 from,

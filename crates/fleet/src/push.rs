@@ -141,7 +141,10 @@ fn merge_markers() -> String {
 /// The copy pushed is the earlier one: earlier in time, a root session's on a tie,
 /// then the one read first (`place`: the local index's rule; the shards of one
 /// archive number every file of its walk alike, so they keep the copy one run
-/// keeps), then the smaller session key (two machines' places that tie).
+/// keeps), then the smaller session key (two machines' places that tie). This and
+/// [`merge_usage`] are the usage merge rule, whose one home is
+/// `transcope_core::entry::merge_copy`, in PostgreSQL across machines (the session
+/// tie-break is the fleet's own: one machine's copies never tie by place and session).
 const EARLIER: &str =
     "((excluded.at_us IS NOT NULL AND (usage.at_us IS NULL OR excluded.at_us < usage.at_us))
     OR (excluded.at_us IS NOT DISTINCT FROM usage.at_us AND (excluded.is_root > usage.is_root

@@ -60,7 +60,7 @@ pub use deliver::{deliver, Change, Claimed, DeliverReport, Lease, Take, CLAIM_BA
 pub use facts::{FactFilter, FactRow};
 pub use names::{Held, Named, ProjectMatch};
 pub use query::{LedgerFilter, LedgerRow, SessionFilter, SessionInfo, TimelineItem};
-pub use span::{span, Span};
+pub use span::Span;
 pub use spend::{UsageFilter, UsageGroup, UsageKey};
 pub use transcope_store::{InForce, Origin, State, Store, StoreError};
 pub use usage::UsageBatch;
@@ -510,21 +510,21 @@ impl Index {
     }
 
     /// Mirror every scope log under `<home>/brain/session-scopes/` whose size differs
-    /// from the one last mirrored. A log that only grew past the last mirror (the byte
-    /// before the place mirrored to is still the `\n` that ended its last whole line)
-    /// has only what follows read and added; any other change (a new, shrunk or
-    /// rewritten log, one never mirrored) replaces the session's transitions with the
+    /// from the one last mirrored. A log that only grew past the last mirror (the bytes
+    /// before the place mirrored to are still the last row mirrored and the `\n` that
+    /// ended it) has only what follows read and added; any other change (a new, shrunk
+    /// or rewritten log, one never mirrored) replaces the session's transitions with the
     /// log's rows. Logs are read in 64 KiB pieces, so memory never holds a log.
-    /// Returns how many logs were read.
-    pub fn sync_logs(&mut self, home: &Path) -> Result<u64, IndexError> {
+    /// Returns how many logs were read and how many of their bytes.
+    pub fn sync_logs(&mut self, home: &Path) -> Result<Mirrored, IndexError> {
         let dir = transcope_scopelog::scopes_dir(home);
         let entries = match fs::read_dir(&dir) {
             Ok(d) => d,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Mirrored::default()),
             Err(source) => return Err(IndexError::Io { path: dir, source }),
         };
-        type Mirrored = (Option<i64>, Option<i64>);
-        let known: rustc_hash::FxHashMap<String, Mirrored> = {
+        type Known = (Option<i64>, Option<i64>);
+        let known: rustc_hash::FxHashMap<String, Known> = {
             let mut st = self
                 .conn
                 .prepare("SELECT session, log_size, log_rows FROM sessions")
@@ -559,9 +559,11 @@ impl Index {
             }
         }
         changed.sort();
-        let mut read = 0;
+        let mut read = Mirrored::default();
         for chunk in changed.chunks(256) {
-            read += self.mirror(chunk)?;
+            let done = self.mirror(chunk)?;
+            read.logs += done.logs;
+            read.bytes += done.bytes;
         }
         Ok(read)
     }
@@ -569,7 +571,7 @@ impl Index {
     /// Mirror each [`ChangedLog`] `(key, log, from)`: from `from` (a place just past a `\n`, and the
     /// rows before it) when given, else the whole log in place of the session's
     /// transitions; one transaction.
-    fn mirror(&mut self, logs: &[ChangedLog]) -> Result<u64, IndexError> {
+    fn mirror(&mut self, logs: &[ChangedLog]) -> Result<Mirrored, IndexError> {
         let sqlite = |e: rusqlite::Error| IndexError::Sqlite {
             path: self.path.clone(),
             source: e.into(),
@@ -579,8 +581,11 @@ impl Index {
             .map_err(sqlite)?;
         let tx = self.conn.transaction().map_err(sqlite)?;
         next_change(&tx).map_err(sqlite)?;
-        let mut read = 0;
+        let mut read = Mirrored::default();
         {
+            let mut last_line = tx
+                .prepare_cached("SELECT line FROM transitions WHERE session = ?1 AND seq = ?2")
+                .map_err(sqlite)?;
             let mut clear = tx
                 .prepare_cached("DELETE FROM transitions WHERE session = ?1")
                 .map_err(sqlite)?;
@@ -601,8 +606,19 @@ impl Index {
                     if from.is_none() {
                         clear.execute([key]).map_err(sqlite)?;
                     }
+                    // The last row mirrored, as read then: the log must still hold it
+                    // just before `start` (else it was rewritten since).
+                    let last: Option<String> = match seq {
+                        0 => None,
+                        n => last_line
+                            .query_row(params![key, n - 1], |r| r.get(0))
+                            .optional()
+                            .map_err(sqlite)?,
+                    };
+                    let last = last.as_deref().unwrap_or("").as_bytes();
                     let mut failed = None;
-                    let scanned = transcope_scopelog::scan_lines(path, start, |line, r| {
+                    let at = (start, last);
+                    let scanned = transcope_scopelog::scan_lines(path, at, |line, r| {
                         if failed.is_none() {
                             match insert_row(&mut row, key, seq, &r, line) {
                                 Ok(_) => seq += 1,
@@ -633,7 +649,8 @@ impl Index {
                         })
                     }
                 };
-                read += 1;
+                read.logs += 1;
+                read.bytes += scanned.read;
                 // Mirrored to the end of the last whole line: a torn or unended last
                 // line is read again next time (its row, if it is one, kept once).
                 let rows_whole = from.map_or(0, |(_, n)| n) + scanned.rows_before_whole as i64;
@@ -791,6 +808,17 @@ pub(crate) fn time_text(v: &Value) -> String {
         Value::String(s) => s.clone(),
         other => other.to_string(),
     }
+}
+
+/// What [`Index::sync_logs`] read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Mirrored {
+    /// The logs read (each, in part or whole).
+    pub logs: u64,
+    /// The bytes read of them: what they gained since the last sync (and the last row
+    /// mirrored before it, read again to check that it is still there), or the whole
+    /// of a log read whole.
+    pub bytes: u64,
 }
 
 /// A log to mirror: its session key, its path, and where its mirror goes on from (a

@@ -153,24 +153,44 @@ impl UsageBatch {
 }
 
 impl Request {
-    /// [`UPSERT_USAGE`] in memory: `self` is the copy kept so far.
+    /// [`UPSERT_USAGE`] in memory: `self` is the copy kept so far, merged with `new`
+    /// by the one rule ([`transcope_core::entry::merge_copy`]).
     fn merge(&mut self, new: Request) {
-        let earlier =
-            transcope_core::entry::copy_order(new.at_us, new.is_root, self.at_us, self.is_root)
-                .then(new.order.cmp(&self.order))
-                .is_lt();
-        self.tokens.max_each(&new.tokens);
-        if earlier {
-            self.scope = new.scope;
-            self.is_root = new.is_root;
-            self.at_us = new.at_us;
-            self.order = new.order;
-            if new.model != NO_MODEL {
-                self.model = new.model;
-            }
-        } else if self.model == NO_MODEL {
-            self.model = new.model;
-        }
+        transcope_core::entry::merge_copy(self, &new);
+    }
+}
+
+/// A copy in a batch: its place is its read's `order` (a batch's reads share its
+/// run's first place, [`UsageBatch::add`]); its scope goes with its time.
+impl transcope_core::entry::RequestCopy for Request {
+    type Time = i64;
+    type Place = u32;
+    fn at(&self) -> Option<i64> {
+        self.at_us
+    }
+    fn is_root(&self) -> bool {
+        self.is_root
+    }
+    fn place(&self) -> u32 {
+        self.order
+    }
+    fn has_model(&self) -> bool {
+        self.model != NO_MODEL
+    }
+    fn tokens(&self) -> &Tokens {
+        &self.tokens
+    }
+    fn tokens_mut(&mut self) -> &mut Tokens {
+        &mut self.tokens
+    }
+    fn take_lead(&mut self, new: &Request) {
+        self.scope = new.scope;
+        self.is_root = new.is_root;
+        self.at_us = new.at_us;
+        self.order = new.order;
+    }
+    fn take_model(&mut self, new: &Request) {
+        self.model = new.model;
     }
 }
 
@@ -388,13 +408,11 @@ impl Row {
     }
 }
 
-/// Every copy of a request is one row. Its time, session and scope are the earliest
-/// copy's (a root session's on a tie, then the one read first: `place`, by run, then
-/// by the file's place in the run's stream); its counts are the largest any copy
-/// reports, field by field: Claude Code writes a line per content block of a
-/// streamed message, each with the usage so far (the output count grows), and a
-/// resumed session replays the last of them, so the largest is the request's whole
-/// usage and a replay adds nothing.
+/// Every copy of a request is one row, merged into it by the usage merge rule, whose
+/// one home is [`transcope_core::entry::merge_copy`]: this is that rule in SQL, for a
+/// copy meeting the row already stored (`place`, by run, then by the file's place in
+/// the run's stream, is [`RequestCopy::place`](transcope_core::entry::RequestCopy)),
+/// held to it by `the_sql_upsert_merges_as_merge_copy` below.
 const UPSERT_USAGE: &str = "
 INSERT INTO usage (message_key, scope, is_root, at_us, model, input_tokens, output_tokens,
     cache_creation_input_tokens, cache_creation_1h_input_tokens, cache_read_input_tokens,
@@ -561,6 +579,96 @@ mod tests {
             let mut room = vec![(7, Request::default()); 3];
             let got = in_key_order(&given, &mut room);
             proptest::prop_assert_eq!(order(got), order(&want));
+        }
+    }
+    /// A copy as the test draws it: time (few values, so ties are common), root, the
+    /// read's order, model, counts.
+    type Drawn = (Option<i64>, bool, u32, Option<u32>, [u64; 6]);
+
+    fn drawn() -> impl proptest::strategy::Strategy<Value = Drawn> {
+        use proptest::prelude::*;
+        (
+            proptest::option::of(0i64..3),
+            any::<bool>(),
+            0u32..3,
+            proptest::option::of(0u32..2),
+            [0u64..4, 0u64..4, 0u64..4, 0u64..4, 0u64..4, 0u64..4],
+        )
+    }
+
+    proptest::proptest! {
+        /// The SQL upsert (a copy meeting the row stored) merges exactly as the one rule,
+        /// `merge_copy`, merges in memory: the copies of a request, one at a time in the
+        /// order drawn, through both; the row is the copy kept (its scope names which
+        /// copy led).
+        #[test]
+        fn the_sql_upsert_merges_as_merge_copy(copies in proptest::collection::vec(drawn(), 1..8)) {
+            let home = tempfile::tempdir().unwrap();
+            let ix = crate::Index::open(home.path()).unwrap();
+            let conn = ix.conn();
+            // Scopes and models by number only: no rows for them here.
+            conn.pragma_update(None, "foreign_keys", false).unwrap();
+            let mut upsert = conn.prepare_cached(&UPSERT_USAGE_SQL).unwrap();
+            let key = 7u128.to_be_bytes();
+            let mut kept: Option<Request> = None;
+            for (i, (at_us, is_root, order, model, c)) in copies.iter().enumerate() {
+                let copy = Request {
+                    scope: i as u32,
+                    is_root: *is_root,
+                    at_us: *at_us,
+                    model: model.unwrap_or(NO_MODEL),
+                    tokens: Tokens::from_counts(*c),
+                    order: *order,
+                };
+                match &mut kept {
+                    Some(k) => k.merge(copy),
+                    None => kept = Some(copy),
+                }
+                let row = Row {
+                    key,
+                    scope: i64::from(copy.scope),
+                    is_root: copy.is_root,
+                    at_us: copy.at_us,
+                    model: model.map(i64::from),
+                    counts: counts(&copy.tokens),
+                    place: i64::from(copy.order),
+                    changed: 1,
+                };
+                row.bind(&mut upsert, 0).unwrap();
+                upsert.raw_execute().unwrap();
+            }
+            let kept = kept.unwrap();
+            let stored = conn
+                .query_row(
+                    "SELECT scope, is_root, at_us, model, input_tokens, output_tokens,
+                        cache_creation_input_tokens, cache_creation_1h_input_tokens,
+                        cache_read_input_tokens, reasoning_output_tokens, place
+                     FROM usage WHERE message_key = ?1",
+                    [&key[..]],
+                    |r| {
+                        Ok((
+                            r.get::<_, i64>(0)?,
+                            r.get::<_, bool>(1)?,
+                            r.get::<_, Option<i64>>(2)?,
+                            r.get::<_, Option<i64>>(3)?,
+                            tokens_at(r, 4)?,
+                            r.get::<_, i64>(10)?,
+                        ))
+                    },
+                )
+                .unwrap();
+            let model = (kept.model != NO_MODEL).then(|| i64::from(kept.model));
+            proptest::prop_assert_eq!(
+                stored,
+                (
+                    i64::from(kept.scope),
+                    kept.is_root,
+                    kept.at_us,
+                    model,
+                    kept.tokens,
+                    i64::from(kept.order),
+                )
+            );
         }
     }
 }

@@ -18,6 +18,13 @@ fn row(session: &str, i: u64, cwd: &str) -> String {
     )
 }
 
+/// `n` rows, alternately in folders `even` and `odd`.
+fn rows(session: &str, n: u64, (even, odd): (&str, &str)) -> String {
+    (0..n)
+        .map(|i| row(session, i, if i % 2 == 0 { even } else { odd }))
+        .collect()
+}
+
 fn log_path(home: &Path, session: &str) -> PathBuf {
     let dir = transcope_scopelog::scopes_dir(home);
     std::fs::create_dir_all(&dir).unwrap();
@@ -60,26 +67,23 @@ fn a_sync_reads_what_a_log_gained_and_ends_as_a_whole_mirror() {
     let s = "0f0e0d0c-0000-4000-8000-00000000aa01";
     let log = log_path(home, s);
     let mut ix = Index::open(home).unwrap();
-    let mut text = String::new();
-    for i in 0..100 {
-        text.push_str(&row(s, i, if i % 2 == 0 { "a" } else { "b" }));
-    }
+    let text = rows(s, 100, ("a", "b"));
     append(&log, &text);
-    assert_eq!(ix.sync_logs(home).unwrap(), 1);
+    assert_eq!(ix.sync_logs(home).unwrap().logs, 1);
     assert_eq!(sorted(&ix), mirrored_whole(home));
     // Nothing new: nothing read.
-    assert_eq!(ix.sync_logs(home).unwrap(), 0);
+    assert_eq!(ix.sync_logs(home).unwrap().logs, 0);
 
     // Appended rows, then a torn last line: only the tail is read (the rows before it
     // are not inserted twice: the count is the whole mirror's).
     append(&log, &row(s, 100, "c"));
     append(&log, "{\"session_id\": \"torn");
-    assert_eq!(ix.sync_logs(home).unwrap(), 1);
+    assert_eq!(ix.sync_logs(home).unwrap().logs, 1);
     assert_eq!(sorted(&ix), mirrored_whole(home));
     assert_eq!(sorted(&ix)[0].1.len(), 101);
     // The next writer starts on a fresh line (the fresh-line rule).
     append(&log, &format!("\n{}", row(s, 101, "d")));
-    assert_eq!(ix.sync_logs(home).unwrap(), 1);
+    assert_eq!(ix.sync_logs(home).unwrap().logs, 1);
     assert_eq!(sorted(&ix), mirrored_whole(home));
     assert_eq!(sorted(&ix)[0].1.len(), 102);
 
@@ -103,7 +107,7 @@ fn a_sync_reads_what_a_log_gained_and_ends_as_a_whole_mirror() {
         short.push_str(&row(s, i, "z"));
     }
     std::fs::write(&log, &short).unwrap();
-    assert_eq!(ix.sync_logs(home).unwrap(), 1);
+    assert_eq!(ix.sync_logs(home).unwrap().logs, 1);
     assert_eq!(sorted(&ix), mirrored_whole(home));
     assert_eq!(sorted(&ix)[0].1.len(), 10);
     let mut longer = String::from("x");
@@ -121,10 +125,7 @@ fn a_million_row_log_grown_by_one_row_is_mirrored_by_reading_that_row() {
     let home = home.path();
     let s = "0f0e0d0c-0000-4000-8000-00000000aa02";
     let log = log_path(home, s);
-    let mut text = String::new();
-    for i in 0..20_000 {
-        text.push_str(&row(s, i, if i % 2 == 0 { "a" } else { "b" }));
-    }
+    let text = rows(s, 20_000, ("a", "b"));
     append(&log, &text);
     let mut ix = Index::open(home).unwrap();
     ix.sync_logs(home).unwrap();
@@ -144,4 +145,47 @@ fn a_million_row_log_grown_by_one_row_is_mirrored_by_reading_that_row() {
         "the rows before {before} bytes were not read"
     );
     assert_eq!(rows[20_000]["cwd"], "c");
+}
+
+/// Issue 37, item 4: a sync reads only the bytes a log gained (and the last row it
+/// mirrored, to see that the log still holds it), and a log replaced by another whose
+/// line ends fall where the old one's did is mirrored again from its start.
+#[test]
+fn a_sync_reads_only_the_bytes_it_has_not_mirrored_and_sees_a_replaced_log() {
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    let s = "0f0e0d0c-0000-4000-8000-00000000aa03";
+    let log = log_path(home, s);
+    let text = rows(s, 1000, ("a", "b"));
+    append(&log, &text);
+    let mut ix = Index::open(home).unwrap();
+    let first = ix.sync_logs(home).unwrap();
+    assert_eq!((first.logs, first.bytes), (1, text.len() as u64));
+
+    // One row appended: that row is read, and the row before it (its line, its `\n`
+    // and the byte before the line, where a `\r` would be).
+    let last = row(s, 999, "b");
+    let new = row(s, 1000, "c");
+    append(&log, &new);
+    let grown = ix.sync_logs(home).unwrap();
+    assert_eq!(grown.logs, 1);
+    assert_eq!(grown.bytes, (1 + last.len() + new.len()) as u64);
+    assert!(grown.bytes < 600, "{grown:?}");
+    assert_eq!(sorted(&ix), mirrored_whole(home));
+    assert_eq!(sorted(&ix)[0].1.len(), 1001);
+    assert_eq!(ix.sync_logs(home).unwrap().bytes, 0);
+
+    // Replaced by a log of other rows, the same length line for line (so every `\n`
+    // is where it was), and one row longer: the byte before the place mirrored to is
+    // still a `\n`, but the row before it is not the one mirrored. Read whole.
+    let other = rows(s, 1002, ("x", "y"));
+    assert_eq!(other.as_bytes()[text.len() + new.len() - 1], b'\n');
+    std::fs::write(&log, &other).unwrap();
+    let replaced = ix.sync_logs(home).unwrap();
+    assert_eq!(replaced.logs, 1);
+    assert!(replaced.bytes >= other.len() as u64, "{replaced:?}");
+    let rows = &sorted(&ix)[0].1;
+    assert_eq!(rows.len(), 1002);
+    assert!(rows.iter().all(|r| r["cwd"] == "x" || r["cwd"] == "y"));
+    assert_eq!(sorted(&ix), mirrored_whole(home));
 }

@@ -105,7 +105,7 @@ pub struct InForceIn {
 pub fn in_force_in(path: &std::path::Path, t: transcope_core::Instant) -> InForceIn {
     let mut out = InForceIn::default();
     let mut later = 0;
-    let read = crate::read::scan_lines(path, 0, |_, r| {
+    let read = crate::read::scan_lines(path, (0, b""), |_, r| {
         match r
             .get("at")
             .and_then(Value::as_str)

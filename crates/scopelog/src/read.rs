@@ -149,22 +149,42 @@ pub struct ScannedFrom {
     pub rows_before_whole: u64,
     /// The bytes are non-empty and do not end with `\n`.
     pub torn_tail: bool,
+    /// How many bytes of the file were read: those from `from` on, and those the check
+    /// of the place read before it.
+    pub read: u64,
 }
 
 /// The readable rows of the log at `path` from byte `from` on (a place just past a
 /// `\n`, or 0), each with its line's text, in file order, read in 64 KiB pieces:
 /// what [`rows_from_bytes`] gives for those bytes. Since `\n` always ends a line, the
 /// rows from a `\n` boundary on are exactly those a whole read finds past it, so a
-/// mirror can read what was appended and nothing else. A `from` past the end or not
-/// just after a `\n` (the log was cut or rewritten since) is an
-/// [`io::ErrorKind::InvalidData`] error, before any row is handed on.
-pub fn scan_lines(path: &Path, from: u64, row: impl FnMut(&str, Row)) -> io::Result<ScannedFrom> {
+/// mirror can read what was appended and nothing else.
+///
+/// `last` is the text of the line that ends at `from` as a reader before saw it (its
+/// `\n`, or `\r\n`, just before `from`), or empty: the bytes there are read and
+/// compared, so a log rewritten since with a line's end at the same place is seen as
+/// rewritten. A `from` past the end, not just after a `\n`, or not after `last` (the
+/// log was cut or rewritten since) is an [`io::ErrorKind::InvalidData`] error, before
+/// any row is handed on.
+pub fn scan_lines(
+    path: &Path,
+    (from, last): (u64, &[u8]),
+    row: impl FnMut(&str, Row),
+) -> io::Result<ScannedFrom> {
     use std::os::unix::fs::FileExt;
     let (mut file, size) = transcope_jsonl::open_private(path)?;
+    let mut checked = 0;
     if from > 0 {
-        let mut before = [0u8; 1];
-        let whole =
-            from <= size && file.read_exact_at(&mut before, from - 1).is_ok() && before[0] == b'\n';
+        // The line, an optional `\r` and the `\n`, as far back as the file goes.
+        let want = (last.len() as u64 + 2).min(from);
+        let mut before = vec![0u8; want as usize];
+        let read = from <= size && file.read_exact_at(&mut before, from - want).is_ok();
+        checked = want;
+        let whole = read
+            && before.strip_suffix(b"\n").is_some_and(|b| {
+                let b = b.strip_suffix(b"\r").unwrap_or(b);
+                b.ends_with(last)
+            });
         if !whole {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
@@ -174,6 +194,7 @@ pub fn scan_lines(path: &Path, from: u64, row: impl FnMut(&str, Row)) -> io::Res
     }
     let mut out = scan_range(&mut file, from, size - from, row)?;
     out.size = size;
+    out.read = checked + (size - from);
     Ok(out)
 }
 

@@ -133,6 +133,11 @@ pub enum MarkersOut {
 /// process's threads or address space. [`Options::jobs`] above it is lowered to it.
 pub const MAX_JOBS: usize = 256;
 
+/// How many files waiting behind their key's other file keep the open that named them
+/// (a file descriptor and the head's bytes each), for their read to go on from; one
+/// past them is opened and its head read again when its turn comes.
+const HELD_OPENS: usize = 64;
+
 /// The address space a worker thread takes: its 2 MiB stack, its guard page and its
 /// signal stack, with room to spare.
 const THREAD_SPACE: u64 = (2 << 20) + (256 << 10);
@@ -404,9 +409,11 @@ where
         .map_or(0, |d| d.as_secs());
     // The keys being worked on, each with the files of that key that came since, in
     // stream order (each with its place in the stream: the index breaks a tie between
-    // two files' copies of a request by it). A worker finishing a key's file takes the
-    // next one waiting.
-    let busy: Mutex<HashMap<String, VecDeque<(u32, Job)>>> = Mutex::new(HashMap::new());
+    // two files' copies of a request by it, and the open that named it, for its read to
+    // go on from: its head is not read twice). A worker finishing a key's file takes
+    // the next one waiting. Beside them, how many opens they hold.
+    type Queued = (u32, Job, Option<transcope_engine::Handoff>);
+    let busy: Mutex<(HashMap<String, VecDeque<Queued>>, usize)> = Mutex::new((HashMap::new(), 0));
     // Set once the stream has given its last file.
     let drained = AtomicBool::new(false);
     // Runs under par_bridge's lock, one file at a time in stream order: the key is
@@ -448,15 +455,19 @@ where
             }
         };
         let mut busy = lock(&busy);
-        match busy.get_mut(&key) {
-            // Queued behind its key's other file: opened again when its turn comes.
+        let (keys, held) = &mut *busy;
+        match keys.get_mut(&key) {
+            // Queued behind its key's other file, with the open that named it (past
+            // HELD_OPENS of them, opened and its head read again when its turn comes).
             Some(waiting) => {
-                waiting.push_back((place, job));
+                let opened = opened.filter(|_| *held < HELD_OPENS);
+                *held += usize::from(opened.is_some());
+                waiting.push_back((place, job, opened));
                 None
             }
             None => {
-                busy.insert(key.clone(), VecDeque::new());
-                Some((key, (place, job), opened))
+                keys.insert(key.clone(), VecDeque::new());
+                Some((key, (place, job, opened)))
             }
         }
     });
@@ -474,12 +485,11 @@ where
                     pipeline: opts.pipeline.clone(),
                     resolver: resolver.clone(),
                 },
-                |w, (key, first, opened)| {
+                |w, (key, first)| {
                     let mut out = Summary::default();
                     let mut next = Some(first);
-                    // The first file goes on from the open that named it.
-                    let mut opened = opened;
-                    while let Some((place, job)) = next {
+                    // Each file goes on from the open that named it.
+                    while let Some((place, job, mut opened)) = next {
                         let policy = match opts.io {
                             IoPolicy::Read => ReadPolicy::Read,
                             IoPolicy::MapQuiet { quiet, min_size } => {
@@ -518,9 +528,14 @@ where
                         }
                         // The key's next file, or the key is free again.
                         let mut busy = lock(&busy);
-                        next = busy.get_mut(&key).and_then(VecDeque::pop_front);
-                        if next.is_none() {
-                            busy.remove(&key);
+                        let (keys, held) = &mut *busy;
+                        next = keys.get_mut(&key).and_then(VecDeque::pop_front);
+                        match &next {
+                            None => {
+                                keys.remove(&key);
+                            }
+                            Some((_, _, Some(_))) => *held -= 1,
+                            Some(_) => {}
                         }
                     }
                     // Nothing is left for this worker: what waits is written now,

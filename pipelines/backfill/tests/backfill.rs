@@ -373,19 +373,22 @@ fn the_key_comes_from_the_first_line_that_answers() {
 /// Files that share a scope-log key (one session id in two project folders) are taken
 /// one after the other in path order, as `observe` file by file in discovery order
 /// takes them, whatever else runs beside them; the other order gives another log.
+/// A Claude Code user line of session `sid` in folder `cwd` at `at`, with its `\n`.
+fn user_line(sid: &str, cwd: &str, at: &str) -> String {
+    serde_json::json!({
+        "type": "user", "cwd": cwd, "gitBranch": "main", "sessionId": sid,
+        "timestamp": at, "message": {"role": "user", "content": "go"},
+    })
+    .to_string()
+        + "\n"
+}
+
 #[test]
 fn files_that_share_a_key_are_taken_in_path_order() {
     let dir = tempfile::tempdir().unwrap();
     let projects = dir.path().join("projects");
     let sid = "0a0b0c0d-0000-4000-8000-00000000beef";
-    let line = |cwd: &str, at: &str| {
-        serde_json::json!({
-            "type": "user", "cwd": cwd, "gitBranch": "main", "sessionId": sid,
-            "timestamp": at, "message": {"role": "user", "content": "go"},
-        })
-        .to_string()
-            + "\n"
-    };
+    let line = |cwd: &str, at: &str| user_line(sid, cwd, at);
     // In path order each row is newer than the last, so all three are written; in any
     // other order a row older than the latest is refused. The first file is long, so
     // the other two wait behind its key while it is read.
@@ -440,6 +443,69 @@ fn files_that_share_a_key_are_taken_in_path_order() {
         run(home.path(), std::slice::from_ref(&projects), jobs);
         assert_eq!(logs(home.path()), in_order, "--jobs {jobs}");
     }
+}
+
+/// Issue 37, item 4: a file that waits behind its key's other file keeps the open that
+/// named it, and its read goes on from that open and the head read then — the file is
+/// not opened nor its head read again. Shown by removing the waiting file's name once
+/// it is queued: its read still finds every byte it had.
+#[test]
+fn a_file_waiting_behind_its_key_is_read_from_the_open_that_named_it() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let dir = tempfile::tempdir().unwrap();
+    let projects = dir.path().join("projects");
+    let sid = "0a0b0c0d-0000-4000-8000-00000000cafe";
+    let line = |cwd: &str, at: &str| user_line(sid, cwd, at);
+    for (folder, cwd, at) in [
+        ("-w-a", "/w/a", "2026-10-08T09:00:00Z"),
+        ("-w-b", "/w/b", "2026-10-08T10:00:00Z"),
+    ] {
+        std::fs::create_dir_all(projects.join(folder)).unwrap();
+        let path = projects.join(folder).join(format!("{sid}.jsonl"));
+        std::fs::write(path, line(cwd, at).repeat(200)).unwrap();
+    }
+    let (jobs, _) = discover(
+        std::slice::from_ref(&projects),
+        &transcope_testkit::engine::adapters(),
+    );
+    assert_eq!(jobs.len(), 2);
+    let waiting = jobs[1].path.clone();
+    // The stream asks for a third file only once the second is named and queued (a
+    // run that reads no usage reads the stream no further ahead than its workers).
+    let queued = AtomicBool::new(false);
+    let mut given = jobs.into_iter();
+    let stream = std::iter::from_fn(|| {
+        let next = given.next();
+        if next.is_none() {
+            queued.store(true, Ordering::Release);
+        }
+        next.map(Ok)
+    });
+    let home = tempfile::tempdir().unwrap();
+    let mut o = Options::new(
+        home.path(),
+        transcope_testkit::engine::pipeline(home.path()),
+    );
+    o.jobs = 2;
+    o.usage = false;
+    // When the first file is read (its key's next file not yet taken), the second is
+    // queued behind it: its name goes.
+    let progress = |files: u64, _: u64| {
+        if files == 1 {
+            let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+            while !queued.load(Ordering::Acquire) && std::time::Instant::now() < until {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            std::fs::remove_file(&waiting).unwrap();
+        }
+    };
+    let s = transcope_backfill::backfill_iter(stream, &o, &progress);
+    assert!(queued.load(Ordering::Acquire), "the second file was queued");
+    assert!(s.errors.is_empty(), "{:?}", s.errors);
+    assert_eq!(s.files, 2);
+    let log = &logs(home.path())[&format!("{sid}.jsonl")];
+    assert!(log.contains("/w/a") && log.contains("/w/b"), "{log}");
+    assert!(!waiting.exists());
 }
 
 /// The streaming walk yields every transcript once, in path order, however the paths

@@ -254,8 +254,8 @@ pub fn observe_deferred(
 
 /// What a read adds to the index: the session (its parent, agent and transcript), the
 /// first and last times of the bytes read, the rows change detection appended (taken
-/// from `report`). `None` when nothing was read. `times`: read the first and last times
-/// (two small reads of the file; a run that keeps no index does without).
+/// from `report`). `None` when nothing was read. `times`: keep the first and last times
+/// the read found (a run that keeps no index does without).
 pub fn observed(
     pipeline: &Pipeline,
     o: &Observe<'_>,
@@ -272,23 +272,14 @@ pub fn observed(
         .by_name(scan.adapter)
         .and_then(|f| f.layout())
         .and_then(|l| l.parent(key));
-    let end = scan
-        .tail_end
-        .unwrap_or(scan.resume.offset)
-        .max(if scan.array { scan.bytes } else { 0 });
-    let start = if report.resumed {
-        end.saturating_sub(scan.bytes)
-    } else {
-        0
-    };
     Some(Observed {
         session: key.to_owned(),
         parent,
         agent: (!scan.adapter.is_empty()).then(|| scan.adapter.to_owned()),
         transcript: Some(o.transcript.to_path_buf()),
-        // The times are a convenience of the listing: an unreadable tail gives none.
+        // Found in the bytes as the read framed them: none read again.
         span: if times {
-            transcope_index::span(o.transcript, start, end).unwrap_or_default()
+            transcope_index::Span::of(&scan.times)
         } else {
             transcope_index::Span::default()
         },

@@ -326,3 +326,162 @@ fn a_rewritten_transcript_is_read_again_from_the_start() {
     assert!(r.up_to_date);
     assert_eq!(r.scan.bytes, 0);
 }
+
+/// What the index's `span` found before issue 37 (item 4), verbatim: the first
+/// `"timestamp"` in a window of the file from `start` on and the last in a window
+/// before `end`, each 16 KiB widened to 256 KiB, read from the file again after the
+/// engine had read it. The times are now found in the bytes as the engine frames them;
+/// this is what they must equal.
+fn span_read_again(path: &Path, start: u64, end: u64) -> transcope_core::times::Times {
+    use std::os::unix::fs::FileExt;
+    use transcope_core::times::times;
+    const WINDOW: u64 = 16 * 1024;
+    const WIDEST: u64 = 256 * 1024;
+    let mut out = transcope_core::times::Times::default();
+    if end <= start {
+        return out;
+    }
+    let file = std::fs::File::open(path).unwrap();
+    let read = |from: u64, to: u64| {
+        let mut buf = vec![0u8; (to - from) as usize];
+        file.read_exact_at(&mut buf, from).unwrap();
+        buf
+    };
+    let mut window = WINDOW;
+    while out.first.is_none() {
+        let head = read(start, end.min(start + window));
+        out.first = times(&head).next().map(str::to_owned);
+        if start + window >= end || window >= WIDEST {
+            break;
+        }
+        window *= 4;
+    }
+    let mut window = WINDOW;
+    while out.last.is_none() {
+        let from = end.saturating_sub(window).max(start);
+        let tail = read(from, end);
+        out.last = times(&tail).last().map(str::to_owned);
+        if from == start || window >= WIDEST {
+            break;
+        }
+        window *= 4;
+    }
+    out
+}
+
+/// Issue 37, item 4: a read's first and last times are those the index's `span` read
+/// from the file again before — for every public transcript (Claude Code, Codex and
+/// Gemini CLI lines, Gemini documents), read whole, then in two pieces, and for a long
+/// transcript whose times lie far apart — now taken from the bytes the read framed.
+#[test]
+fn a_reads_times_are_found_in_the_bytes_it_framed_as_span_found_them() {
+    let mut files = public_files();
+    for e in std::fs::read_dir(testdata().join("public/gemini")).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "jsonl" || x == "json") {
+            files.push(p);
+        }
+    }
+    // A long transcript: more than a window of lines without a time at each end.
+    let dir = tempfile::tempdir().unwrap();
+    let long = dir.path().join("long.jsonl");
+    let pad = format!(
+        "{{\"type\":\"summary\",\"summary\":\"{}\"}}\n",
+        "y".repeat(1000)
+    );
+    let user = |at: &str| {
+        format!("{{\"type\":\"user\",\"timestamp\":\"{at}\",\"cwd\":\"/w\",\"sessionId\":\"s\"}}\n")
+    };
+    let text = [
+        pad.repeat(10),
+        user("2026-10-08T09:00:00Z"),
+        pad.repeat(600),
+        user("2026-10-08T10:00:00Z"),
+        user("2026-10-08T11:00:00Z"),
+        pad.repeat(20),
+    ]
+    .concat();
+    std::fs::write(&long, &text).unwrap();
+    files.push(long);
+    // Last lines without a newline: one whole, one torn.
+    let unended = dir.path().join("unended.jsonl");
+    let two = [user("2026-10-08T09:00:00Z"), user("2026-10-08T10:00:00Z")].concat();
+    std::fs::write(&unended, two.trim_end()).unwrap();
+    files.push(unended);
+    let torn = dir.path().join("torn.jsonl");
+    std::fs::write(&torn, format!("{two}{}", &two[..40])).unwrap();
+    files.push(torn);
+    let mut timed = 0;
+    for (i, path) in files.iter().enumerate() {
+        let bytes = std::fs::read(path).unwrap();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        // Whole, then (a log) in two pieces split at a line's end.
+        let half = bytes[..bytes.len() / 2]
+            .iter()
+            .rposition(|b| *b == b'\n')
+            .map_or(0, |n| n + 1);
+        let document = name.ends_with(".json");
+        let pieces: Vec<usize> = if document || half == 0 {
+            vec![bytes.len()]
+        } else {
+            vec![half, bytes.len()]
+        };
+        let home = tempfile::tempdir().unwrap();
+        let t = home.path().join(&name);
+        let log = ScopeLog::open(home.path(), format!("s{i}"));
+        // Whole as a rebuild reads (no cursor), then through the cursor in pieces.
+        let full = pipeline_full();
+        let p = pipeline(home.path());
+        let reads = std::iter::once((&full, bytes.len())).chain(pieces.iter().map(|n| (&p, *n)));
+        let mut done = 0;
+        for (p, upto) in reads {
+            std::fs::write(&t, &bytes[..upto]).unwrap();
+            let env = Env::new();
+            let o = Observe::new(&log, &t, &env);
+            let (mut report, _, pending) = transcope_observe::observe_deferred(
+                p,
+                &o,
+                &NoProjects.into(),
+                &mut Buffers::default(),
+                transcope_observe::Routes::ALL,
+            )
+            .unwrap();
+            // Where the read ended, and so began, as `observed` took them for `span`.
+            let scan = &report.scan;
+            let end = scan
+                .tail_end
+                .unwrap_or(scan.resume.offset)
+                .max(if scan.array { scan.bytes } else { 0 });
+            let start = if report.resumed {
+                end.saturating_sub(scan.bytes)
+            } else {
+                0
+            };
+            let want = span_read_again(&t, start, end);
+            let item = transcope_observe::observed(p, &o, &mut report, true).unwrap();
+            let got = (
+                item.span.first.map(|s| s.text),
+                item.span.last.map(|s| s.text),
+            );
+            assert_eq!(
+                got,
+                (want.first.clone(), want.last.clone()),
+                "{name} to {upto}"
+            );
+            assert_eq!(report.scan.times, want, "{name} to {upto}");
+            timed += usize::from(want.first.is_some());
+            if let Some(c) = pending {
+                c.save().unwrap();
+            }
+            done = upto;
+        }
+        assert_eq!(done, bytes.len());
+    }
+    assert!(timed > files.len(), "most reads have times: {timed}");
+    // The long one: the first time and the last, each more than a window from the
+    // other end.
+    let last = &files[files.len() - 3];
+    let whole = span_read_again(last, 0, text.len() as u64);
+    assert_eq!(whole.first.as_deref(), Some("2026-10-08T09:00:00Z"));
+    assert_eq!(whole.last.as_deref(), Some("2026-10-08T11:00:00Z"));
+}

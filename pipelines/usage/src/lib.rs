@@ -187,28 +187,25 @@ impl EntrySink for UsageStage {
             }),
             None => self.model.clone(),
         };
-        // The copy before is of the same request (a streamed message's next line):
-        // merged here as the index would merge the two, the earlier one's time kept (the
-        // first on a tie), each count the largest. Only copies naming the same model
-        // merge, so which copy's model the index keeps cannot depend on it.
-        if let Some(last) = self.spent.last_mut() {
-            if last.key == key && last.model == model {
-                last.copies += 1;
-                last.tokens.max_each(&tokens);
-                // One file's copies are all of one session, root or not.
-                if transcope_core::entry::copy_order(at, false, last.at, false).is_lt() {
-                    last.at = at;
-                }
-                return;
-            }
-        }
-        self.spent.push(Spent {
+        let new = Spent {
             key,
             at,
             model,
             tokens,
             copies: 1,
-        });
+        };
+        // The copy before is of the same request (a streamed message's next line):
+        // merged here by the index's one rule (`merge_copy`: the earlier one's time
+        // kept, the first on a tie, each count the largest). Only copies naming the
+        // same model merge, so which copy's model the index keeps cannot depend on it.
+        if let Some(last) = self.spent.last_mut() {
+            if last.key == new.key && last.model == new.model {
+                transcope_core::entry::merge_copy(last, &new);
+                last.copies += 1;
+                return;
+            }
+        }
+        self.spent.push(new);
     }
 }
 
@@ -223,6 +220,35 @@ fn tokens_of(v: &Value) -> Option<Tokens> {
         *n = a.get(i).and_then(Value::as_u64)?;
     }
     Some(Tokens::from_counts(c))
+}
+
+/// Copies within one file: all of one session, root or not, read in file order (a
+/// tie keeps the first); the time goes with the copy.
+impl transcope_core::entry::RequestCopy for Spent {
+    type Time = transcope_core::Instant;
+    type Place = ();
+    fn at(&self) -> Option<transcope_core::Instant> {
+        self.at
+    }
+    fn is_root(&self) -> bool {
+        false
+    }
+    fn place(&self) {}
+    fn has_model(&self) -> bool {
+        self.model.is_some()
+    }
+    fn tokens(&self) -> &Tokens {
+        &self.tokens
+    }
+    fn tokens_mut(&mut self) -> &mut Tokens {
+        &mut self.tokens
+    }
+    fn take_lead(&mut self, new: &Spent) {
+        self.at = new.at;
+    }
+    fn take_model(&mut self, new: &Spent) {
+        self.model.clone_from(&new.model);
+    }
 }
 
 /// What the usage stage hands on after a read: each request's usage, in file order.
