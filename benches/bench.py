@@ -15,6 +15,11 @@ BENCH = os.environ.get("BENCH_DIR", os.path.join(ROOT, "target", "bench"))
 CORPUS = os.environ.get("CORPUS", os.path.join(BENCH, f"corpus-{SIZE}"))
 HOMES = os.environ.get("HOME_DIR", os.path.join(BENCH, "homes"))
 SINGLE = os.path.join(BENCH, "single-100MB.jsonl")
+# The archive (issue 36) keeps every byte read; its cost has its own bench
+# (benches/archive.py). Here it is off unless ARCHIVE=on, so these figures are the
+# read, the stages and the index.
+ARCHIVE = os.environ.get("ARCHIVE", "off")
+os.environ["TRANSCOPE_ARCHIVE"] = "on" if ARCHIVE == "on" else "off"
 
 
 def env_for(claude, codex, home):
@@ -125,38 +130,66 @@ def compared(label, make_cmd, nbytes, runs=RUNS, stdin=None, fresh_home=False, w
     return out
 
 
-def one_turn(payload, runs=20):
-    """`hook stop` after one turn (the transcript's last four lines again, about 4 KB)
-    is appended to a 100 MB transcript already read: the read, its scope-log rows and
-    the cursor written (intent, then the synced cursor). Each binary has its own copy
-    of the transcript (in HOMES) and its own home, runs alternating."""
+def turns(n):
+    """`n` new turns for the end of SINGLE: each the transcript's last four lines with
+    fresh message, request and line ids (a new turn's requests are new to the index)
+    and one more assistant line whose text carries a brain marker."""
+    import re, uuid
     with open(SINGLE, "rb") as fh:
         fh.seek(-64 * 1024, os.SEEK_END)
-        turn = b"\n".join(fh.read().split(b"\n")[-5:-1]) + b"\n"
+        last = fh.read().decode().split("\n")[-5:-1]
+    out = []
+    for k in range(n):
+        fresh = {}
+        def swap(m):
+            return fresh.setdefault(m.group(0), m.group(1) + uuid.uuid4().hex[:24] + '"')
+        lines = [re.sub(r'("(?:msg|req)_)[A-Za-z0-9]+"', swap, l) for l in last]
+        lines = [re.sub(r'("uuid":")[0-9a-f-]+"', lambda m: m.group(1) + str(uuid.uuid4()) + '"', l) for l in lines]
+        said = json.loads(next(l for l in reversed(lines) if '"role":"assistant"' in l))
+        said["uuid"] = str(uuid.uuid4())
+        said["message"]["id"] = "msg_" + uuid.uuid4().hex[:24]
+        said["message"]["content"] = [{"type": "text", "text":
+            f"Done. <!-- @lesson topic=bench -->turn {k}: keep each Stop cheap<!-- @/lesson -->"}]
+        lines.append(json.dumps(said, separators=(",", ":")))
+        out.append(("\n".join(lines) + "\n").encode())
+    return out
+
+
+def one_turn(payload, runs=20):
+    """`hook stop` after one new turn (``turns``: about 5 KB, new requests and a marker)
+    is appended to a 100 MB transcript already read, with the brain writer on and no
+    brain: the read, the turn's request and marker in the index, the marker to the
+    outbox, the cursor saved. Each binary has its own copy of the transcript (in
+    HOMES) and its own home, runs alternating, the same turns for both."""
+    new = turns(runs + 1)
     bins = [BIN] + ([BASELINE] if BASELINE else [])
     prep = {}
+    env = dict(os.environ, BRAIN_WRITER_ENABLED="1")
     for b in bins:
         home = tempfile.mkdtemp(dir=HOMES)
         copy = os.path.join(home, "transcript.jsonl")
         shutil.copyfile(SINGLE, copy)
         p = json.dumps({"session_id": "bench", "transcript_path": copy}).encode()
-        run([b, "--home", home, "hook", "stop"], stdin=p)
+        run([b, "--home", home, "hook", "stop"], stdin=p, env=env)
         prep[b] = (home, copy, p)
     ts = {b: [] for b in bins}
-    for _ in range(runs):
+    for i in range(runs):
         for b in bins:
             home, copy, p = prep[b]
             with open(copy, "ab") as fh:
-                fh.write(turn)
-            ts[b].append(run([b, "--home", home, "hook", "stop"], stdin=p))
+                fh.write(new[i])
+            ts[b].append(run([b, "--home", home, "hook", "stop"], stdin=p, env=env))
     rss = {}
     for b in bins:
         home, copy, p = prep[b]
         with open(copy, "ab") as fh:
-            fh.write(turn)
-        rss[b] = peak_rss_kb([b, "--home", home, "hook", "stop"], stdin=p)
+            fh.write(new[runs])
+        rss[b] = peak_rss_kb(["env", "BRAIN_WRITER_ENABLED=1", b, "--home", home, "hook", "stop"], stdin=p)
+        outbox = os.path.join(home, "brain-outbox")
+        if not os.path.isdir(outbox) or not os.listdir(outbox):
+            raise SystemExit(f"{b}: the turns' markers did not reach the outbox ({outbox})")
         shutil.rmtree(home, ignore_errors=True)
-    label = "hook stop, one turn appended (100 MB)"
+    label = "hook stop, one new turn, its marker to the outbox (100 MB)"
     out = [row(label, ts[BIN], None, rss[BIN])]
     if BASELINE:
         base = row(label + " [baseline]", ts[BASELINE], None, rss[BASELINE])
@@ -225,7 +258,7 @@ def main():
     load = os.getloadavg()
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.machine())
     lines = [f"## {time.strftime('%Y-%m-%d %H:%M')} — {SIZE} corpus ({len(files)} files, {nbytes/1e6:.0f} MB), "
-             f"{os.cpu_count()} CPUs ({cpu}), load {load[0]:.2f}, homes in {HOMES}", "",
+             f"{os.cpu_count()} CPUs ({cpu}), load {load[0]:.2f}, homes in {HOMES}, archive {os.environ['TRANSCOPE_ARCHIVE']}", "",
              "| case | median ms | min–max ms | GB/s | × cat time | × wc time | × baseline | peak RSS MB |",
              "|---|---:|---:|---:|---:|---:|---:|---:|"]
     if BASELINE:
@@ -237,7 +270,9 @@ def main():
                      f"{r['median_ms']/cat:.2f} | {r['median_ms']/wc:.2f} | {vb} | {r['rss_kb']/1024:.1f} |")
     j1 = base["backfill --jobs 1 --no-markers"]["median_ms"]
     j2 = base["backfill --jobs 2 --no-markers"]["median_ms"]
-    lines += ["", f"2 threads vs 1: {j1/j2:.2f}×", ""]
+    lines += ["", f"2 threads vs 1: {j1/j2:.2f}×"]
+    default = base["backfill --jobs 2 (markers to the outbox, the default)"]["median_ms"]
+    lines += [f"the default backfill (2 threads) reads at {cat / default * 100:.0f} % of cat's rate", ""]
     text = "\n".join(lines)
     print(text)
     with open(os.path.join(ROOT, "benches", "results.md"), "a") as fh:
