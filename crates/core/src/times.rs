@@ -81,7 +81,11 @@ impl Finder {
     /// The last time of `bytes`, when they hold one, is the last time so far (the last
     /// line of a read cut short of its end, wherever it is).
     pub fn see_last(&mut self, bytes: &[u8]) {
-        if let Some(t) = times(bytes).last() {
+        // From the end: a Claude Code line names its time last, so the search stops
+        // after a few bytes, where a forward search read (and parsed) every time in
+        // the tail window's lines.
+        let last = memchr::memmem::rfind_iter(bytes, KEY).find_map(|i| time_at(bytes, i));
+        if let Some(t) = last {
             let last = self.found.last.get_or_insert_with(String::new);
             last.clear();
             last.push_str(t);
@@ -103,24 +107,31 @@ pub fn of(bytes: &[u8]) -> Times {
 
 /// Every `"timestamp": "<time>"` in `bytes` whose time parses, in order.
 pub fn times(bytes: &[u8]) -> impl Iterator<Item = &str> + '_ {
-    memchr::memmem::find_iter(bytes, b"\"timestamp\"").filter_map(move |i| {
-        let mut rest = &bytes[i + 11..];
-        let skip = |r: &mut &[u8]| {
-            while let [b' ' | b'\t' | b'\r' | b'\n', tail @ ..] = *r {
-                *r = tail;
-            }
-        };
-        skip(&mut rest);
-        rest = rest.strip_prefix(b":")?;
-        skip(&mut rest);
-        rest = rest.strip_prefix(b"\"")?;
-        let close = memchr::memchr(b'"', rest)?;
-        let text = std::str::from_utf8(&rest[..close]).ok()?;
-        if text.len() > 64 {
-            return None;
+    memchr::memmem::find_iter(bytes, KEY).filter_map(move |i| time_at(bytes, i))
+}
+
+/// The key searched for.
+const KEY: &[u8] = b"\"timestamp\"";
+
+/// The time of the `"timestamp"` key at `i` in `bytes`, when a `:` and a string that
+/// parses as a time follow it.
+fn time_at(bytes: &[u8], i: usize) -> Option<&str> {
+    let mut rest = &bytes[i + KEY.len()..];
+    let skip = |r: &mut &[u8]| {
+        while let [b' ' | b'\t' | b'\r' | b'\n', tail @ ..] = *r {
+            *r = tail;
         }
-        crate::timestamp::parse(text).map(|_| text)
-    })
+    };
+    skip(&mut rest);
+    rest = rest.strip_prefix(b":")?;
+    skip(&mut rest);
+    rest = rest.strip_prefix(b"\"")?;
+    let close = memchr::memchr(b'"', rest)?;
+    let text = std::str::from_utf8(&rest[..close]).ok()?;
+    if text.len() > 64 {
+        return None;
+    }
+    crate::timestamp::parse(text).map(|_| text)
 }
 
 #[cfg(test)]
