@@ -26,7 +26,7 @@
 //! ```
 
 use transcope_adapter_common::message::MessageUsage;
-use transcope_adapter_common::quick::{once, val, walk_line, Val};
+use transcope_adapter_common::quick::{once, once_object, val, walk_line, Val};
 use transcope_adapter_common::usage::{walk_counts, Shape};
 use transcope_core::entry::{Entry, EntryKind, LinePos};
 use transcope_core::Usage;
@@ -65,27 +65,23 @@ pub fn usage_read(line: &[u8], pos: LinePos) -> Option<UsageRead<'_>> {
     let (mut id, mut model, mut usage) = (Val::Missing, Val::Missing, None);
     let mut seen = 0u32;
     let context = walk_line(line, pos, |w, key, v| match key {
-        "message" => {
-            once(&mut seen, 0)?;
-            let mut inner = 0u32;
-            w.object(v, |k, v| {
-                let (slot, value) = match k {
-                    "id" => (0, &mut id),
-                    "model" => (1, &mut model),
-                    "usage" => {
-                        once(&mut inner, 2)?;
-                        let (u, e) = walk_counts(w, v, &MessageUsage::TOKENS)?;
-                        usage = Some(u);
-                        return Some(e);
-                    }
-                    _ => return w.skip(v),
-                };
-                once(&mut inner, slot)?;
-                let (l, e) = val(w, v)?;
-                *value = l;
-                Some(e)
-            })
-        }
+        "message" => once_object(w, v, (&mut seen, 0), |k, v, inner| {
+            let (slot, value) = match k {
+                "id" => (0, &mut id),
+                "model" => (1, &mut model),
+                "usage" => {
+                    once(inner, 2)?;
+                    let (u, e) = walk_counts(w, v, &MessageUsage::TOKENS)?;
+                    usage = Some(u);
+                    return Some(e);
+                }
+                _ => return w.skip(v),
+            };
+            once(inner, slot)?;
+            let (l, e) = val(w, v)?;
+            *value = l;
+            Some(e)
+        }),
         "requestId" => {
             once(&mut seen, 1)?;
             let (l, e) = val(w, v)?;
@@ -120,7 +116,8 @@ pub fn usage_read(line: &[u8], pos: LinePos) -> Option<UsageRead<'_>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use transcope_testkit::{decode::last_entry, mutate};
+    use transcope_testkit::decode::last_entry;
+    use transcope_testkit::mutate::{self, POS};
 
     /// What the full usage-only decode gives, owned.
     fn full(line: &[u8], pos: LinePos) -> Option<Entry<'static>> {
@@ -133,25 +130,11 @@ mod tests {
         usage_entry(line, pos).map(|e| e.to_static())
     }
 
-    const POS: LinePos = LinePos {
-        offset: 100,
-        line: 3,
-    };
-
     const LINES: [&str; 3] = [
         r#"{"parentUuid":"c25d5c7a","isSidechain":true,"userType":"external","cwd":"/w/k","sessionId":"6fa4","version":"2.1.17","gitBranch":"main","agentId":"23b6d56","message":{"id":"msg_01","type":"message","role":"assistant","model":"claude-opus-4-6","content":[{"type":"tool_use","id":"toolu_01","name":"Bash","input":{"command":"cat src/marker.rs | head -100\n","description":"Run a command"}}],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":30,"cache_creation_input_tokens":793,"cache_read_input_tokens":69197,"cache_creation":{"ephemeral_5m_input_tokens":0,"ephemeral_1h_input_tokens":793},"output_tokens":1117,"service_tier":"standard"}},"requestId":"req_011","type":"assistant","uuid":"68eb","timestamp":"2025-11-21T23:53:38.370Z"}"#,
         r#"{"type": "assistant", "cwd": "", "gitBranch": null, "isSidechain": false, "timestamp": 5, "message": {"model": null, "content": "x \"quoted\" \u00e9 \ud800", "usage": {"input_tokens": 0, "output_tokens": 1}}}"#,
         r#"{"type":"assistant","message":{"id":"m","usage":{"input_tokens":1,"output_tokens":2,"cache_creation":{}}},"requestId":null}"#,
     ];
-
-    #[test]
-    fn common_shapes_read_as_the_full_decode_reads_them() {
-        for l in LINES {
-            let q = quick(l.as_bytes(), POS);
-            assert!(q.is_some(), "{l}");
-            assert_eq!(q, full(l.as_bytes(), POS), "{l}");
-        }
-    }
 
     #[test]
     fn unusual_shapes_are_left_to_the_full_decode() {
@@ -202,35 +185,12 @@ mod tests {
         assert!(crate::probe::probe(v.as_bytes()).is_none());
     }
 
-    /// Every one-byte change of every line: each answer is the full decode's, and
-    /// most changes (inside strings the walk skips) still get one.
-    #[test]
-    fn every_one_byte_change() {
-        for l in LINES {
-            let (answered, tried) = mutate::one_byte_changes(l.as_bytes(), mutate::BYTES, |v| {
-                let q = quick(v, POS);
-                let read = q.is_some();
-                if read {
-                    assert_eq!(q, full(v, POS), "{}", String::from_utf8_lossy(v));
-                    same_folder_as_the_probe(v);
-                }
-                read
-            });
-            assert!(answered * 4 > tried, "{answered} of {tried} answered: {l}");
-        }
-    }
-
-    proptest::proptest! {
-        /// Any answer the walk gives is the full decode's, whatever a line's bytes.
-        #[test]
-        fn an_answer_is_the_full_decodes(
-            which in 0usize..3,
-            edits in proptest::collection::vec((0usize..1000, proptest::sample::select(b"\"\\{}[],:0 u1e.-\x01az".to_vec())), 1..4),
-        ) {
-            let v = mutate::edited(LINES[which].as_bytes(), &edits);
-            if let Some(q) = quick(&v, POS) {
-                proptest::prop_assert_eq!(Some(q), full(&v, POS), "{}", String::from_utf8_lossy(&v));
-            }
-        }
-    }
+    transcope_testkit::quick_path_tests!(
+        lines: LINES,
+        bytes: mutate::BYTES,
+        one_in: 4,
+        quick: quick,
+        full: full,
+        also: same_folder_as_the_probe,
+    );
 }

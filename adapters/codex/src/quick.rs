@@ -25,7 +25,7 @@
 //! assert_eq!((u.tokens.unwrap().input, u.tokens.unwrap().cache_read), (6, 4));
 //! ```
 
-use transcope_adapter_common::quick::{once, val, walk_line};
+use transcope_adapter_common::quick::{once, once_object, val, walk_line};
 use transcope_adapter_common::usage::{walk_counts, Shape};
 use transcope_adapter_common::walk::{Lit, Walk};
 use transcope_core::entry::{Entry, EntryKind, LinePos};
@@ -79,39 +79,35 @@ pub fn token_count_entry(line: &[u8], pos: LinePos) -> Option<Entry<'_>> {
     let (mut payload_ty, mut got) = (None, None);
     let mut seen = 0u32;
     let context = walk_line(line, pos, |w, key, v| match key {
-        "payload" => {
-            once(&mut seen, 0)?;
-            let mut inner = 0u32;
-            w.object(v, |k, v| {
-                let slot = match k {
-                    "type" => 0,
-                    "info" => 1,
-                    // Decoded by the full decode (for other types): read as it
-                    // reads them, so a value it would refuse is left to it.
-                    "role" => 2,
-                    "id" => 3,
-                    "session_id" => 4,
-                    "cwd" => 5,
-                    "last_agent_message" => 6,
-                    "model" => 7,
-                    _ => return w.skip(v),
-                };
-                once(&mut inner, slot)?;
-                match slot {
-                    0 => {
-                        let (t, e) = w.plain_str(v)?;
-                        payload_ty = Some(t);
-                        Some(e)
-                    }
-                    1 => {
-                        let (i, e) = info(w, v)?;
-                        got = Some(i);
-                        Some(e)
-                    }
-                    _ => val(w, v).map(|(_, e)| e),
+        "payload" => once_object(w, v, (&mut seen, 0), |k, v, inner| {
+            let slot = match k {
+                "type" => 0,
+                "info" => 1,
+                // Decoded by the full decode (for other types): read as it
+                // reads them, so a value it would refuse is left to it.
+                "role" => 2,
+                "id" => 3,
+                "session_id" => 4,
+                "cwd" => 5,
+                "last_agent_message" => 6,
+                "model" => 7,
+                _ => return w.skip(v),
+            };
+            once(inner, slot)?;
+            match slot {
+                0 => {
+                    let (t, e) = w.plain_str(v)?;
+                    payload_ty = Some(t);
+                    Some(e)
                 }
-            })
-        }
+                1 => {
+                    let (i, e) = info(w, v)?;
+                    got = Some(i);
+                    Some(e)
+                }
+                _ => val(w, v).map(|(_, e)| e),
+            }
+        }),
         // Decoded (and checked) by the full decode.
         "message" | "id" | "role" | "content" => None,
         _ => w.skip(v),
@@ -133,7 +129,8 @@ pub fn token_count_entry(line: &[u8], pos: LinePos) -> Option<Entry<'_>> {
 mod tests {
     use super::*;
     use transcope_core::adapter::{from_fn, Adapter};
-    use transcope_testkit::{decode::last_entry, mutate};
+    use transcope_testkit::decode::last_entry;
+    use transcope_testkit::mutate::{self, POS};
 
     /// What the adapter's full decode gives `line`, owned: after a first line that
     /// makes the file an envelope file.
@@ -150,11 +147,6 @@ mod tests {
         token_count_entry(line, pos).map(|e| e.to_static())
     }
 
-    const POS: LinePos = LinePos {
-        offset: 100,
-        line: 3,
-    };
-
     const LINES: [&str; 4] = [
         r#"{"timestamp":"2025-10-10T05:08:30.650Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":4612,"cached_input_tokens":2306,"output_tokens":954,"reasoning_output_tokens":318,"total_tokens":5566},"last_token_usage":{"input_tokens":4612,"cached_input_tokens":2306,"output_tokens":954,"reasoning_output_tokens":318,"total_tokens":5566},"model_context_window":272000},"rate_limits":{"primary":{"used_percent":12.0,"window_minutes":300,"resets_at":1765328124},"plan_type":null}}}"#,
         r#"{"timestamp":"2025-10-10T05:08:31.000Z","type":"event_msg","payload":{"type":"token_count","info":null,"rate_limits":{"primary":{"used_percent":1.5e1}}}}"#,
@@ -162,13 +154,10 @@ mod tests {
         r#"{"timestamp":"2025-10-10T05:08:32.000Z","type":"event_msg","payload":{"type":"token_count","info":{}}}"#,
     ];
 
+    /// Which counts a `token_count` gives (the running total, else the last
+    /// request's, else none), as the full decode chooses them.
     #[test]
-    fn common_shapes_read_as_the_full_decode_reads_them() {
-        for l in LINES {
-            let q = quick(l.as_bytes(), POS);
-            assert!(q.is_some(), "{l}");
-            assert_eq!(q, full(l.as_bytes(), POS), "{l}");
-        }
+    fn a_token_count_is_read_for_its_counts() {
         let u = quick(LINES[0].as_bytes(), POS).unwrap().usage.unwrap();
         assert!(u.cumulative);
         assert_eq!(u.tokens.unwrap().input, 4612 - 2306);
@@ -201,35 +190,12 @@ mod tests {
         assert_eq!(quick(LINES[0].as_bytes(), LinePos::default()), None);
     }
 
-    /// Every one-byte change of every line: each answer is the full decode's, and
-    /// most changes (inside strings the walk skips) still get one.
-    #[test]
-    fn every_one_byte_change() {
-        let bytes = [mutate::BYTES, b"n"].concat();
-        for l in LINES {
-            let (answered, tried) = mutate::one_byte_changes(l.as_bytes(), &bytes, |v| {
-                let q = quick(v, POS);
-                let read = q.is_some();
-                if read {
-                    assert_eq!(q, full(v, POS), "{}", String::from_utf8_lossy(v));
-                }
-                read
-            });
-            assert!(answered * 5 > tried, "{answered} of {tried} answered: {l}");
-        }
-    }
-
-    proptest::proptest! {
-        /// Any answer the walk gives is the full decode's, whatever a line's bytes.
-        #[test]
-        fn an_answer_is_the_full_decodes(
-            which in 0usize..4,
-            edits in proptest::collection::vec((0usize..1000, proptest::sample::select(b"\"\\{}[],:0 u1e.-\x01azn".to_vec())), 1..4),
-        ) {
-            let v = mutate::edited(LINES[which].as_bytes(), &edits);
-            if let Some(q) = quick(&v, POS) {
-                proptest::prop_assert_eq!(Some(q), full(&v, POS), "{}", String::from_utf8_lossy(&v));
-            }
-        }
-    }
+    transcope_testkit::quick_path_tests!(
+        lines: LINES,
+        bytes: &[mutate::BYTES, b"n"].concat(),
+        one_in: 5,
+        quick: quick,
+        full: full,
+        also: |_: &[u8]| {},
+    );
 }

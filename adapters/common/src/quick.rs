@@ -118,6 +118,21 @@ pub fn once(seen: &mut u32, bit: u32) -> Option<()> {
     Some(())
 }
 
+/// The object at `open`, a key of its line's read at most once (bit `bit` of
+/// `seen`): `each(key, at, inner)` for each of its keys, `inner` the object's own
+/// keys seen (for [`once`]). `None` on a repeated key or a key `each` refuses.
+#[inline]
+pub fn once_object<'a>(
+    w: &Walk<'a>,
+    open: usize,
+    (seen, bit): (&mut u32, u32),
+    mut each: impl FnMut(&'a str, usize, &mut u32) -> Option<usize>,
+) -> Option<usize> {
+    once(seen, bit)?;
+    let mut inner = 0u32;
+    w.object(open, |k, v| each(k, v, &mut inner))
+}
+
 /// What [`Context::field`] made of a key.
 pub enum Field {
     /// One of the context keys, read: one past its value.

@@ -335,6 +335,30 @@ struct FileOutcome {
     errors: Vec<String>,
 }
 
+impl FileOutcome {
+    /// What a file's read gave, its scan counted here; `None` (its error kept) when
+    /// it failed.
+    fn read<T>(
+        &mut self,
+        r: Result<T, transcope_engine::ScanError>,
+        scan: impl Fn(&T) -> &transcope_engine::ScanReport,
+    ) -> Option<T> {
+        match r {
+            Ok(t) => {
+                let s = scan(&t);
+                self.bytes = s.bytes;
+                self.entries = s.entries;
+                self.skipped = s.skipped_total() + s.oversized;
+                Some(t)
+            }
+            Err(e) => {
+                self.errors.push(e.to_string());
+                None
+            }
+        }
+    }
+}
+
 /// Process `jobs`; `progress(files_done, bytes_done)` is called after each file.
 pub fn backfill(jobs: Vec<Job>, opts: &Options, progress: &(dyn Fn(u64, u64) + Sync)) -> Summary {
     backfill_iter(jobs.into_iter().map(Ok), opts, progress)
@@ -991,16 +1015,9 @@ fn process_file(
             routes,
         )
     });
-    let (mut report, mut stages_found, pending) = match report {
-        Ok(r) => r,
-        Err(e) => {
-            o.errors.push(e.to_string());
-            return (o, None);
-        }
+    let Some((mut report, mut stages_found, pending)) = o.read(report, |r| &r.0.scan) else {
+        return (o, None);
     };
-    o.bytes = report.scan.bytes;
-    o.entries = report.scan.entries;
-    o.skipped = report.scan.skipped_total() + report.scan.oversized;
     o.transitions = report.outcome.recorded;
     if report.outcome.io_errors > 0 {
         o.errors.push(
@@ -1091,16 +1108,9 @@ fn rebuild_file(
             &mut b.borrow_mut(),
         )
     });
-    let (seen, mut stages_found) = match seen {
-        Ok(s) => s,
-        Err(e) => {
-            o.errors.push(e.to_string());
-            return (o, None);
-        }
+    let Some((seen, mut stages_found)) = o.read(seen, |s| &s.0.scan) else {
+        return (o, None);
     };
-    o.bytes = seen.scan.bytes;
-    o.entries = seen.scan.entries;
-    o.skipped = seen.scan.skipped_total() + seen.scan.oversized;
     let mut report = transcope_observe::ObserveReport {
         scan: seen.scan,
         ..Default::default()
