@@ -25,7 +25,7 @@ os.environ["TRANSCOPE_ARCHIVE"] = "on" if ARCHIVE == "on" else "off"
 def env_for(claude, codex, home):
     """The environment of a transcope (or ccusage) run reading the agents' folders
     `claude` and `codex`, with `home` as the user's home."""
-    e = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "TZ")}
+    e = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "TZ", "TRANSCOPE_ARCHIVE")}
     e.update({"HOME": home, "CLAUDE_CONFIG_DIR": claude, "CODEX_HOME": codex, "GEMINI_CLI_HOME": home,
               "NO_COLOR": "1"})
     return e

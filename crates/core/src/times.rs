@@ -4,7 +4,10 @@
 //! read's times are not taken from its entries: the first `"timestamp": "<time>"` in
 //! the read's first [`WINDOW`] bytes and the last one in its last [`WINDOW`] bytes
 //! are, looked for in the lines the engine frames (every other line costs one
-//! comparison), so no transcript byte is read again for them. Every format transcope
+//! comparison). The last is looked for in the lines of the last [`TAIL`] bytes; only
+//! when none of them names a time are the bytes before them, back to [`WINDOW`],
+//! searched as well ([`Finder::wider`]: the engine reads them again, a rare case).
+//! Every format transcope
 //! reads (Claude Code and Codex lines, Gemini CLI messages) names its record times so,
 //! and a key inside a JSON string has its quotes escaped, so a match is a real key.
 //!
@@ -31,6 +34,11 @@
 /// of a quarter MiB is without a time).
 pub const WINDOW: u64 = 256 * 1024;
 
+/// How far back from a read's end its lines are searched for its last time as they
+/// are framed (searching every line of [`WINDOW`] was 2 % of a backfill's
+/// instructions; a line of these bytes almost always names a time).
+pub const TAIL: u64 = 16 * 1024;
+
 /// The first and last times of a read, as recorded.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Times {
@@ -47,6 +55,9 @@ pub struct Finder {
     head_end: u64,
     /// The last time is looked for from here on.
     tail_start: u64,
+    /// And, when none is found there, from here on to `end` ([`Finder::wider`]).
+    wide_start: u64,
+    end: u64,
     found: Times,
 }
 
@@ -56,7 +67,9 @@ impl Finder {
     pub fn new(start: u64, end: u64) -> Finder {
         Finder {
             head_end: start.saturating_add(WINDOW),
-            tail_start: end.saturating_sub(WINDOW).max(start),
+            tail_start: end.saturating_sub(TAIL).max(start),
+            wide_start: end.saturating_sub(WINDOW).max(start),
+            end,
             found: Times::default(),
         }
     }
@@ -81,14 +94,30 @@ impl Finder {
     /// The last time of `bytes`, when they hold one, is the last time so far (the last
     /// line of a read cut short of its end, wherever it is).
     pub fn see_last(&mut self, bytes: &[u8]) {
-        // From the end: a Claude Code line names its time last, so the search stops
-        // after a few bytes, where a forward search read (and parsed) every time in
-        // the tail window's lines.
-        let last = memchr::memmem::rfind_iter(bytes, KEY).find_map(|i| time_at(bytes, i));
+        // One search of the line with the finder built once (building one per line,
+        // or searching from the end, which memchr does without SIMD, cost more than
+        // the search); a line holds one time, so one parse.
+        let last = times(bytes).last();
         if let Some(t) = last {
             let last = self.found.last.get_or_insert_with(String::new);
             last.clear();
             last.push_str(t);
+        }
+    }
+
+    /// The bytes to search for the last time as well, when the lines of the last
+    /// [`TAIL`] bytes named none: the last [`WINDOW`] bytes (clipped to the read;
+    /// whole, so a time cut by the tail's start is seen). Their last time, if any,
+    /// goes to [`Finder::see_wider`].
+    pub fn wider(&self) -> Option<std::ops::Range<u64>> {
+        (self.found.last.is_none() && self.wide_start < self.tail_start)
+            .then_some(self.wide_start..self.end)
+    }
+
+    /// The last time of the [`Finder::wider`] bytes, when they name one.
+    pub fn see_wider(&mut self, bytes: &[u8]) {
+        if self.found.last.is_none() {
+            self.see_last(bytes);
         }
     }
 
@@ -102,12 +131,19 @@ impl Finder {
 pub fn of(bytes: &[u8]) -> Times {
     let mut f = Finder::new(0, bytes.len() as u64);
     f.see(bytes, 0);
+    if let Some(r) = f.wider() {
+        f.see_wider(&bytes[r.start as usize..r.end as usize]);
+    }
     f.finish()
 }
 
 /// Every `"timestamp": "<time>"` in `bytes` whose time parses, in order.
 pub fn times(bytes: &[u8]) -> impl Iterator<Item = &str> + '_ {
-    memchr::memmem::find_iter(bytes, KEY).filter_map(move |i| time_at(bytes, i))
+    static FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(KEY));
+    FINDER
+        .find_iter(bytes)
+        .filter_map(move |i| time_at(bytes, i))
 }
 
 /// The key searched for.
@@ -149,6 +185,10 @@ mod tests {
                 f.see(&text.as_bytes()[a..b], a as u64);
             }
             at += line.len();
+        }
+        // As the engine does: the bytes before the tail, when its lines named no time.
+        if let Some(r) = f.wider() {
+            f.see_wider(&text.as_bytes()[r.start as usize..r.end as usize]);
         }
         f.finish()
     }

@@ -263,6 +263,7 @@ fn scan_slice_with(buf: &[u8], from: Resume, framer: &Framer, d: &mut Decoder<'_
     if from.offset == 0 && trim(buf).first() == Some(&b'[') {
         d.report.array = true;
         d.times.see(buf, 0);
+        widen(&mut d.times, buf, 0);
         scan_array(buf, &mut *d.adapter, &mut *d.sink, &mut *d.report);
         d.report.resume = from;
         return;
@@ -278,6 +279,20 @@ fn scan_slice_with(buf: &[u8], from: Resume, framer: &Framer, d: &mut Decoder<'_
         summary.lines_consumed,
         d.report,
     );
+    if !d.report.cut {
+        widen(&mut d.times, buf, from.offset);
+    }
+}
+
+/// The read's last time from the bytes before its tail, when the tail's lines named
+/// none ([`transcope_core::times::Finder::wider`]): `buf` holds the read from `base`.
+fn widen(times: &mut transcope_core::times::Finder, buf: &[u8], base: u64) {
+    if let Some(r) = times.wider() {
+        let at = |o: u64| {
+            usize::try_from(o.saturating_sub(base)).map_or(buf.len(), |i| i.min(buf.len()))
+        };
+        times.see_wider(&buf[at(r.start)..at(r.end)]);
+    }
 }
 
 /// Where the next read starts: after the last complete line, or after a complete last
@@ -610,6 +625,15 @@ impl<'a> Source<'a> {
                     other => io(std::io::Error::other(other.to_string())),
                 })?;
             let joined = u64::from(decoder.joined);
+            // The rare read again: no line of the read's last bytes named a time (a
+            // read cut short keeps the time of the last line it read, if any).
+            if let (Some(r), false) = (decoder.times.wider(), decoder.report.cut) {
+                use std::os::unix::fs::FileExt;
+                let mut again = vec![0u8; usize::try_from(r.end - r.start).unwrap_or(0)];
+                if file.read_exact_at(&mut again, r.start).is_ok() {
+                    decoder.times.see_wider(&again);
+                }
+            }
             decoder.report.times = std::mem::take(&mut decoder.times).finish();
             report.oversized += summary.oversized;
             report.resume = resume_after(
