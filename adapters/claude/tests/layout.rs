@@ -45,7 +45,8 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 /// `testdata/…` of every `*.jsonl` under the four transcript folders (not
-/// `public/gemini`: another agent's files, named by its own layout).
+/// `public/gemini` or `public/qwen`: other agents' files, named by their own
+/// layouts).
 fn transcripts() -> Vec<String> {
     let root = common::testdata("");
     let mut files = Vec::new();
@@ -58,7 +59,9 @@ fn transcripts() -> Vec<String> {
             let rel = p.strip_prefix(&root).unwrap().to_str().unwrap();
             format!("testdata/{rel}")
         })
-        .filter(|r| !r.starts_with("testdata/public/gemini/"))
+        .filter(|r| {
+            !r.starts_with("testdata/public/gemini/") && !r.starts_with("testdata/public/qwen/")
+        })
         .collect();
     rels.sort();
     rels

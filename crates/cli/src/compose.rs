@@ -15,9 +15,12 @@ use transcope_core::stage::StageRegistry;
 use transcope_engine::{CursorPolicy, Pipeline};
 
 /// Every adapter, in detection order (on a tie the earliest wins: Claude is the
-/// reference's fallback for any file that is not Codex).
+/// reference's fallback for any file that is not Codex; Qwen Code, whose records
+/// Claude's type rule would also take, answers only for its own files, so it is asked
+/// first).
 pub fn adapters() -> AdapterRegistry {
     let mut r = AdapterRegistry::new();
+    r.register(Box::new(transcope_adapter_qwen::QwenFactory));
     r.register(Box::new(transcope_adapter_claude::ClaudeFactory));
     r.register(Box::new(transcope_adapter_codex::CodexFactory));
     r.register(Box::new(transcope_adapter_gemini::GeminiFactory));

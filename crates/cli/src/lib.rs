@@ -10,7 +10,10 @@
 //! ```
 //! let adapters = transcope::compose::adapters();
 //! let names: Vec<&str> = adapters.factories().map(|f| f.name()).collect();
-//! assert_eq!(names[0], "claude", "the fallback is first");
+//! assert!(names.contains(&"claude") && names.contains(&"qwen"));
+//! // Claude is the fallback: a file no format recognises is read as Claude's.
+//! let odd = adapters.detect(std::path::Path::new("x.jsonl"), b"not json").unwrap();
+//! assert_eq!(odd.name(), "claude");
 //! ```
 #![warn(missing_docs)]
 

@@ -235,6 +235,14 @@ pub trait Layout: Send + Sync {
     /// (by its name and place alone: no read).
     fn claims(&self, path: &Path) -> bool;
 
+    /// Whether `path` sits where this agent keeps transcripts but is none (an index
+    /// or ledger the agent writes beside them): no layout claims it, however broad
+    /// its rule (by name and place alone: no read). The default disowns nothing.
+    fn disowns(&self, path: &Path) -> bool {
+        let _ = path;
+        false
+    }
+
     /// The scope-log key of the session that wrote the file `head` is of (reading as
     /// little of it as needed, through `head`, which every layout asked about the file
     /// shares), or why there is none — with how sure this layout is that the file is
@@ -349,8 +357,12 @@ impl AdapterRegistry {
             .filter_map(|f| Some((f.name(), f.layout()?)))
     }
 
-    /// The factory whose layout claims `path` (the first registered on a tie).
+    /// The factory whose layout claims `path` (the first registered on a tie); `None`
+    /// when a layout disowns it ([`Layout::disowns`]).
     pub fn claiming(&self, path: &Path) -> Option<&dyn AdapterFactory> {
+        if self.layouts().any(|(_, l)| l.disowns(path)) {
+            return None;
+        }
         self.factories()
             .find(|f| f.layout().is_some_and(|l| l.claims(path)))
     }
