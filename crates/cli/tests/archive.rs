@@ -121,12 +121,15 @@ fn a_generated_archive_and_the_public_transcripts_restore_byte_for_byte() {
         (Some(0), Some(0)),
         "{again}"
     );
-    // Every JSONL file is a transcript of some agent's layout, and was kept.
+    // Every JSONL file is a transcript of some agent's layout, and was kept — but
+    // Qwen Code's prompt ledger beside a chat (`<id>.ledger.jsonl`), which its layout
+    // disowns: the prompts alone, no transcript.
     let transcripts: BTreeSet<PathBuf> = files_under(&corpus)
         .into_iter()
         .filter(|p| !p.starts_with(corpus.join("repos")))
         .chain(files_under(&public))
         .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .filter(|p| !p.to_string_lossy().ends_with(".ledger.jsonl"))
         .collect();
     let kept: BTreeSet<PathBuf> = listed(&sb).into_keys().collect();
     let missing: Vec<_> = transcripts.difference(&kept).collect();
