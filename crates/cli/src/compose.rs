@@ -21,6 +21,7 @@ use transcope_engine::{CursorPolicy, Pipeline};
 pub fn adapters() -> AdapterRegistry {
     let mut r = AdapterRegistry::new();
     r.register(Box::new(transcope_adapter_qwen::QwenFactory));
+    r.register(Box::new(transcope_adapter_copilot::CopilotFactory));
     r.register(Box::new(transcope_adapter_claude::ClaudeFactory));
     r.register(Box::new(transcope_adapter_codex::CodexFactory));
     r.register(Box::new(transcope_adapter_gemini::GeminiFactory));

@@ -1,0 +1,56 @@
+//! What transcope knows of GitHub Copilot CLI beyond its sessions, declared through
+//! [`CopilotFactory`](crate::CopilotFactory) (`transcope_core::agent`): its token
+//! usage and its home folder.
+//!
+//! * Usage: `session.shutdown`'s `modelMetrics`, one object per model, whose `usage`
+//!   is [`CopilotTokens`]: `inputTokens` includes `cacheReadTokens` *and*
+//!   `cacheWriteTokens` (both are taken out of the input by the adapter,
+//!   [`crate::record::tokens_of`]; the shape cannot say the second), and
+//!   `outputTokens` includes `reasoningTokens`. The counts are the session's totals
+//!   so far, cumulative across resumes, one shutdown per resume leg: each model's
+//!   totals are keyed by the session and the model ([`RequestKey::SessionMessage`],
+//!   message id `modelMetrics:<model>`), so every leg's shutdown is a copy of one
+//!   request and the index keeps the largest counts — the last leg's totals, never
+//!   their sum. `assistant.message.outputTokens` is the same spending seen a turn at a
+//!   time (output only) and is not read.
+//! * Home: `$COPILOT_HOME` (the folder itself), else `~/.copilot` ([`HOME`]).
+//! * Hooks: not wired. Copilot CLI reads hook files of its own dialect
+//!   (`{"version":1,"hooks":{<event>:[{"type":"command","bash",…}]}}` in
+//!   `.github/hooks/*.json` or `~/.copilot/hooks/*.json`), which transcope does not
+//!   write yet.
+//! * Pricing: none declared. Copilot bills premium requests, not tokens, and its
+//!   models come from several providers.
+
+use transcope_adapter_common::usage::Shape;
+use transcope_core::agent::{AgentHome, AgentInfo, RequestKey, TokenShape, UsageShape};
+
+/// A `modelMetrics.<model>.usage` object of `session.shutdown`.
+pub struct CopilotTokens;
+
+impl Shape for CopilotTokens {
+    const TOKENS: TokenShape = TokenShape {
+        cache_read: Some("cacheReadTokens"),
+        cache_creation: Some("cacheWriteTokens"),
+        reasoning: Some("reasoningTokens"),
+        input_includes_cache_read: true,
+        output_includes_reasoning: true,
+        ..TokenShape::new("inputTokens", "outputTokens")
+    };
+}
+
+/// Everything the adapter declares of Copilot CLI.
+pub const INFO: AgentInfo = AgentInfo {
+    usage: USAGE,
+    hooks: None,
+    pricing: None,
+};
+
+/// How Copilot CLI's events carry usage (see the module docs).
+pub const USAGE: UsageShape = UsageShape {
+    tokens: Some(CopilotTokens::TOKENS),
+    key: RequestKey::SessionMessage,
+    starts_at_meta: false,
+};
+
+/// Copilot CLI's home folder (`$COPILOT_HOME` names the folder itself).
+pub const HOME: AgentHome = AgentHome::folder("COPILOT_HOME", ".copilot");
