@@ -10,6 +10,7 @@ use transcope_adapter_copilot::{is_copilot_line, CopilotFactory, CopilotLayout};
 use transcope_core::adapter::{AdapterFactory, AdapterRegistry, Layout};
 use transcope_core::head::Head;
 use transcope_testkit::compliance::{AdapterKit, Check, Fixture};
+use transcope_testkit::{first_non_empty_line, transcript_files as files};
 
 fn copilot(rel: &str) -> PathBuf {
     transcope_testkit::testdata("public/copilot").join(rel)
@@ -52,28 +53,6 @@ fn an_unplaced_file_without_a_copilot_first_line_is_not_taken() {
     .unwrap();
     let err = kit().check(&[Fixture::lines(&path)]).unwrap_err();
     assert_eq!(err.check, Check::Sniff, "{err}");
-}
-
-/// Every file under `dir` (recursively), but the licence texts and notes.
-fn files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            if p.file_name().unwrap() != "licenses" {
-                files(&p, out);
-            }
-        } else if p.extension().is_some_and(|x| x == "jsonl" || x == "json") {
-            out.push(p);
-        }
-    }
-}
-
-fn first_non_empty_line(path: &Path) -> Vec<u8> {
-    let data = std::fs::read(path).unwrap();
-    data.split(|b| *b == b'\n')
-        .find(|l| !l.trim_ascii().is_empty())
-        .unwrap_or_default()
-        .to_vec()
 }
 
 /// The registry without Copilot: the other agents, in the order the binary lists them.

@@ -9,16 +9,9 @@ use std::path::{Path, PathBuf};
 use common::{fixture, public};
 use transcope_adapter_gemini::{GeminiFactory, GeminiLayout};
 use transcope_core::adapter::{AdapterFactory, Confidence, Framing, Layout};
+use transcope_testkit::first_non_empty_line;
 
 const HOME: &str = "home/.gemini/tmp";
-
-fn first_non_empty_line(path: &Path) -> Vec<u8> {
-    let data = std::fs::read(path).unwrap();
-    data.split(|b| *b == b'\n')
-        .find(|l| !l.trim_ascii().is_empty())
-        .unwrap_or_default()
-        .to_vec()
-}
 
 fn gemini_fixtures() -> Vec<PathBuf> {
     let mut out = Vec::new();

@@ -4,12 +4,13 @@
 //! is detected and named exactly as without the Qwen adapter, and none is claimed by
 //! it.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use transcope_adapter_qwen::{QwenFactory, QwenLayout};
 use transcope_core::adapter::{AdapterFactory, AdapterRegistry, Layout};
 use transcope_core::head::Head;
 use transcope_testkit::compliance::{AdapterKit, Check, Fixture};
+use transcope_testkit::{first_non_empty_line, transcript_files as files};
 
 fn qwen(rel: &str) -> PathBuf {
     transcope_testkit::testdata("public/qwen").join(rel)
@@ -63,31 +64,10 @@ fn an_unplaced_claude_shaped_file_is_not_taken() {
     assert_eq!(err.check, Check::Sniff, "{err}");
 }
 
-/// Every file under `dir` (recursively), but the licence texts and notes.
-fn files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            if p.file_name().unwrap() != "licenses" {
-                files(&p, out);
-            }
-        } else if p.extension().is_some_and(|x| x == "jsonl" || x == "json") {
-            out.push(p);
-        }
-    }
-}
-
-fn first_non_empty_line(path: &Path) -> Vec<u8> {
-    let data = std::fs::read(path).unwrap();
-    data.split(|b| *b == b'\n')
-        .find(|l| !l.trim_ascii().is_empty())
-        .unwrap_or_default()
-        .to_vec()
-}
-
 /// The registry without Qwen: the other agents, in the order the binary lists them.
 fn others() -> AdapterRegistry {
     let mut r = AdapterRegistry::new();
+    r.register(Box::new(transcope_adapter_copilot::CopilotFactory));
     r.register(Box::new(transcope_adapter_claude::ClaudeFactory));
     r.register(Box::new(transcope_adapter_codex::CodexFactory));
     r.register(Box::new(transcope_adapter_gemini::GeminiFactory));
@@ -104,7 +84,7 @@ fn others() -> AdapterRegistry {
 #[test]
 fn every_other_agents_public_file_is_detected_and_named_as_before() {
     let mut all = Vec::new();
-    for dir in ["claude", "codex", "gemini"] {
+    for dir in ["claude", "codex", "copilot", "gemini"] {
         files(&transcope_testkit::testdata("public").join(dir), &mut all);
     }
     assert!(all.len() >= 50, "{}", all.len());
@@ -136,7 +116,7 @@ fn every_other_agents_public_file_is_detected_and_named_as_before() {
 #[test]
 fn no_line_of_another_agents_file_is_a_qwen_line() {
     let mut all = Vec::new();
-    for dir in ["claude", "codex", "gemini"] {
+    for dir in ["claude", "codex", "copilot", "gemini"] {
         files(&transcope_testkit::testdata("public").join(dir), &mut all);
     }
     let mut seen = 0;

@@ -10,6 +10,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use common::copy_tree;
 use common::reliability::count::usage_by;
 use common::reliability::*;
 use serde_json::Value;
@@ -20,19 +21,6 @@ const FIXTURE4: &str = "019f0000-0000-7000-8000-000000000004";
 
 fn qwen_data(rel: &str) -> PathBuf {
     common::testdata().join("public/qwen").join(rel)
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let p = e.unwrap().path();
-        let dest = to.join(p.file_name().unwrap());
-        if p.is_dir() {
-            copy_tree(&p, &dest);
-        } else {
-            std::fs::copy(&p, &dest).unwrap();
-        }
-    }
 }
 
 /// A sandbox whose user's `~/.qwen` holds the synthetic session, its sub-agent, and

@@ -16,6 +16,7 @@ use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use common::copy_tree;
 use common::reliability::*;
 use serde_json::Value;
 use transcope_sqlite::rusqlite;
@@ -41,19 +42,6 @@ fn accept_all(stream: TcpStream) {
             .is_err()
         {
             return;
-        }
-    }
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let t = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_tree(&e.path(), &t);
-        } else {
-            std::fs::copy(e.path(), &t).unwrap();
         }
     }
 }

@@ -62,6 +62,31 @@ pub fn jsonl_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// Every `.jsonl` and `.json` file below `dir`, but those in a `licenses` folder,
+/// appended to `out` (a public corpus's transcripts, not its licence texts or notes).
+pub fn transcript_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            if p.file_name().is_some_and(|n| n != "licenses") {
+                transcript_files(&p, out);
+            }
+        } else if p.extension().is_some_and(|x| x == "jsonl" || x == "json") {
+            out.push(p);
+        }
+    }
+}
+
+/// The first line of the file at `path` that is not blank (what a sniffer is shown);
+/// empty when there is none.
+pub fn first_non_empty_line(path: &Path) -> Vec<u8> {
+    let data = fs::read(path).unwrap();
+    data.split(|b| *b == b'\n')
+        .find(|l| !l.trim_ascii().is_empty())
+        .unwrap_or_default()
+        .to_vec()
+}
+
 /// Whether `python3` is Python 3.11 or later (the reference's version), for the tests
 /// that compare with Python itself; prints a notice when it is not, so a skipped
 /// comparison is seen.

@@ -70,6 +70,20 @@ pub fn succeeded(out: &Output, what: &dyn std::fmt::Debug) -> String {
     text(&out.stdout)
 }
 
+/// A copy of the tree at `from` as `to` (created, with its parents).
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let t = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &t);
+        } else {
+            std::fs::copy(e.path(), &t).unwrap();
+        }
+    }
+}
+
 /// Every path under `dir`, relative, sorted (symbolic links not followed).
 pub fn tree(dir: &Path) -> Vec<String> {
     let mut out = Vec::new();
