@@ -73,22 +73,20 @@ fn copilot_sessions_are_found_as_copilot_with_their_transcript() {
 #[test]
 fn scope_follows_the_context_of_start_resume_and_context_changed() {
     let sb = home();
-    let rows = check_log(&std::fs::read(sb.log(SID)).unwrap());
-    let got: Vec<(&str, &str, &str)> = rows
-        .iter()
-        .map(|r| {
-            (
-                r["at"].as_str().unwrap(),
-                r["cwd"].as_str().unwrap(),
-                r["branch"].as_str().unwrap_or(""),
-            )
-        })
-        .collect();
+    let got = scopes(&sb, SID);
+    assert_eq!(
+        got,
+        [
+            ["2026-05-01T09:00:00.000Z", "/work/demo", "main"],
+            ["2026-05-01T10:00:00.000Z", "/work/demo", "feature-x"],
+            ["2026-05-01T10:00:10.000Z", "/work/demo/src", "feature-x"],
+        ]
+    );
     // Each from the fixture's own context events (start, resume, context_changed).
     let file = sb
         .user
         .join(format!(".copilot/session-state/{SID}/events.jsonl"));
-    let want: Vec<(String, String, String)> = events(&file)
+    let want: Vec<[String; 3]> = events(&file)
         .iter()
         .filter_map(|v| {
             let ctx = match v["type"].as_str()? {
@@ -96,25 +94,12 @@ fn scope_follows_the_context_of_start_resume_and_context_changed() {
                 "session.context_changed" => &v["data"],
                 _ => return None,
             };
-            Some((
-                v["timestamp"].as_str()?.to_owned(),
-                ctx["cwd"].as_str()?.to_owned(),
-                ctx["branch"].as_str()?.to_owned(),
-            ))
+            Some(
+                [&v["timestamp"], &ctx["cwd"], &ctx["branch"]]
+                    .map(|x| x.as_str().unwrap().to_owned()),
+            )
         })
         .collect();
-    let want: Vec<(&str, &str, &str)> = want
-        .iter()
-        .map(|(a, b, c)| (a.as_str(), b.as_str(), c.as_str()))
-        .collect();
-    assert_eq!(
-        got,
-        [
-            ("2026-05-01T09:00:00.000Z", "/work/demo", "main"),
-            ("2026-05-01T10:00:00.000Z", "/work/demo", "feature-x"),
-            ("2026-05-01T10:00:10.000Z", "/work/demo/src", "feature-x"),
-        ]
-    );
     assert_eq!(got, want);
 
     let timeline = json_lines(&stdout_of(

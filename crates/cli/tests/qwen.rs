@@ -129,26 +129,15 @@ fn qwen_sessions_are_found_with_their_agent_parent_and_transcript() {
 #[test]
 fn scope_follows_the_folder_and_branch_a_qwen_session_changes_mid_file() {
     let sb = home();
-    let rows = check_log(&std::fs::read(sb.log(SID)).unwrap());
-    let got: Vec<(&str, &str, &str)> = rows
-        .iter()
-        .map(|r| {
-            (
-                r["at"].as_str().unwrap(),
-                r["cwd"].as_str().unwrap(),
-                r["branch"].as_str().unwrap_or(""),
-            )
-        })
-        .collect();
     assert_eq!(
-        got,
+        scopes(&sb, SID),
         [
-            ("2026-05-01T10:00:00.000Z", "/work/demo-app", "main"),
-            (
+            ["2026-05-01T10:00:00.000Z", "/work/demo-app", "main"],
+            [
                 "2026-05-01T10:05:00.000Z",
                 "/work/demo-app/pkg",
                 "feature/health"
-            ),
+            ],
         ]
     );
     // The public fixture: old-project, then (a rewind's record) new-project, then the

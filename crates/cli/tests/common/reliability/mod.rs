@@ -197,6 +197,14 @@ pub fn cwds(sb: &Sandbox, session: &str) -> Vec<String> {
         .collect()
 }
 
+/// The scope log of `session` as `[at, cwd, branch]` rows (a missing branch is "").
+pub fn scopes(sb: &Sandbox, session: &str) -> Vec<[String; 3]> {
+    check_log(&std::fs::read(sb.log(session)).unwrap())
+        .iter()
+        .map(|r| ["at", "cwd", "branch"].map(|k| r[k].as_str().unwrap_or("").to_owned()))
+        .collect()
+}
+
 /// `2026-10-08T10:00:00<suffix>` plus `secs` seconds (fixed width, so the strings
 /// sort as the instants do within one suffix).
 pub fn iso(secs: u64, suffix: &str) -> String {
