@@ -45,8 +45,8 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 /// `testdata/…` of every `*.jsonl` under the four transcript folders (not
-/// `public/gemini` or `public/qwen`: other agents' files, named by their own
-/// layouts).
+/// `public/gemini`, `public/qwen` or `public/copilot`: other agents' files, named by
+/// their own layouts).
 fn transcripts() -> Vec<String> {
     let root = common::testdata("");
     let mut files = Vec::new();
@@ -60,7 +60,9 @@ fn transcripts() -> Vec<String> {
             format!("testdata/{rel}")
         })
         .filter(|r| {
-            !r.starts_with("testdata/public/gemini/") && !r.starts_with("testdata/public/qwen/")
+            !["gemini", "qwen", "copilot"]
+                .iter()
+                .any(|a| r.starts_with(&format!("testdata/public/{a}/")))
         })
         .collect();
     rels.sort();
