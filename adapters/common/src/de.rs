@@ -354,6 +354,23 @@ pub fn skip_value<'de, A: MapAccess<'de>>(map: &mut A) -> Result<(), A::Error> {
     map.next_value::<IgnoredAny>().map(|_| ())
 }
 
+/// `json` decoded as a derived `T` when it is an object: `None` for any other value
+/// (a derived struct would also take an array, as a tuple) or when it does not decode.
+///
+/// ```
+/// #[derive(serde::Deserialize)]
+/// struct T { a: u8 }
+/// use transcope_adapter_common::de::from_object;
+/// assert_eq!(from_object::<T>(r#" {"a": 1}"#).map(|t| t.a), Some(1));
+/// assert!(from_object::<T>("[1]").is_none());
+/// ```
+pub fn from_object<'a, T: Deserialize<'a>>(json: &'a str) -> Option<T> {
+    if !json.trim_start().starts_with('{') {
+        return None;
+    }
+    serde_json::from_str(json).ok()
+}
+
 /// Decode `raw` as an object of type `T`: `None` when it is not an object or does not
 /// decode (a lone surrogate in a string, say), so a broken nested value never costs
 /// the line its top-level fields.

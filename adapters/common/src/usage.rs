@@ -89,6 +89,13 @@ impl<S> Counted<S> {
     }
 }
 
+impl<S> Counted<S> {
+    /// The counts as read, to turn into columns by another shape of the same fields.
+    pub fn counts(&self) -> &TokenCounts {
+        &self.counts
+    }
+}
+
 impl<S: Shape> Counted<S> {
     /// transcope's columns of the counts.
     pub fn tokens(&self) -> Tokens {

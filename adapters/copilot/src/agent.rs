@@ -4,8 +4,7 @@
 //!
 //! * Usage: `session.shutdown`'s `modelMetrics`, one object per model, whose `usage`
 //!   is [`CopilotTokens`]: `inputTokens` includes `cacheReadTokens` *and*
-//!   `cacheWriteTokens` (both are taken out of the input by the adapter,
-//!   [`crate::record::tokens_of`]; the shape cannot say the second), and
+//!   `cacheWriteTokens` (both taken out of the input by the declared shape), and
 //!   `outputTokens` includes `reasoningTokens`. The counts are the session's totals
 //!   so far, cumulative across resumes, one shutdown per resume leg: each model's
 //!   totals are keyed by the session and the model ([`RequestKey::SessionMessage`],
@@ -33,6 +32,7 @@ impl Shape for CopilotTokens {
         cache_creation: Some("cacheWriteTokens"),
         reasoning: Some("reasoningTokens"),
         input_includes_cache_read: true,
+        input_includes_cache_creation: true,
         output_includes_reasoning: true,
         ..TokenShape::new("inputTokens", "outputTokens")
     };

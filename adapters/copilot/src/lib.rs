@@ -57,6 +57,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
+use transcope_adapter_common::de::from_object;
 use transcope_adapter_common::record::{emit, parse};
 use transcope_adapter_common::text::line_text;
 use transcope_core::adapter::{Adapter, AdapterFactory, Confidence, EntrySink, Layout, Skip};
@@ -116,8 +117,9 @@ impl Adapter for CopilotAdapter {
 /// The top-level keys of a first line that say whose it is.
 #[derive(Deserialize)]
 struct FirstLine<'a> {
+    /// A string, else the line is not one (the whole line then fails to decode).
     #[serde(borrow, default, rename = "type")]
-    ty: Option<&'a RawValue>,
+    ty: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     data: Option<&'a RawValue>,
 }
@@ -133,21 +135,16 @@ struct FirstLine<'a> {
 /// assert!(!is_copilot_line(br#"{"type":"session_meta","payload":{}}"#));
 /// ```
 pub fn is_copilot_line(first_line: &[u8]) -> bool {
-    let Ok(text) = line_text(first_line, true) else {
+    let Some(rec) = line_text(first_line, true)
+        .ok()
+        .and_then(from_object::<FirstLine<'_>>)
+    else {
         return false;
     };
-    if !text.starts_with('{') {
-        return false;
-    }
-    let Ok(rec) = serde_json::from_str::<FirstLine<'_>>(text) else {
-        return false;
-    };
-    let ty = rec
-        .ty
-        .and_then(|t| serde_json::from_str::<String>(t.get()).ok());
     // Every Copilot type is dotted (`session.start`, `user.message`): the undotted
     // ones (`abort`) are not enough to tell a file by.
-    ty.as_deref()
+    rec.ty
+        .as_deref()
         .is_some_and(|t| t.contains('.') && kind(t).is_some())
         && rec.data.is_some_and(|d| d.get().starts_with('{'))
 }

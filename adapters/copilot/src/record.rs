@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use serde::de::MapAccess;
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use transcope_adapter_common::de::{decode_obj, skip_value, FromMap, Loose};
+use transcope_adapter_common::de::{decode_obj, from_object, skip_value, FromMap, Loose};
 use transcope_adapter_common::record::{Base, LineRecord};
 use transcope_adapter_common::usage::Counted;
 use transcope_core::{EntryKind, Tokens};
@@ -139,14 +139,6 @@ impl<'de> FromMap<'de> for Context<'de> {
     }
 }
 
-/// `raw` decoded as `T` when it is an object.
-fn object<'a, T: Deserialize<'a>>(raw: &'a RawValue) -> Option<T> {
-    raw.get()
-        .starts_with('{')
-        .then(|| serde_json::from_str(raw.get()).ok())
-        .flatten()
-}
-
 /// `data`'s fields, when it is an object (else nothing).
 pub fn data(raw: Option<&RawValue>) -> Data<'_> {
     raw.and_then(decode_obj).unwrap_or_default()
@@ -176,24 +168,23 @@ struct Metric<'a> {
     usage: Option<&'a RawValue>,
 }
 
-/// The tokens of a `modelMetrics.<model>.usage` object by [`CopilotTokens`], with the
-/// cache writes taken out of the input too (`inputTokens` includes reads and writes);
-/// `None` when it is no object or counts nothing.
+/// The tokens of a `modelMetrics.<model>.usage` object by [`CopilotTokens`] (the
+/// cache reads and writes out of the input); `None` when it is no object or counts
+/// nothing.
 pub fn tokens_of(usage: &RawValue) -> Option<Tokens> {
-    let mut t = decode_obj::<Counted<CopilotTokens>>(usage)?.tokens();
-    t.input = t.input.saturating_sub(t.cache_creation);
+    let t = decode_obj::<Counted<CopilotTokens>>(usage)?.tokens();
     (!t.is_zero()).then_some(t)
 }
 
 /// Each model's totals of a `modelMetrics` object, by model name (sorted).
 pub fn model_metrics(raw: &RawValue) -> Vec<(String, Tokens)> {
-    let Some(map) = object::<BTreeMap<String, &RawValue>>(raw) else {
+    let Some(map) = from_object::<BTreeMap<String, &RawValue>>(raw.get()) else {
         return Vec::new();
     };
     map.into_iter()
         .filter(|(model, _)| !model.is_empty())
         .filter_map(|(model, m)| {
-            let usage = object::<Metric<'_>>(m)?.usage?;
+            let usage = from_object::<Metric<'_>>(m.get())?.usage?;
             Some((model, tokens_of(usage)?))
         })
         .collect()

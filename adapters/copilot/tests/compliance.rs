@@ -6,11 +6,12 @@
 
 use std::path::{Path, PathBuf};
 
-use transcope_adapter_copilot::{is_copilot_line, CopilotFactory, CopilotLayout};
-use transcope_core::adapter::{AdapterFactory, AdapterRegistry, Layout};
-use transcope_core::head::Head;
-use transcope_testkit::compliance::{AdapterKit, Check, Fixture};
-use transcope_testkit::{first_non_empty_line, transcript_files as files};
+use transcope_adapter_copilot::{is_copilot_line, CopilotLayout};
+use transcope_core::adapter::Layout;
+use transcope_testkit::compliance::{
+    other_agents_lines, others_untouched, AdapterKit, Check, Fixture,
+};
+use transcope_testkit::first_non_empty_line;
 
 fn copilot(rel: &str) -> PathBuf {
     transcope_testkit::testdata("public/copilot").join(rel)
@@ -55,86 +56,22 @@ fn an_unplaced_file_without_a_copilot_first_line_is_not_taken() {
     assert_eq!(err.check, Check::Sniff, "{err}");
 }
 
-/// The registry without Copilot: the other agents, in the order the binary lists them.
-fn others() -> AdapterRegistry {
-    let mut r = AdapterRegistry::new();
-    r.register(Box::new(transcope_adapter_qwen::QwenFactory));
-    r.register(Box::new(transcope_adapter_claude::ClaudeFactory));
-    r.register(Box::new(transcope_adapter_codex::CodexFactory));
-    r.register(Box::new(transcope_adapter_gemini::GeminiFactory));
-    let names = |r: &AdapterRegistry| -> Vec<&'static str> {
-        r.factories()
-            .map(|f| f.name())
-            .filter(|n| *n != "copilot")
-            .collect()
-    };
-    assert_eq!(names(&r), names(&transcope_testkit::engine::adapters()));
-    r
-}
-
-const OTHERS: [&str; 4] = ["claude", "codex", "gemini", "qwen"];
-
 #[test]
 fn every_other_agents_public_file_is_detected_and_named_as_before() {
-    let mut all = Vec::new();
-    for dir in OTHERS {
-        files(&transcope_testkit::testdata("public").join(dir), &mut all);
-    }
-    assert!(all.len() >= 50, "{}", all.len());
-    let with = transcope_testkit::engine::adapters();
-    let without = others();
-    for path in &all {
-        let line = first_non_empty_line(path);
-        assert_eq!(
-            CopilotFactory.sniff(path, &line),
-            None,
-            "{}",
-            path.display()
-        );
-        assert!(!CopilotLayout.claims(path), "{}", path.display());
-        assert_eq!(
-            CopilotLayout.key_of(&Head::new(path)),
-            None,
-            "{}",
-            path.display()
-        );
-        let before = without.detect(path, &line).map(|f| f.name());
-        let after = with.detect(path, &line).map(|f| f.name());
-        assert_eq!(after, before, "{}", path.display());
-        assert_eq!(
-            with.scope_key(path),
-            without.scope_key(path),
-            "{}",
-            path.display()
-        );
-        assert_eq!(
-            with.claiming(path).map(|f| f.name()),
-            without.claiming(path).map(|f| f.name()),
-            "{}",
-            path.display()
-        );
-    }
+    let n = others_untouched("copilot");
+    assert!(n >= 50, "{n}");
 }
 
 #[test]
 fn no_line_of_another_agents_file_is_a_copilot_line() {
-    let mut all = Vec::new();
-    for dir in OTHERS {
-        files(&transcope_testkit::testdata("public").join(dir), &mut all);
-    }
-    let mut seen = 0;
-    for path in &all {
-        let data = std::fs::read(path).unwrap();
-        for line in data.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
-            assert!(
-                !is_copilot_line(line),
-                "{}: {}",
-                path.display(),
-                String::from_utf8_lossy(&line[..line.len().min(200)])
-            );
-            seen += 1;
-        }
-    }
+    let seen = other_agents_lines("copilot", |path, line| {
+        assert!(
+            !is_copilot_line(line),
+            "{}: {}",
+            path.display(),
+            String::from_utf8_lossy(&line[..line.len().min(200)])
+        );
+    });
     assert!(seen > 1000, "{seen}");
 }
 

@@ -438,11 +438,15 @@ fn is_document(path: &Path) -> bool {
 /// Whether a first line is a log's metadata record (or a whole one-line document):
 /// an object with string `sessionId` and `projectHash`, and none of the other shapes.
 pub fn is_metadata_line(first_line: &[u8]) -> bool {
-    let Ok(text) = std::str::from_utf8(first_line) else {
-        return false;
-    };
+    metadata_session_id(first_line).is_some()
+}
+
+/// The `sessionId` of a log's metadata record ([`is_metadata_line`]), read in the one
+/// parse that tells it is one.
+fn metadata_session_id(first_line: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(first_line).ok()?;
     if !text.trim_start().starts_with('{') {
-        return false;
+        return None;
     }
     // A metadata line has a `projectHash` key, spelled out or with escapes (only `\u`
     // ones can spell letters): a line with neither is none, unparsed (the first line
@@ -453,15 +457,17 @@ pub fn is_metadata_line(first_line: &[u8]) -> bool {
         std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\\u"));
     let b = text.as_bytes();
     if KEY.find(b).is_none() && ESCAPE.find(b).is_none() {
-        return false;
+        return None;
     }
-    serde_json::from_str::<RawRecord<'_>>(text).is_ok_and(|rec| {
-        rec.rewind_to.is_none()
-            && rec.id.and_then(string).is_none()
-            && rec.set.is_none()
-            && rec.session_id.and_then(string).is_some()
-            && rec.project_hash.and_then(string).is_some()
-    })
+    let rec = serde_json::from_str::<RawRecord<'_>>(text).ok()?;
+    let plain = rec.rewind_to.is_none()
+        && rec.id.and_then(string).is_none()
+        && rec.set.is_none()
+        && rec.project_hash.and_then(string).is_some();
+    plain
+        .then(|| rec.session_id.and_then(string))
+        .flatten()
+        .map(Cow::into_owned)
 }
 
 /// The `gemini` format: sniffing, framing, layout and adapters.
@@ -542,18 +548,13 @@ impl Layout for GeminiLayout {
     /// file name's stem).
     fn key_of(&self, head: &Head<'_>) -> Option<(Confidence, Result<String, String>)> {
         let path = head.path();
-        let place = match chats_place(path) {
-            Some(p) => p,
-            None if !is_document(path)
-                && head
-                    .find_line(HEAD_CAP, |l| Some(is_metadata_line(l)))
-                    .unwrap_or(false) =>
-            {
-                ChatsPlace::Main
-            }
+        let (place, id) = match chats_place(path) {
+            Some(p) => (p, session_id_in(head)),
+            // A log's metadata line names it and holds its id: parsed once for both.
+            None if !is_document(path) => (ChatsPlace::Main, Some(first_metadata_id(head)?)),
             None => return None,
         };
-        Some((Confidence::Certain, key_of(head, place)))
+        Some((Confidence::Certain, key_of(path, place, id)))
     }
 
     /// `<parent>.<id>` → `<parent>` (a Gemini parent folder name never holds a `.`:
@@ -564,10 +565,9 @@ impl Layout for GeminiLayout {
     }
 }
 
-/// The scope-log key of the session file whose head is `head`, placed as `place`.
-fn key_of(head: &Head<'_>, place: ChatsPlace) -> Result<String, String> {
-    let path = head.path();
-    let id = session_id_in(head);
+/// The scope-log key of the session file at `path`, placed as `place`, whose own
+/// `sessionId` is `id`.
+fn key_of(path: &Path, place: ChatsPlace, id: Option<String>) -> Result<String, String> {
     match place {
         ChatsPlace::Main => {
             let id = id.ok_or("no sessionId in the file")?;
@@ -611,13 +611,12 @@ pub fn session_id_in(head: &Head<'_>) -> Option<String> {
             None => document_session_id(path),
         };
     }
-    let text = head.find_line(HEAD_CAP, |l| Some(l.to_vec()))?;
-    if !is_metadata_line(&text) {
-        return None;
-    }
-    let text = std::str::from_utf8(&text).ok()?;
-    let rec: RawRecord<'_> = serde_json::from_str(text).ok()?;
-    rec.session_id.and_then(string).map(Cow::into_owned)
+    first_metadata_id(head)
+}
+
+/// The `sessionId` of a log whose first line is its metadata record.
+fn first_metadata_id(head: &Head<'_>) -> Option<String> {
+    head.find_line(HEAD_CAP, |l| Some(metadata_session_id(l)))?
 }
 
 /// A document's top-level `sessionId` as far as `bytes`, its first bytes (`whole`: all

@@ -59,10 +59,12 @@ pub mod agent;
 pub mod layout;
 pub mod record;
 
+use std::borrow::Cow;
 use std::path::Path;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
+use transcope_adapter_common::de::from_object;
 use transcope_adapter_common::record::{emit, parse};
 use transcope_adapter_common::text::line_text;
 use transcope_core::adapter::{Adapter, AdapterFactory, Confidence, EntrySink, Layout, Skip};
@@ -96,8 +98,9 @@ impl Adapter for QwenAdapter {
 /// The top-level keys of a first line that say whose it is.
 #[derive(Deserialize)]
 struct FirstLine<'a> {
+    /// A string, else the line is not one (the whole line then fails to decode).
     #[serde(borrow, default, rename = "type")]
-    ty: Option<&'a RawValue>,
+    ty: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     message: Option<&'a RawValue>,
     #[serde(borrow, default, rename = "systemPayload")]
@@ -140,27 +143,19 @@ pub enum Said {
 /// assert_eq!(classify(br#"{"type":"session_meta","payload":{}}"#), Said::Other);
 /// ```
 pub fn classify(first_line: &[u8]) -> Said {
-    let Ok(text) = line_text(first_line, true) else {
+    let Some(rec) = line_text(first_line, true)
+        .ok()
+        .and_then(from_object::<FirstLine<'_>>)
+    else {
         return Said::Other;
     };
-    // A derived struct would also accept an array (as a tuple).
-    if !text.starts_with('{') {
-        return Said::Other;
-    }
-    let Ok(rec) = serde_json::from_str::<FirstLine<'_>>(text) else {
-        return Said::Other;
-    };
-    let ty = rec
-        .ty
-        .and_then(|t| serde_json::from_str::<String>(t.get()).ok());
-    let ty = ty.as_deref();
+    let ty = rec.ty.as_deref();
     if ty.and_then(kind).is_none() {
         return Said::Other;
     }
     let parts_message = rec.message.is_some_and(|m| {
-        m.get().starts_with('{')
-            && serde_json::from_str::<Content<'_>>(m.get())
-                .is_ok_and(|c| c.parts.is_some() && c.content.is_none())
+        from_object::<Content<'_>>(m.get())
+            .is_some_and(|c| c.parts.is_some() && c.content.is_none())
     });
     let own = ty == Some("tool_result")
         || parts_message

@@ -22,7 +22,7 @@ use std::borrow::Cow;
 use serde::de::MapAccess;
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use transcope_adapter_common::de::{decode_obj, skip_value, FromMap, Loose};
+use transcope_adapter_common::de::{decode_obj, from_object, skip_value, FromMap, Loose};
 use transcope_adapter_common::record::{Base, LineRecord};
 use transcope_adapter_common::usage::{Counted, Shape};
 use transcope_core::agent::TokenShape;
@@ -92,11 +92,7 @@ struct Message<'a> {
 /// [`transcope_adapter_gemini::record::content_text`]); `None` when that is empty or
 /// the message is not of that shape.
 pub fn message_text<'a>(message: &'a RawValue) -> Option<Cow<'a, str>> {
-    if !message.get().starts_with('{') {
-        return None;
-    }
-    let m: Message<'a> = serde_json::from_str(message.get()).ok()?;
-    let parts = m.parts?;
+    let parts = from_object::<Message<'a>>(message.get())?.parts?;
     if !parts.get().starts_with('[') {
         return None;
     }
@@ -127,8 +123,10 @@ impl Shape for Total {
 /// when the thoughts are added to the output. `None` when it is no object or counts
 /// nothing (the CLI writes `{}` for a reply it has no usage of).
 pub fn tokens_of(usage: &RawValue) -> Option<Tokens> {
-    let within = decode_obj::<Counted<QwenTokens>>(usage)?.tokens();
-    let apart = decode_obj::<Counted<ThoughtsApart>>(usage)?.tokens();
+    // One read of the counts, turned into columns both ways (the same fields).
+    let counted = decode_obj::<Counted<QwenTokens>>(usage)?;
+    let within = counted.tokens();
+    let apart = ThoughtsApart::TOKENS.tokens(counted.counts());
     let total = decode_obj::<Counted<Total>>(usage)?.tokens().input;
     let t = if apart.output > within.output && total == apart.total() {
         apart

@@ -11,9 +11,9 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use common::copy_tree;
 use common::reliability::count::usage_by;
 use common::reliability::*;
+use common::{copy_tree, parse_json_lines};
 use serde_json::Value;
 
 const SID: &str = "7c1e0f2a-3b4d-4e5f-8a9b-0c1d2e3f4a5b";
@@ -27,28 +27,20 @@ fn copilot_data(rel: &str) -> PathBuf {
 fn home() -> Sandbox {
     let sb = Sandbox::new();
     copy_tree(&copilot_data("home/.copilot"), &sb.user.join(".copilot"));
-    let mut c = sb.cmd(&["backfill", "--json"]);
-    c.env_remove("COPILOT_HOME");
-    let out = run(c, b"");
+    let out = run(sb.cmd(&["backfill", "--json"]), b"");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     sb
 }
 
-fn json_lines(s: &str) -> Vec<Value> {
-    s.lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
 fn events(file: &Path) -> Vec<Value> {
-    json_lines(&std::fs::read_to_string(file).unwrap())
+    parse_json_lines(&std::fs::read_to_string(file).unwrap())
 }
 
 #[test]
 fn copilot_sessions_are_found_as_copilot_with_their_transcript() {
     let sb = home();
     let sessions: BTreeMap<String, Value> =
-        json_lines(&stdout_of(&sb, &["sessions", "--json", "--no-sync"]))
+        parse_json_lines(&stdout_of(&sb, &["sessions", "--json", "--no-sync"]))
             .into_iter()
             .map(|v| (v["session"].as_str().unwrap().to_owned(), v))
             .collect();
@@ -102,7 +94,7 @@ fn scope_follows_the_context_of_start_resume_and_context_changed() {
         .collect();
     assert_eq!(got, want);
 
-    let timeline = json_lines(&stdout_of(
+    let timeline = parse_json_lines(&stdout_of(
         &sb,
         &["timeline", "--session", SID, "--json", "--no-sync"],
     ));
@@ -168,7 +160,7 @@ fn copilot_usage_is_the_last_shutdowns_cumulative_totals_counted_once() {
         b"",
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let row = json_lines(&text(&out.stdout))
+    let row = parse_json_lines(&text(&out.stdout))
         .into_iter()
         .find(|v| v["session"] == SID)
         .unwrap();

@@ -10,9 +10,9 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use common::copy_tree;
 use common::reliability::count::usage_by;
 use common::reliability::*;
+use common::{copy_tree, parse_json_lines};
 use serde_json::Value;
 
 const SID: &str = "0a0b0c0d-1111-4222-8333-444455556666";
@@ -37,31 +37,9 @@ fn home() -> Sandbox {
         chats.join(format!("{FIXTURE4}.jsonl")),
     )
     .unwrap();
-    let mut c = sb.cmd(&["backfill", "--json"]);
-    c.env_remove("QWEN_RUNTIME_DIR");
-    let out = run(c, b"");
+    let out = run(sb.cmd(&["backfill", "--json"]), b"");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     sb
-}
-
-fn json_lines(s: &str) -> Vec<Value> {
-    s.lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
-/// Every `*.jsonl` transcript under `dir` (not the prompt ledger).
-fn transcripts(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            transcripts(&p, out);
-        } else if p.to_str().unwrap().ends_with(".jsonl")
-            && !p.to_str().unwrap().ends_with(".ledger.jsonl")
-        {
-            out.push(p);
-        }
-    }
 }
 
 /// Independently of transcope: per file, the sum of each assistant record's
@@ -95,7 +73,7 @@ fn own_totals(file: &Path) -> (u64, u64, u64) {
 fn qwen_sessions_are_found_with_their_agent_parent_and_transcript() {
     let sb = home();
     let sessions: BTreeMap<String, Value> =
-        json_lines(&stdout_of(&sb, &["sessions", "--json", "--no-sync"]))
+        parse_json_lines(&stdout_of(&sb, &["sessions", "--json", "--no-sync"]))
             .into_iter()
             .map(|v| (v["session"].as_str().unwrap().to_owned(), v))
             .collect();
@@ -167,7 +145,7 @@ fn scope_follows_the_folder_and_branch_a_qwen_session_changes_mid_file() {
     // The sub-agent's records are its own log, in the parent's first folder.
     assert_eq!(cwds(&sb, SUB), ["/work/demo-app"]);
 
-    let timeline = json_lines(&stdout_of(
+    let timeline = parse_json_lines(&stdout_of(
         &sb,
         &["timeline", "--session", SID, "--json", "--no-sync"],
     ));
@@ -191,8 +169,10 @@ fn scope_follows_the_folder_and_branch_a_qwen_session_changes_mid_file() {
 #[test]
 fn qwen_usage_is_each_replys_own_total_counted_once() {
     let sb = home();
+    // Every `*.jsonl` transcript (not the prompt ledger).
     let mut files = Vec::new();
-    transcripts(&sb.user.join(".qwen/projects"), &mut files);
+    transcope_testkit::jsonl_files(&sb.user.join(".qwen/projects"), &mut files);
+    files.retain(|p| !p.to_string_lossy().ends_with(".ledger.jsonl"));
     assert_eq!(files.len(), 3);
     let mut want: BTreeMap<String, (u64, u64)> = BTreeMap::new();
     let mut copied = 0;
@@ -214,7 +194,7 @@ fn qwen_usage_is_each_replys_own_total_counted_once() {
         b"",
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let got: BTreeMap<String, (u64, u64)> = json_lines(&text(&out.stdout))
+    let got: BTreeMap<String, (u64, u64)> = parse_json_lines(&text(&out.stdout))
         .into_iter()
         .map(|v| {
             (
@@ -230,7 +210,7 @@ fn qwen_usage_is_each_replys_own_total_counted_once() {
 
     // The columns as the CLI counts them: cached tokens out of the prompt, thoughts
     // inside the output (added for the reply whose total counts them apart).
-    let row = json_lines(&text(&out.stdout))
+    let row = parse_json_lines(&text(&out.stdout))
         .into_iter()
         .find(|v| v["session"] == SID)
         .unwrap();

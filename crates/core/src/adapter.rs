@@ -327,6 +327,13 @@ impl AdapterRegistry {
         self
     }
 
+    /// The same registry without the factory named `name` (what the others decide
+    /// without it), the rest in their order.
+    pub fn without(mut self, name: &str) -> Self {
+        self.factories.retain(|f| f.name() != name);
+        self
+    }
+
     /// The factory for the file at `path` whose first non-empty line is `first_line`.
     pub fn detect(&self, path: &Path, first_line: &[u8]) -> Option<&dyn AdapterFactory> {
         let mut best: Option<(Confidence, &dyn AdapterFactory)> = None;

@@ -67,6 +67,8 @@ pub struct TokenShape {
     pub reasoning: Option<&'static str>,
     /// The input count includes the cache reads.
     pub input_includes_cache_read: bool,
+    /// The input count includes the cache writes too (Copilot CLI's `inputTokens`).
+    pub input_includes_cache_creation: bool,
     /// The output count includes the reasoning tokens (else they are added to it).
     pub output_includes_reasoning: bool,
 }
@@ -133,6 +135,7 @@ impl TokenShape {
             cache_creation_1h: None,
             reasoning: None,
             input_includes_cache_read: false,
+            input_includes_cache_creation: false,
             output_includes_reasoning: true,
         }
     }
@@ -170,6 +173,11 @@ impl TokenShape {
             (c.input - cached, cached)
         } else {
             (c.input, c.cache_read)
+        };
+        let input = if self.input_includes_cache_creation {
+            input.saturating_sub(c.cache_creation)
+        } else {
+            input
         };
         let (output, reasoning_output) = if self.output_includes_reasoning {
             (c.output, c.reasoning.min(c.output))

@@ -121,6 +121,17 @@ impl Finder {
         }
     }
 
+    /// [`Finder::see_wider`] from a read in hand: `buf` holds the read's bytes from
+    /// `base` on (nothing read again).
+    pub fn widen_in(&mut self, buf: &[u8], base: u64) {
+        if let Some(r) = self.wider() {
+            let at = |o: u64| {
+                usize::try_from(o.saturating_sub(base)).map_or(buf.len(), |i| i.min(buf.len()))
+            };
+            self.see_wider(&buf[at(r.start)..at(r.end)]);
+        }
+    }
+
     /// What was found.
     pub fn finish(self) -> Times {
         self.found
@@ -131,9 +142,7 @@ impl Finder {
 pub fn of(bytes: &[u8]) -> Times {
     let mut f = Finder::new(0, bytes.len() as u64);
     f.see(bytes, 0);
-    if let Some(r) = f.wider() {
-        f.see_wider(&bytes[r.start as usize..r.end as usize]);
-    }
+    f.widen_in(bytes, 0);
     f.finish()
 }
 
@@ -187,9 +196,7 @@ mod tests {
             at += line.len();
         }
         // As the engine does: the bytes before the tail, when its lines named no time.
-        if let Some(r) = f.wider() {
-            f.see_wider(&text.as_bytes()[r.start as usize..r.end as usize]);
-        }
+        f.widen_in(text.as_bytes(), 0);
         f.finish()
     }
 

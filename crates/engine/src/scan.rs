@@ -148,6 +148,7 @@ impl Decoder<'_, '_> {
         sink: &'x mut (dyn EntrySink + 't),
         report: &'x mut ScanReport,
         tail: Tail,
+        (start, end): (u64, u64),
     ) -> Decoder<'x, 't> {
         Decoder {
             adapter,
@@ -157,8 +158,13 @@ impl Decoder<'_, '_> {
             rest_of_line: None,
             joined: false,
             until: None,
-            times: Default::default(),
+            times: transcope_core::times::Finder::new(start, end),
         }
+    }
+
+    /// The times found, into the report.
+    fn finish_times(&mut self) {
+        self.report.times = std::mem::take(&mut self.times).finish();
     }
 }
 
@@ -251,10 +257,10 @@ pub fn scan_slice(
     sink: &mut dyn EntrySink,
     report: &mut ScanReport,
 ) {
-    let mut decoder = Decoder::new(adapter, sink, report, tail);
-    decoder.times = transcope_core::times::Finder::new(from.offset, from.offset + buf.len() as u64);
+    let end = from.offset + buf.len() as u64;
+    let mut decoder = Decoder::new(adapter, sink, report, tail, (from.offset, end));
     scan_slice_with(buf, from, framer, &mut decoder);
-    decoder.report.times = decoder.times.finish();
+    decoder.finish_times();
 }
 
 /// [`scan_slice`] through a prepared decoder (which may carry a time limit).
@@ -263,7 +269,7 @@ fn scan_slice_with(buf: &[u8], from: Resume, framer: &Framer, d: &mut Decoder<'_
     if from.offset == 0 && trim(buf).first() == Some(&b'[') {
         d.report.array = true;
         d.times.see(buf, 0);
-        widen(&mut d.times, buf, 0);
+        d.times.widen_in(buf, 0);
         scan_array(buf, &mut *d.adapter, &mut *d.sink, &mut *d.report);
         d.report.resume = from;
         return;
@@ -279,19 +285,9 @@ fn scan_slice_with(buf: &[u8], from: Resume, framer: &Framer, d: &mut Decoder<'_
         summary.lines_consumed,
         d.report,
     );
+    // A read cut short keeps the time of the last line it read, if any.
     if !d.report.cut {
-        widen(&mut d.times, buf, from.offset);
-    }
-}
-
-/// The read's last time from the bytes before its tail, when the tail's lines named
-/// none ([`transcope_core::times::Finder::wider`]): `buf` holds the read from `base`.
-fn widen(times: &mut transcope_core::times::Finder, buf: &[u8], base: u64) {
-    if let Some(r) = times.wider() {
-        let at = |o: u64| {
-            usize::try_from(o.saturating_sub(base)).map_or(buf.len(), |i| i.min(buf.len()))
-        };
-        times.see_wider(&buf[at(r.start)..at(r.end)]);
+        d.times.widen_in(buf, from.offset);
     }
 }
 
@@ -563,6 +559,8 @@ impl<'a> Source<'a> {
                 return Ok(report);
             }
         }
+        // The bytes this read is to cover (where its times are looked for).
+        let read = (from.offset, size);
         let mapped = match policy {
             ReadPolicy::Read | ReadPolicy::Auto { growing: true } => false,
             ReadPolicy::Mmap => true,
@@ -582,11 +580,10 @@ impl<'a> Source<'a> {
                     report.times = transcope_core::times::of(bytes);
                     decode_one(bytes, 0, 1, adapter.as_mut(), sink, &mut report);
                 } else {
-                    let mut decoder = Decoder::new(adapter.as_mut(), sink, &mut report, tail);
+                    let mut decoder = Decoder::new(adapter.as_mut(), sink, &mut report, tail, read);
                     decoder.until = until;
-                    decoder.times = transcope_core::times::Finder::new(from.offset, size);
                     scan_slice_with(bytes, from, framer, &mut decoder);
-                    decoder.report.times = decoder.times.finish();
+                    decoder.finish_times();
                 }
             })
             .map_err(&io)?;
@@ -607,10 +604,9 @@ impl<'a> Source<'a> {
                 .map_err(&io)?;
             let len = size.saturating_sub(from.offset);
             report.bytes += len;
-            let mut decoder = Decoder::new(adapter.as_mut(), sink, &mut report, tail);
+            let mut decoder = Decoder::new(adapter.as_mut(), sink, &mut report, tail, read);
             decoder.rest_of_line = inside_line.then_some(from.offset);
             decoder.until = until;
-            decoder.times = transcope_core::times::Finder::new(from.offset, size);
             let summary = tail
                 .framer(framer)
                 .frame_reader(
@@ -634,7 +630,7 @@ impl<'a> Source<'a> {
                     decoder.times.see_wider(&again);
                 }
             }
-            decoder.report.times = std::mem::take(&mut decoder.times).finish();
+            decoder.finish_times();
             report.oversized += summary.oversized;
             report.resume = resume_after(
                 from,

@@ -2,7 +2,8 @@
 //!
 //! They are found in the bytes the engine reads as it frames them
 //! (`transcope_core::times`, handed back in the read's `ScanReport::times`): no
-//! transcript byte is read again for them.
+//! transcript byte is read again for them, unless no line of a read's last 16 KiB
+//! names a time (then its last 256 KiB are).
 
 use crate::Stamp;
 

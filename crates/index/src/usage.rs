@@ -11,6 +11,7 @@
 
 use std::sync::Arc;
 
+use transcope_core::entry::merge_copy;
 use transcope_core::Tokens;
 
 use crate::{Ids, Observed, Spending};
@@ -152,16 +153,9 @@ impl UsageBatch {
     }
 }
 
-impl Request {
-    /// [`UPSERT_USAGE`] in memory: `self` is the copy kept so far, merged with `new`
-    /// by the one rule ([`transcope_core::entry::merge_copy`]).
-    fn merge(&mut self, new: Request) {
-        transcope_core::entry::merge_copy(self, &new);
-    }
-}
-
-/// A copy in a batch: its place is its read's `order` (a batch's reads share its
-/// run's first place, [`UsageBatch::add`]); its scope goes with its time.
+/// A copy in a batch, merged by [`merge_copy`] ([`UPSERT_USAGE`] in memory): its place
+/// is its read's `order` (a batch's reads share its run's first place,
+/// [`UsageBatch::add`]); its scope goes with its time.
 impl transcope_core::entry::RequestCopy for Request {
     type Time = i64;
     type Place = u32;
@@ -295,7 +289,7 @@ pub(crate) fn write(
             for run in runs.by_ref().take(CHUNK) {
                 let mut kept = run[0].1;
                 for (_, copy) in &run[1..] {
-                    kept.merge(*copy);
+                    merge_copy(&mut kept, copy);
                 }
                 chunk.push(row(run[0].0, &kept)?);
             }
@@ -621,7 +615,7 @@ mod tests {
                     order: *order,
                 };
                 match &mut kept {
-                    Some(k) => k.merge(copy),
+                    Some(k) => merge_copy(k, &copy),
                     None => kept = Some(copy),
                 }
                 let row = Row {

@@ -1028,7 +1028,7 @@ fn process_file(
                 .unwrap_or_else(|| "writing the scope log failed".to_owned()),
         );
     }
-    let Some(mut item) = observed(&w.pipeline, &observe, &mut report, opts.index) else {
+    let Some(mut item) = observed(&w.pipeline, &observe, &mut report) else {
         // Nothing read: nothing to record, no cursor to move.
         return (o, None);
     };
@@ -1116,7 +1116,7 @@ fn rebuild_file(
         ..Default::default()
     };
     let observe = Observe::new(log, &job.path, &opts.env);
-    let Some(mut item) = observed(&w.pipeline, &observe, &mut report, opts.index) else {
+    let Some(mut item) = observed(&w.pipeline, &observe, &mut report) else {
         return (o, None);
     };
     // No change detection here: the log is read for the attribution.

@@ -254,13 +254,11 @@ pub fn observe_deferred(
 
 /// What a read adds to the index: the session (its parent, agent and transcript), the
 /// first and last times of the bytes read, the rows change detection appended (taken
-/// from `report`). `None` when nothing was read. `times`: keep the first and last times
-/// the read found (a run that keeps no index does without).
+/// from `report`). `None` when nothing was read.
 pub fn observed(
     pipeline: &Pipeline,
     o: &Observe<'_>,
     report: &mut ObserveReport,
-    times: bool,
 ) -> Option<Observed> {
     if report.disabled || report.up_to_date || o.log.path().is_none() {
         return None;
@@ -277,12 +275,8 @@ pub fn observed(
         parent,
         agent: (!scan.adapter.is_empty()).then(|| scan.adapter.to_owned()),
         transcript: Some(o.transcript.to_path_buf()),
-        // Found in the bytes as the read framed them: none read again.
-        span: if times {
-            transcope_index::Span::of(&scan.times)
-        } else {
-            transcope_index::Span::default()
-        },
+        // Found in the bytes as the read framed them (`transcope_core::times`).
+        span: transcope_index::Span::of(&scan.times),
         rows: std::mem::take(&mut report.outcome.written),
         markers: Vec::new(),
         usage: Vec::new(),
@@ -333,7 +327,7 @@ pub fn observe_indexed(
     let (mut report, mut found, pending) =
         observe_deferred(pipeline, o, &resolver, buffers, Routes::ALL)?;
     let mut done = Indexed::default();
-    let Some(mut item) = observed(pipeline, o, &mut report, true) else {
+    let Some(mut item) = observed(pipeline, o, &mut report) else {
         return Ok((report, done));
     };
     let writer = transcope_brain::Writer::archived(home, o.log.session(), o.env);

@@ -458,7 +458,7 @@ fn a_reads_times_are_found_in_the_bytes_it_framed_as_span_found_them() {
                 0
             };
             let want = span_read_again(&t, start, end);
-            let item = transcope_observe::observed(p, &o, &mut report, true).unwrap();
+            let item = transcope_observe::observed(p, &o, &mut report).unwrap();
             let got = (
                 item.span.first.map(|s| s.text),
                 item.span.last.map(|s| s.text),

@@ -167,7 +167,7 @@ pub fn run_stop(
                     if let Some(e) = &r.outcome.first_error {
                         sum.errors.push(e.clone());
                     }
-                    observed = transcope_observe::observed(pipeline, &o, &mut r, true);
+                    observed = transcope_observe::observed(pipeline, &o, &mut r);
                     sum.observe = Some(r);
                     found = f;
                     pending = p;

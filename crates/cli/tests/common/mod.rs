@@ -102,11 +102,25 @@ pub fn tree(dir: &Path) -> Vec<String> {
 }
 
 /// Remove from `cmd`'s environment every variable of agentihooks, the brain writer and
-/// the agents' folders (each registered agent's declared home variable) that the test
-/// process may have: a test sets what it means.
+/// the agents' folders (each registered agent's declared home variable, and every
+/// variable a layout asks for its default folders) that the test process may have: a
+/// test sets what it means.
 pub fn clean_env(cmd: &mut Command) {
-    for (_, hooks) in transcope::compose::adapters().hooks() {
+    let adapters = transcope::compose::adapters();
+    for (_, hooks) in adapters.hooks() {
         cmd.env_remove(hooks.home.var);
+    }
+    // Asked with every variable unset, a layout asks for each it could use.
+    let asked = std::cell::RefCell::new(Vec::new());
+    let lookup = |k: &str| {
+        asked.borrow_mut().push(k.to_owned());
+        None
+    };
+    for (_, layout) in adapters.layouts() {
+        layout.default_roots(&lookup, std::path::Path::new("/"));
+    }
+    for k in asked.into_inner() {
+        cmd.env_remove(k);
     }
     for k in [
         "AGENTIHOOKS_HOME",
@@ -127,6 +141,13 @@ pub fn clean_env(cmd: &mut Command) {
     ] {
         cmd.env_remove(k);
     }
+}
+
+/// Each line of `s` (a command's `--json` output, a JSONL file) as a JSON value.
+pub fn parse_json_lines(s: &str) -> Vec<serde_json::Value> {
+    s.lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
 
 pub fn text(b: &[u8]) -> String {

@@ -64,11 +64,13 @@
 //! ```
 
 mod adapter;
+mod others;
 mod stage;
 
 use std::fmt::Debug;
 
 pub use adapter::{AdapterKit, AdapterReport, Fixture};
+pub use others::{other_agents_lines, others_untouched};
 pub use stage::{check_stage, fixture_entries, StageHarness, StageReport};
 
 /// Which part of the contract a [`Violation`] breaks.
