@@ -20,6 +20,7 @@ mod args;
 mod backfill_cmd;
 mod deliver;
 mod doctor;
+mod export_cmd;
 mod facts_cmd;
 mod fleet_cmd;
 mod hook;
@@ -105,6 +106,9 @@ enum Command {
     /// Keep every transcript the agents would delete (compressed, checksummed, never
     /// overwritten), and give it back: verify, restore, ls, prune.
     Archive(archive_cmd::ArchiveArgs),
+    /// Send what the index knows to the tools people already watch: `export otlp`.
+    #[command(subcommand)]
+    Export(export_cmd::ExportCommand),
     /// Many machines in one PostgreSQL: push this machine's index, see the machines.
     /// Queries read it with --fleet URL.
     #[command(subcommand)]
@@ -276,6 +280,7 @@ fn main() -> ExitCode {
         Command::Usage(args) => query_cmd::run_usage(&home, args),
         Command::Report(args) => report_cmd::run_report(&home, args),
         Command::Fleet(cmd) => fleet_cmd::run(&home, cmd),
+        Command::Export(cmd) => export_cmd::run(&home, cmd),
         Command::Archive(args) => archive_cmd::run(&home, args),
         Command::Statusline => query_cmd::run_statusline(&home),
         Command::Index(cmd) => query_cmd::run_index(&home, cmd),

@@ -73,35 +73,7 @@ fn the_fleet_answers_every_question_as_the_index_does_over_a_generated_archive()
     // count (the index keeps the largest: the fleet's row and its part change), and
     // a second archive's sessions; pushed again, only what changed moves, and every
     // answer is still the index's.
-    let mut files = Vec::new();
-    transcope_testkit::jsonl_files(corpus.path(), &mut files);
-    files.sort();
-    let mut grown = 0;
-    for f in &files {
-        let text = std::fs::read_to_string(f).unwrap();
-        let Some(line) = text
-            .lines()
-            .find(|l| l.contains("\"output_tokens\"") && l.contains("\"assistant\""))
-        else {
-            continue;
-        };
-        let mut v: serde_json::Value = serde_json::from_str(line).unwrap();
-        let Some(n) = v.pointer_mut("/message/usage/output_tokens") else {
-            continue;
-        };
-        *n = serde_json::json!(n.as_u64().unwrap() + 1000);
-        let mut text = text;
-        if !text.ends_with('\n') {
-            text.push('\n');
-        }
-        text.push_str(&v.to_string());
-        text.push('\n');
-        std::fs::write(f, text).unwrap();
-        grown += 1;
-        if grown == 3 {
-            break;
-        }
-    }
+    let grown = common::grow_streamed_requests(corpus.path(), 3);
     assert_eq!(grown, 3, "streamed requests to grow");
     let more = tempfile::tempdir().unwrap();
     transcope_corpus::generate(&transcope_corpus::CorpusSpec::new(36, 1 << 20), more.path())

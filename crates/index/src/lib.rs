@@ -36,6 +36,7 @@
 
 mod changes;
 mod deliver;
+mod exports;
 mod facts;
 pub mod names;
 pub mod query;
@@ -57,6 +58,7 @@ use transcope_core::{timestamp, Marker, Scope, ScopeField};
 
 pub use changes::{Changes, Mark, MarkerRow, RequestRow, SessionRow, TransitionRow};
 pub use deliver::{deliver, Change, Claimed, DeliverReport, Lease, Take, CLAIM_BATCH, LEASE};
+pub use exports::Acknowledged;
 pub use facts::{FactFilter, FactRow};
 pub use names::{Held, Named, ProjectMatch};
 pub use query::{LedgerFilter, LedgerRow, SessionFilter, SessionInfo, TimelineItem};

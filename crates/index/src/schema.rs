@@ -51,9 +51,12 @@
 //! * `facts` (version 9): what a listed stage handed on to be kept
 //!   ([`transcope_core::Fact`]), once per `(session, stage, key)`, with the scope in
 //!   force at its time, read back by `transcope facts`.
+//! * `export_marks`, `export_requests`, `export_sent`, `export_logs` (version 11): what each outside sink
+//!   (`transcope export otlp`'s endpoint) acknowledged, so each row reaches it once
+//!   (`exports` module docs).
 
 /// The migrations, in order: migration `i` takes version `i` to `i + 1`.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11];
 
 const V1: &str = "
 CREATE TABLE sessions (
@@ -313,4 +316,36 @@ CREATE INDEX facts_stage ON facts (stage, at_us);
 const V10: &str = "
 DROP INDEX markers_session;
 CREATE INDEX markers_session ON markers (session, state, origin);
+";
+
+/// Version 11: what each export sink acknowledged (the `exports` module).
+const V11: &str = "
+CREATE TABLE export_marks (
+    sink TEXT PRIMARY KEY,
+    index_id INTEGER NOT NULL,
+    upto INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE export_requests (
+    sink TEXT NOT NULL,
+    key BLOB NOT NULL,
+    c0 INTEGER NOT NULL,
+    c1 INTEGER NOT NULL,
+    c2 INTEGER NOT NULL,
+    c3 INTEGER NOT NULL,
+    c4 INTEGER NOT NULL,
+    c5 INTEGER NOT NULL,
+    PRIMARY KEY (sink, key)
+) WITHOUT ROWID;
+CREATE TABLE export_sent (
+    sink TEXT NOT NULL,
+    kind INTEGER NOT NULL,
+    key BLOB NOT NULL,
+    PRIMARY KEY (sink, kind, key)
+) WITHOUT ROWID;
+CREATE TABLE export_logs (
+    sink TEXT NOT NULL,
+    session TEXT NOT NULL,
+    next_seq INTEGER NOT NULL,
+    PRIMARY KEY (sink, session)
+) WITHOUT ROWID;
 ";

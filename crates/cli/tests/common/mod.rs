@@ -153,3 +153,40 @@ pub fn parse_json_lines(s: &str) -> Vec<serde_json::Value> {
 pub fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
+
+/// Append, to the first `n` Claude transcripts under `dir` (in path order) that have
+/// one, a later line of their first assistant request counting 1000 more output
+/// tokens — a streamed answer read mid-stream, then whole (the index keeps the
+/// largest count). Returns how many it grew.
+pub fn grow_streamed_requests(dir: &Path, n: usize) -> usize {
+    let mut files = Vec::new();
+    transcope_testkit::jsonl_files(dir, &mut files);
+    files.sort();
+    let mut grown = 0;
+    for f in &files {
+        if grown == n {
+            break;
+        }
+        let text = std::fs::read_to_string(f).unwrap();
+        let Some(line) = text
+            .lines()
+            .find(|l| l.contains("\"output_tokens\"") && l.contains("\"assistant\""))
+        else {
+            continue;
+        };
+        let mut v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let Some(out) = v.pointer_mut("/message/usage/output_tokens") else {
+            continue;
+        };
+        *out = serde_json::json!(out.as_u64().unwrap() + 1000);
+        let mut text = text;
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&v.to_string());
+        text.push('\n');
+        std::fs::write(f, text).unwrap();
+        grown += 1;
+    }
+    grown
+}
