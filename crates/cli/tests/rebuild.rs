@@ -377,3 +377,43 @@ fn a_recorded_transcript_that_is_gone_is_counted() {
     );
     assert_eq!(v["files"], 12, "{v}");
 }
+
+/// A rebuild keys each request as the backfill did: a request without an id of its
+/// own (Codex's) is keyed by its session and place, so two sessions' requests at the
+/// same place stay two requests, and the keys an export receiver was sent stay valid.
+#[test]
+fn rebuild_keys_every_request_as_the_backfill_did() {
+    let corpus = tempfile::tempdir().unwrap();
+    let mut spec = transcope_corpus::CorpusSpec::new(41, 2 << 20);
+    spec.codex_share = 1.0;
+    transcope_corpus::generate(&spec, corpus.path()).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let path = corpus.path().to_str().unwrap();
+    common::succeeded(
+        &common::run(home.path(), &["backfill", path], "", &[]),
+        &"backfill",
+    );
+    let keys = || -> Vec<(String, i64)> {
+        let db = rusqlite::Connection::open(home.path().join("transcope/index.sqlite")).unwrap();
+        let mut st = db
+            .prepare("SELECT hex(message_key), output_tokens FROM usage ORDER BY 1")
+            .unwrap();
+        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    let before = keys();
+    assert!(before.len() > 50, "{}", before.len());
+    common::succeeded(
+        &common::run(home.path(), &["index", "rebuild"], "", &[]),
+        &"rebuild",
+    );
+    let after = keys();
+    let moved = before.iter().filter(|k| !after.contains(k)).count();
+    assert_eq!(
+        (moved, after.len()),
+        (0, before.len()),
+        "requests keyed otherwise (or lost) by the rebuild"
+    );
+}

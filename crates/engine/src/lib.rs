@@ -252,6 +252,9 @@ pub struct Request<'a> {
     /// ledger's idempotency keys, the usage merge rule), so exactly-once needs only
     /// that the cursor never runs ahead of the commit.
     pub committed_after: bool,
+    /// Whether the read loads and hands back the key's cursor (a rebuild reads every
+    /// file whole for its session without one).
+    pub cursor: bool,
 }
 
 impl<'a> Request<'a> {
@@ -264,7 +267,15 @@ impl<'a> Request<'a> {
             until: None,
             opened: None,
             committed_after: false,
+            cursor: true,
         }
+    }
+
+    /// The same request read whole for its key, no cursor loaded or kept
+    /// ([`Request::cursor`]): the stages still know whose file it is.
+    pub fn without_cursor(mut self) -> Request<'a> {
+        self.cursor = false;
+        self
     }
 
     /// The same request, its results committed by the caller after the read
@@ -417,7 +428,7 @@ impl Pipeline {
             }
         };
         let store = match (&self.inner.store, req.key) {
-            (Some(store), Some(key)) => Some(Store { store, key }),
+            (Some(store), Some(key)) if req.cursor => Some(Store { store, key }),
             _ => None,
         };
         // The saved cursor as it is on disk (what the next intent falls back to), and

@@ -1098,7 +1098,10 @@ fn rebuild_file(
     if log.path().is_none() {
         return (o, None);
     }
-    let req = transcope_engine::Request::new(&job.path, None).read(policy);
+    // The session's key (its usage stage keys id-less requests by it), no cursor.
+    let req = transcope_engine::Request::new(&job.path, Some(key))
+        .without_cursor()
+        .read(policy);
     let seen = BUFFERS.with(|b| {
         read_with_stages(
             &w.pipeline,
