@@ -1,5 +1,6 @@
 //! `transcope index rebuild`: a new index from the scope logs and every transcript the
-//! old one knew, the ledger's delivery states carried over.
+//! old one knew, the ledger's delivery states and what each export receiver
+//! acknowledged carried over.
 //!
 //! What is read again: the transcripts of the old index's sessions (as far as it can
 //! be read), every transcript the cursor store holds, every path a backfill was named
@@ -222,6 +223,10 @@ pub fn run_rebuild(home: &Path, json: bool) -> Result<u8> {
         .map(|(k, s)| (k.clone(), *s, None))
         .collect();
     index.set_states(&carried)?;
+    // 5. What each export receiver acknowledged: it is not sent the rows again.
+    for (sink, ack) in &salvage.exported {
+        index.export_acknowledged(sink, ack)?;
+    }
     let now = index.states()?;
     let unknown = match whole {
         true => 0,

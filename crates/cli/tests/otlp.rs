@@ -305,6 +305,19 @@ fn an_export_sends_every_row_once_and_a_second_sends_nothing() {
         got.len(),
         "a second export sent something"
     );
+
+    // An index made again from the logs and transcripts keeps what the receiver has.
+    succeeded(
+        &run(home.path(), &["index", "rebuild"], "", &[]),
+        &"rebuild",
+    );
+    let third = report(&export(home.path(), &rx.url(), &[]));
+    assert_eq!(third["batches"], 0, "{third}");
+    assert_eq!(
+        rx.received().len(),
+        got.len(),
+        "an export after a rebuild sent something"
+    );
 }
 
 #[test]

@@ -33,6 +33,10 @@ pub struct Salvage {
     pub transcripts: Vec<PathBuf>,
     /// Whether both were read to their end.
     pub whole: bool,
+    /// What each export sink acknowledged (`transcope export otlp`), by sink: carried
+    /// into the new index, so a rebuild sends no receiver a row twice. Read as far as
+    /// it can be (an index older than schema 11 has none).
+    pub exported: std::collections::BTreeMap<String, crate::Acknowledged>,
 }
 
 /// Read what can be read of the index at `path`, read-only: nothing when it is not a
@@ -64,6 +68,59 @@ pub fn salvage(path: &Path) -> Salvage {
         |t| Some(PathBuf::from(t)),
     );
     out.whole = states && transcripts;
+    let mut requests = Vec::new();
+    rows(
+        &conn,
+        "SELECT sink, key, c0, c1, c2, c3, c4, c5 FROM export_requests",
+        |r| {
+            let mut counts = [0i64; 6];
+            for (i, c) in counts.iter_mut().enumerate() {
+                *c = r.get(2 + i)?;
+            }
+            Ok((r.get::<_, String>(0)?, r.get::<_, Vec<u8>>(1)?, counts))
+        },
+        &mut requests,
+        Some,
+    );
+    for (sink, key, counts) in requests {
+        out.exported
+            .entry(sink)
+            .or_default()
+            .requests
+            .push((key, counts));
+    }
+    let mut markers = Vec::new();
+    rows(
+        &conn,
+        "SELECT sink, key FROM export_sent WHERE kind = 2",
+        |r| Ok((r.get::<_, String>(0)?, r.get::<_, Vec<u8>>(1)?)),
+        &mut markers,
+        |(sink, key)| Some((sink, String::from_utf8(key).ok()?)),
+    );
+    for (sink, key) in markers {
+        out.exported.entry(sink).or_default().markers.push(key);
+    }
+    let mut logs = Vec::new();
+    rows(
+        &conn,
+        "SELECT sink, session, next_seq FROM export_logs",
+        |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, i64>(2)?,
+            ))
+        },
+        &mut logs,
+        Some,
+    );
+    for (sink, session, next) in logs {
+        out.exported
+            .entry(sink)
+            .or_default()
+            .logs
+            .push((session, next));
+    }
     out
 }
 
