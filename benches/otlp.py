@@ -61,7 +61,7 @@ def main():
     backfills = []
     for i in range(RUNS):
         shutil.rmtree(home, ignore_errors=True)
-        t, _ = timed([BIN, "--home", home, "backfill", "--json", CORPUS], env)
+        t, _ = timed([BIN, "--home", home, "backfill", "--json", CORPUS], env=env)
         backfills.append(t)
         print(f"  backfill {i}: {t:.2f} s", flush=True)
 
@@ -79,7 +79,7 @@ def main():
         with lock:
             received.update(bytes=0, posts=0)
         t, out = timed([BIN, "--home", copy, "export", "otlp", "--no-sync", "--json",
-                        "--endpoint", url], env)
+                        "--endpoint", url], env=env)
         report = json.loads(out.decode().splitlines()[-1])
         sent_bytes = received["bytes"]
         items = report["points"] + report["transitions"] + report["markers"]
@@ -88,7 +88,7 @@ def main():
         print(f"  export {i}: {t:.2f} s, {items} points and records, {items / t:,.0f}/s, "
               f"{sent_bytes / 1e6:.1f} MB in {received['posts']} POSTs", flush=True)
         t, _ = timed([BIN, "--home", copy, "export", "otlp", "--no-sync", "--json",
-                      "--endpoint", url], env)
+                      "--endpoint", url], env=env)
         again.append(t)
     server.shutdown()
 
