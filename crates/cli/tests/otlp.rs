@@ -480,3 +480,59 @@ fn a_request_that_grows_after_its_export_sends_only_the_difference() {
     assert_eq!(again["grown"], 5, "{again}");
     assert_exact(home.path(), &rx.received());
 }
+
+#[test]
+fn the_endpoint_and_headers_come_from_the_opentelemetry_variables_when_not_given() {
+    let Some(py) = python() else { return };
+    let (home, _corpus) = backfilled();
+    let dir = tempfile::tempdir().unwrap();
+    let rx = Receiver::start(&py, dir.path(), None, &[]);
+    let url = rx.url();
+    let out = run(
+        home.path(),
+        &["export", "otlp", "--no-sync", "--json"],
+        "",
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", url.as_str()),
+            (
+                "OTEL_EXPORTER_OTLP_HEADERS",
+                "authorization=Bearer%20s3cret,x-tenant=team-a",
+            ),
+        ],
+    );
+    let done = report(&out);
+    let posts: Vec<Value> = rx
+        .received()
+        .into_iter()
+        .filter(|p| p["signal"] == "post")
+        .collect();
+    assert_eq!(posts.len() as u64, done["batches"].as_u64().unwrap());
+    for p in &posts {
+        assert_eq!(p["headers"]["authorization"], "Bearer s3cret", "{p}");
+        assert_eq!(p["headers"]["x-tenant"], "team-a", "{p}");
+        assert_eq!(p["headers"]["content-type"], "application/x-protobuf");
+    }
+    // --header replaces the variable's headers.
+    let dir2 = tempfile::tempdir().unwrap();
+    let rx2 = Receiver::start(&py, dir2.path(), None, &[]);
+    let url2 = rx2.url();
+    report(&run(
+        home.path(),
+        &[
+            "export",
+            "otlp",
+            "--no-sync",
+            "--json",
+            "--header",
+            "x-tenant=team-b",
+        ],
+        "",
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", url2.as_str()),
+            ("OTEL_EXPORTER_OTLP_HEADERS", "x-tenant=team-a"),
+        ],
+    ));
+    let posts = rx2.received();
+    let first = posts.iter().find(|p| p["signal"] == "post").unwrap();
+    assert_eq!(first["headers"]["x-tenant"], "team-b");
+}

@@ -113,7 +113,10 @@ def main():
                 with open(out_file, "a") as f:
                     for line in lines:
                         f.write(json.dumps(line) + "\n")
-                    f.write(json.dumps({"signal": "post", "path": self.path, "n": n}) + "\n")
+                    f.write(json.dumps({
+                        "signal": "post", "path": self.path, "n": n,
+                        "headers": {k.lower(): v for k, v in self.headers.items()},
+                    }) + "\n")
             self.answer(200, reply, {"Content-Type": "application/x-protobuf"})
 
         def answer(self, status, body, headers=None):
