@@ -285,6 +285,9 @@ pub fn conform(a: &dyn Store, b: &dyn Store, prices: &dyn Pricer) -> Asked {
         vec![K::Project, K::Task],
         vec![K::Project, K::Branch, K::Model],
         vec![K::Session, K::Model, K::Day],
+        vec![K::Agent],
+        vec![K::Agent, K::Model],
+        vec![K::Project, K::Agent, K::Day],
     ];
     let mut uf = vec![UsageFilter::default()];
     for p in projects.iter().take(4) {
