@@ -78,10 +78,22 @@ pub struct SessionsArgs {
     /// Until this time.
     #[arg(long, value_name = "TIME", value_parser = time_arg)]
     until: Option<i64>,
+    /// Sessions of this agent only.
+    #[arg(long, value_name = "NAME", value_parser = agent_names())]
+    agent: Option<String>,
     #[command(flatten)]
     source: Source,
     #[command(flatten)]
     common: Common,
+}
+
+/// `--agent`'s values: the registered adapters' names, in the registry's order.
+fn agent_names() -> clap::builder::PossibleValuesParser {
+    let names: Vec<&'static str> = crate::compose::adapters()
+        .factories()
+        .map(|f| f.name())
+        .collect();
+    clap::builder::PossibleValuesParser::new(names)
 }
 
 #[derive(Args, Debug)]
@@ -377,6 +389,7 @@ pub fn run_sessions(home: &Path, a: SessionsArgs) -> Result<u8> {
         task: a.task.clone(),
         since: a.since,
         until: a.until,
+        agent: a.agent.clone(),
     })?;
     if sessions.is_empty() {
         why::say_empty(

@@ -184,3 +184,25 @@ fn sessions_timeline_usage_and_the_report_show_every_agent() {
         .collect();
     assert_eq!(shown, BTreeSet::from(AGENTS));
 }
+
+/// `sessions --agent NAME`: exactly that agent's sessions, for every agent; a name no
+/// adapter has is a usage error that lists the agents.
+#[test]
+fn sessions_of_one_agent() {
+    let corpus = tempfile::tempdir().unwrap();
+    let (sb, _) = backfilled(corpus.path());
+    let all = common::parse_json_lines(&stdout_of(&sb, &["sessions", "--json", "--no-sync"]));
+    for agent in AGENTS {
+        let want: Vec<&Value> = all.iter().filter(|s| s["agent"] == agent).collect();
+        assert!(!want.is_empty(), "{agent}");
+        let got = common::parse_json_lines(&stdout_of(
+            &sb,
+            &["sessions", "--agent", agent, "--json", "--no-sync"],
+        ));
+        assert_eq!(got.iter().collect::<Vec<_>>(), want, "{agent}");
+    }
+    let out = run(sb.cmd(&["sessions", "--agent", "vim", "--no-sync"]), b"");
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(AGENTS.iter().all(|a| err.contains(a)), "{err}");
+}

@@ -204,6 +204,9 @@ impl Fleet {
         let mut out = Vec::new();
         for h in heads {
             let session: String = h.get(0);
+            if !filter.keeps_agent(h.get::<_, Option<&str>>(2)) {
+                continue;
+            }
             let (first_us, last_us): (Option<i64>, Option<i64>) = (h.get(5), h.get(7));
             let (count, log_first, log_last) = spans.get(&session).copied().unwrap_or_default();
             let matched = if filter.scoped() {
