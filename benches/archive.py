@@ -14,7 +14,7 @@ Usage: python3 benches/archive.py [SIZE]   (RUNS=5, STOPS=20; HOME_DIR for the h
 """
 import json, os, shutil, subprocess, sys, tempfile, time
 
-from common import run_env, summary, timed
+from common import record, run_env, summary, timed
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET = os.environ.get("CARGO_TARGET_DIR") or os.path.join(ROOT, "target")
@@ -104,9 +104,7 @@ homes on tmpfs; release build.
 | `hook stop`, one more turn (100 MB), archive off | {s_off[0] * 1e3:.1f} ms | {s_off[1] * 1e3:.1f}–{s_off[2] * 1e3:.1f} ms | |
 | `hook stop`, first (100 MB: the whole file kept) | {prep[True][3] * 1e3:.0f} ms on | | {prep[False][3] * 1e3:.0f} ms off; the 100 MB kept in {archived["stored_bytes"] / 1e6:.1f} MB |
 """
-    print(text)
-    with open(os.path.join(ROOT, "benches", "results-archive.md"), "a") as fh:
-        fh.write(text)
+    record("results-archive.md", text)
     shutil.rmtree(HOMES, ignore_errors=True)
 
 

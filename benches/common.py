@@ -1,4 +1,5 @@
-"""What the whole-CLI bench scripts beside bench.py share (archive.py, fleet.py)."""
+"""What the whole-CLI bench scripts beside bench.py share (archive.py, fleet.py,
+agents.py)."""
 import os, statistics, subprocess, time
 
 
@@ -19,6 +20,14 @@ def timed(cmd, stdin=None, env=None):
     if out.returncode != 0:
         raise SystemExit(f"failed: {' '.join(cmd)}: {out.stderr.decode()}")
     return dt, out.stdout
+
+
+def record(name, text):
+    """Print `text` and append it to benches/`name` (a results file)."""
+    print(text)
+    here = os.path.dirname(os.path.abspath(__file__))
+    with open(os.path.join(here, name), "a") as fh:
+        fh.write(text)
 
 
 def summary(ts):

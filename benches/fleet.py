@@ -19,7 +19,7 @@ variance is not measured). Results: benches/results-fleet.md (appended).
 """
 import json, os, shutil, subprocess, sys, time
 
-from common import run_env, summary, timed
+from common import record, run_env, summary, timed
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET = os.environ.get("CARGO_TARGET_DIR") or os.path.join(ROOT, "target")
@@ -157,9 +157,7 @@ Same run, {RUNS} runs each (median, min–max); home on tmpfs, PostgreSQL 15 loc
 | `usage --by project --since 2000-01-01`, fleet of {MACHINES} (every request) | {w[0]*1e3:.0f} ms | {w[1]*1e3:.0f}–{w[2]*1e3:.0f} ms | a window reads the requests, not the parts |
 | `usage --by project`, one machine's SQLite | {l[0]*1e3:.0f} ms | {l[1]*1e3:.0f}–{l[2]*1e3:.0f} ms | ratio fleet / local: {f[0]/l[0]:.2f} |
 """
-    print(text)
-    with open(os.path.join(ROOT, "benches", "results-fleet.md"), "a") as fh:
-        fh.write(text)
+    record("results-fleet.md", text)
 
 
 if __name__ == "__main__":

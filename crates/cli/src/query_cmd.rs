@@ -78,10 +78,22 @@ pub struct SessionsArgs {
     /// Until this time.
     #[arg(long, value_name = "TIME", value_parser = time_arg)]
     until: Option<i64>,
+    /// Sessions of this agent only.
+    #[arg(long, value_name = "NAME", value_parser = agent_names())]
+    agent: Option<String>,
     #[command(flatten)]
     source: Source,
     #[command(flatten)]
     common: Common,
+}
+
+/// `--agent`'s values: the registered adapters' names, in the registry's order.
+fn agent_names() -> clap::builder::PossibleValuesParser {
+    let names: Vec<&'static str> = crate::compose::adapters()
+        .factories()
+        .map(|f| f.name())
+        .collect();
+    clap::builder::PossibleValuesParser::new(names)
 }
 
 #[derive(Args, Debug)]
@@ -152,9 +164,8 @@ pub struct ExplainArgs {
 
 #[derive(Args, Debug)]
 pub struct UsageArgs {
-    /// Group by: project, worktree, branch, task, session, root-session, model, day,
-    /// machine (repeatable, in order) [default: project].
-    #[arg(long = "by", value_name = "KEY", value_parser = usage_key)]
+    /// Group by (repeatable, in order) [default: project].
+    #[arg(long = "by", value_name = "KEY", value_parser = usage_keys())]
     by: Vec<transcope_index::UsageKey>,
     /// Spent at or after this time.
     #[arg(long, value_name = "TIME", value_parser = time_arg)]
@@ -175,11 +186,12 @@ pub struct UsageArgs {
     common: Common,
 }
 
-fn usage_key(s: &str) -> Result<transcope_index::UsageKey, String> {
-    transcope_index::UsageKey::parse(s).ok_or_else(|| {
-        "not a usage key (project, worktree, branch, task, session, root-session, model, day, machine)"
-            .to_owned()
-    })
+/// `--by`'s values, listed for `--help` and the shell completions.
+fn usage_keys() -> impl clap::builder::TypedValueParser<Value = transcope_index::UsageKey> {
+    use clap::builder::TypedValueParser;
+    use transcope_index::UsageKey;
+    clap::builder::PossibleValuesParser::new(UsageKey::ALL.map(UsageKey::name))
+        .map(|s| UsageKey::parse(&s).expect("a listed key"))
 }
 
 pub(crate) use transcope_pricing::{priced, PriceList};
@@ -377,6 +389,7 @@ pub fn run_sessions(home: &Path, a: SessionsArgs) -> Result<u8> {
         task: a.task.clone(),
         since: a.since,
         until: a.until,
+        agent: a.agent.clone(),
     })?;
     if sessions.is_empty() {
         why::say_empty(

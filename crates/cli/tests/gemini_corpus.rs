@@ -35,12 +35,7 @@ fn generated_gemini_sessions_are_found_with_their_scope_and_usage() {
 
     // No folders named: the default ones, under the agents' homes.
     let sb = Sandbox::new();
-    let mut backfill = sb.cmd(&["backfill", "--json"]);
-    backfill
-        .env("CLAUDE_CONFIG_DIR", root.join("claude"))
-        .env("CODEX_HOME", root.join("codex"))
-        .env("GEMINI_CLI_HOME", root.join("gemini"));
-    let out = run(backfill, b"");
+    let out = run(sb.corpus_cmd(root, &["backfill", "--json"]), b"");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
 
     let sessions: BTreeMap<String, Value> = stdout_of(&sb, &["sessions", "--json", "--no-sync"])

@@ -126,3 +126,85 @@ fn usage_is_attributed_to_the_scope_in_force_when_it_was_spent() {
         "alpha/main, alpha/feature, beta/main: {want:?}"
     );
 }
+
+/// `usage --by agent` over real transcripts of five agents (the fixtures above, and
+/// Qwen Code's and Copilot CLI's where each keeps them): each agent's sums are the
+/// sums of its sessions' (`--by session`, each session's agent read from `sessions`),
+/// nothing is left without an agent, and `--by agent --by session` puts each session
+/// under its own agent.
+#[test]
+fn usage_by_agent_sums_its_sessions() {
+    let sb = Sandbox::new();
+    let data = common::testdata().join("public");
+    common::copy_tree(&data.join("qwen/home/.qwen"), &sb.user.join(".qwen"));
+    common::copy_tree(
+        &data.join("copilot/home/.copilot"),
+        &sb.user.join(".copilot"),
+    );
+    let mut args = vec!["backfill".to_owned()];
+    args.extend(
+        usage_fixture_roots()
+            .iter()
+            .map(|p| p.display().to_string()),
+    );
+    for own in [".qwen/projects", ".copilot/session-state"] {
+        args.push(sb.user.join(own).display().to_string());
+    }
+    let out = run(
+        sb.cmd(&args.iter().map(String::as_str).collect::<Vec<_>>()),
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let agent_of: BTreeMap<String, String> =
+        common::parse_json_lines(&stdout_of(&sb, &["sessions", "--json", "--no-sync"]))
+            .into_iter()
+            .map(|v| {
+                (
+                    v["session"].as_str().unwrap().to_owned(),
+                    v["agent"].as_str().unwrap_or("none").to_owned(),
+                )
+            })
+            .collect();
+    let mut want: BTreeMap<String, Counts> = BTreeMap::new();
+    for (session, c) in usage_by(&sb, "session", "session") {
+        let agent = agent_of.get(&session).map_or("none", String::as_str);
+        let sum = want.entry(agent.to_owned()).or_default();
+        for (s, n) in sum.iter_mut().zip(c) {
+            *s += n;
+        }
+    }
+    let got = usage_by(&sb, "agent", "agent");
+    assert_eq!(got, want);
+    let agents: Vec<&str> = got.keys().map(String::as_str).collect();
+    assert_eq!(agents, ["claude", "codex", "copilot", "gemini", "qwen"]);
+    assert!(got.values().all(|c| c[4] > 0), "{got:?}");
+    // Both keys at once: each row's agent is its session's.
+    let out = stdout_of(
+        &sb,
+        &[
+            "usage",
+            "--by",
+            "agent",
+            "--by",
+            "session",
+            "--json",
+            "--no-sync",
+        ],
+    );
+    let rows = common::parse_json_lines(&out);
+    assert!(rows.len() > 10, "{out}");
+    for r in rows {
+        let session = r["session"].as_str().unwrap();
+        assert_eq!(
+            r["agent"].as_str(),
+            agent_of.get(session).map(String::as_str),
+            "{r}"
+        );
+    }
+    // The table names the key.
+    let table = stdout_of(&sb, &["usage", "--by", "agent", "--no-sync"]);
+    assert!(
+        table.contains("agent") && table.contains("copilot"),
+        "{table}"
+    );
+}

@@ -27,6 +27,17 @@ pub(crate) struct SessionResult {
     pub(crate) max_line: u64,
 }
 
+impl SessionResult {
+    /// A session of `files`, its longest line `max_line` bytes.
+    pub(crate) fn of(files: Vec<FileEntry>, max_line: u64) -> SessionResult {
+        SessionResult {
+            bytes: files.iter().map(|f| f.bytes).sum(),
+            files,
+            max_line,
+        }
+    }
+}
+
 /// Probability that a line is preceded by an invalid (non-object) line.
 pub(crate) const INVALID_RATE: f64 = 0.0008;
 /// Probability that a file that ends naturally ends with a torn line.
@@ -248,12 +259,7 @@ pub(crate) fn session(env: &Env<'_>, seed: u64, opts: Opts) -> io::Result<Sessio
 
 impl<'e> Gen<'e> {
     fn result(self) -> SessionResult {
-        let bytes = self.files.iter().map(|f| f.bytes).sum();
-        SessionResult {
-            files: self.files,
-            bytes,
-            max_line: self.max_line,
-        }
+        SessionResult::of(self.files, self.max_line)
     }
 
     fn lines(&self, sink: usize) -> u64 {

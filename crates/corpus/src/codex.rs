@@ -88,11 +88,7 @@ pub(crate) fn session(env: &Env<'_>, seed: u64, opts: Opts) -> io::Result<Sessio
         g.torn()?;
     }
     let (entry, max_line) = g.sink.finish()?;
-    Ok(SessionResult {
-        bytes: entry.bytes,
-        files: vec![entry],
-        max_line,
-    })
+    Ok(SessionResult::of(vec![entry], max_line))
 }
 
 impl Gen<'_> {

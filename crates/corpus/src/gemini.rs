@@ -256,11 +256,7 @@ pub(crate) fn session(
     } else {
         g.close(main)?;
     }
-    Ok(SessionResult {
-        bytes: g.files.iter().map(|f| f.bytes).sum(),
-        files: g.files,
-        max_line: g.max_line,
-    })
+    Ok(SessionResult::of(g.files, g.max_line))
 }
 
 impl Gen<'_> {
@@ -551,11 +547,9 @@ impl Gen<'_> {
 
     /// A log's last record cut short: the CLI was writing it.
     fn torn(&mut self, mut f: File) -> io::Result<()> {
-        let mut b = serde_json::to_vec(&json!({"id": self.rng.uuid_v4(),
-            "timestamp": iso(self.t + 100), "type": "gemini", "content": text::prose(&mut self.rng, 2)}))
-        .map_err(io::Error::other)?;
-        b.truncate(1 + self.rng.index(b.len() - 1));
-        f.sink.torn_line(&b, &mut self.budget)?;
+        let torn = json!({"id": self.rng.uuid_v4(),
+            "timestamp": iso(self.t + 100), "type": "gemini", "content": text::prose(&mut self.rng, 2)});
+        f.sink.torn_record(&mut self.rng, &torn, &mut self.budget)?;
         self.close(f)
     }
 }

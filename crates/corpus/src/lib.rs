@@ -2,8 +2,10 @@
 //!
 //! [`generate`] writes, under one output folder, a corpus of Claude Code and Codex CLI
 //! transcripts laid out exactly like `~/.claude/projects/…` and `~/.codex/sessions/YYYY/MM/DD/…`,
-//! and, when [`CorpusSpec::gemini_share`] asks for them, Gemini CLI sessions laid out as
-//! under `~/.gemini/tmp/…`, plus the real git repositories (and linked worktrees, and plain
+//! and, when [`CorpusSpec::gemini_share`], [`CorpusSpec::qwen_share`] and
+//! [`CorpusSpec::copilot_share`] ask for them, Gemini CLI sessions laid out as under
+//! `~/.gemini/tmp/…`, Qwen Code sessions as under `~/.qwen/projects/…` and GitHub Copilot
+//! CLI sessions as under `~/.copilot/session-state/…`, plus the real git repositories (and linked worktrees, and plain
 //! folders) that the transcripts' `cwd`s point at. The same [`CorpusSpec`] always gives
 //! byte-identical files, whatever the number of threads. A [`Manifest`] (also written as
 //! `manifest.json`) lists every file with the counts the generator knows: lines, invalid and
@@ -28,7 +30,16 @@
 //!   gemini/.gemini/tmp/<short id>/chats/session-….json                  (0.29–0.38 documents)
 //!   gemini/.gemini/tmp/<sha256 of the folder>/chats/session-….json      (before 0.29)
 //!   gemini/.gemini/tmp/<id>/chats/<parent sessionId>/<sessionId>.json[l] (sub-agents)
+//!   qwen/.qwen/projects/<sanitised cwd>/chats/<sessionId>.jsonl         (Qwen Code's home:
+//!   qwen/.qwen/projects/<sanitised cwd>/subagents/<sessionId>/agent-<id>.jsonl (+ .meta.json)
+//!                                                                       HOME=OUT/qwen)
+//!   copilot/.copilot/session-state/<sessionId>/events.jsonl             (Copilot CLI's home:
+//!   copilot/.copilot/session-state/<sessionId>.jsonl  (early builds)    HOME=OUT/copilot)
 //! ```
+//!
+//! An agent a share asks for is one entry of a list (`SHARED` in the source: its plan,
+//! drawn from a stream of its own, so a share of 0 leaves the corpus byte-identical to
+//! one generated without that agent) and a module writing its sessions.
 //!
 //! The binary `transcope-corpus` wraps [`generate`]; [`single_transcript`] writes one large
 //! Claude transcript for benchmarks; [`parse_size`] reads sizes like `150MB` or `512KiB`;
@@ -54,15 +65,27 @@
 //! let manifest = generate(&spec, dir.path()).unwrap();
 //! assert!(manifest.entries.iter().all(|f| f.path.starts_with("gemini/.gemini/tmp/")));
 //! assert!(dir.path().join("gemini/.gemini/projects.json").is_file());
+//!
+//! // Every agent side by side.
+//! let dir = tempfile::tempdir().unwrap();
+//! let mut spec = CorpusSpec::new(7, 3_000_000);
+//! (spec.gemini_share, spec.qwen_share, spec.copilot_share) = (0.2, 0.3, 0.4);
+//! let manifest = generate(&spec, dir.path()).unwrap();
+//! for kind in [FileKind::ClaudeSession, FileKind::CodexRollout, FileKind::GeminiSession,
+//!              FileKind::QwenSession, FileKind::CopilotSession] {
+//!     assert!(manifest.of_kind(kind).next().is_some(), "{kind:?}");
+//! }
 //! ```
 #![warn(missing_docs)]
 
 mod claude;
 mod clock;
 mod codex;
+mod copilot;
 mod gemini;
 mod git;
 mod json;
+mod qwen;
 mod rng;
 pub use rng::Rng;
 mod sink;
@@ -71,6 +94,7 @@ mod world;
 
 use std::fs;
 use std::io;
+use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
@@ -89,13 +113,13 @@ pub use crate::world::encode_cwd;
 pub struct CorpusSpec {
     /// Seed of every random choice.
     pub seed: u64,
-    /// Total bytes of transcript files (everything under `claude/`, `codex/` and `gemini/`
-    /// but the CLI's records of folders). Generation
+    /// Total bytes of transcript files (everything under `claude/`, `codex/`, `gemini/`,
+    /// `qwen/` and `copilot/` but Gemini CLI's records of folders). Generation
     /// stops at the first line that reaches it, so the corpus is at least this large and at most
     /// one line larger.
     pub target_bytes: u64,
-    /// Probability that a session that is not Gemini CLI's is a Codex rollout rather than a
-    /// Claude session (0–1).
+    /// Probability that a session that is not another agent's (Gemini CLI's, Qwen Code's,
+    /// Copilot CLI's) is a Codex rollout rather than a Claude session (0–1).
     pub codex_share: f64,
     /// Probability that a session is a Gemini CLI session (0–1). 0, the default, writes no
     /// `gemini/` folder and leaves every other file as it was before Gemini sessions were
@@ -104,6 +128,16 @@ pub struct CorpusSpec {
     /// layouts.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub gemini_share: f64,
+    /// Probability that a session that is not Gemini CLI's is a Qwen Code session (0–1),
+    /// under `qwen/.qwen/projects/…`. 0, the default, writes none and leaves every other
+    /// file as without it, as for [`CorpusSpec::gemini_share`].
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub qwen_share: f64,
+    /// Probability that a session that is neither Gemini CLI's nor Qwen Code's is a GitHub
+    /// Copilot CLI session (0–1), under `copilot/.copilot/session-state/…`. 0, the
+    /// default, writes none and leaves every other file as without it.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub copilot_share: f64,
     /// Of the Codex sessions, the share written in the legacy (pre-envelope) format.
     pub legacy_share: f64,
     /// Number of git repositories to create under `repos/` (plus about a quarter as many plain
@@ -122,6 +156,8 @@ impl CorpusSpec {
             target_bytes,
             codex_share: 0.2,
             gemini_share: 0.0,
+            qwen_share: 0.0,
+            copilot_share: 0.0,
             legacy_share: 0.08,
             repos: 16,
             max_tool_output: 1 << 20,
@@ -156,6 +192,15 @@ pub enum FileKind {
     GeminiSession,
     /// Gemini CLI `tmp/<id>/chats/<parent sessionId>/<sessionId>.json[l]`.
     GeminiSubagent,
+    /// Qwen Code `projects/<folder>/chats/<sessionId>.jsonl`.
+    QwenSession,
+    /// Qwen Code `projects/<folder>/subagents/<sessionId>/agent-<agentId>.jsonl`.
+    QwenSubagent,
+    /// Its `agent-<agentId>.meta.json` sidecar: one JSON document, no trailing newline.
+    QwenAgentMeta,
+    /// Copilot CLI `session-state/<sessionId>/events.jsonl` (or, an early build's,
+    /// `session-state/<sessionId>.jsonl`), sub-agents inside.
+    CopilotSession,
 }
 
 /// Expectations for one generated file. Line numbers are 1-based.
@@ -324,6 +369,9 @@ const CODEX_START: u64 = 1_757_894_400_000; // 2025-09-15
 const LEGACY_START: u64 = 1_746_057_600_000; // 2025-05-01
 const GEMINI_START: u64 = 1_752_537_600_000; // 2025-07-15
 const GEMINI_LOG_START: u64 = 1_773_964_800_000; // 2026-03-20
+const QWEN_START: u64 = 1_767_225_600_000; // 2026-01-01
+const COPILOT_START: u64 = 1_761_955_200_000; // 2025-11-01
+const COPILOT_EARLY_START: u64 = 1_756_684_800_000; // 2025-09-01
 
 enum Plan {
     Claude {
@@ -339,25 +387,54 @@ enum Plan {
         subagent: bool,
         quirks: bool,
     },
+    Qwen {
+        subagent: bool,
+        quirks: bool,
+    },
+    Copilot {
+        early: bool,
+        quirks: bool,
+    },
 }
 
-/// The plan for session `i` when it is a Gemini CLI session: drawn from a stream of its
-/// own, so the sessions that are not keep the plan they have without Gemini. Sessions 6
-/// to 8 cover its layouts (0 to 5 cover the other agents').
-fn gemini_plan(spec: &CorpusSpec, i: u64) -> Option<(Plan, u64, u64)> {
-    if spec.gemini_share <= 0.0 {
+/// Whether session `i` is an agent's that `share` asks for, drawn from the agent's own
+/// stream (`tag`), so the sessions that are not keep the plan they have without it:
+/// every session at a share of 1; else never one before `first` (the sessions that
+/// cover the agents asked before it), always those in `first` (its own layouts), a
+/// draw for the rest. The stream, to plan the session chosen with.
+fn chosen(
+    spec: &CorpusSpec,
+    share: f64,
+    tag: u64,
+    first: RangeInclusive<u64>,
+    i: u64,
+) -> Option<Rng> {
+    if share <= 0.0 {
         return None;
     }
-    let mut rng = Rng::new(derive(spec.seed, 0x6e3, i));
-    let chosen = match i {
-        _ if spec.gemini_share >= 1.0 => true,
-        0..=5 => false,
-        6..=8 => true,
-        _ => rng.chance(spec.gemini_share),
+    let mut rng = Rng::new(derive(spec.seed, tag, i));
+    let yes = if share >= 1.0 {
+        true
+    } else if i < *first.start() {
+        false
+    } else {
+        first.contains(&i) || rng.chance(share)
     };
-    if !chosen {
-        return None;
-    }
+    yes.then_some(rng)
+}
+
+/// The agents a share picks, asked in this order before Claude or Codex is drawn.
+/// Sessions 6 to 8 cover Gemini CLI's layouts, 9 and 10 Qwen Code's, 11 and 12
+/// Copilot CLI's (0 to 5 cover the other agents').
+const SHARED: [PlanOf; 3] = [gemini_plan, qwen_plan, copilot_plan];
+
+/// An agent's plan for session `i`, when the session is its: the plan, the session's
+/// seed, its start (ms).
+type PlanOf = fn(&CorpusSpec, u64) -> Option<(Plan, u64, u64)>;
+
+/// The plan for session `i` when it is a Gemini CLI session.
+fn gemini_plan(spec: &CorpusSpec, i: u64) -> Option<(Plan, u64, u64)> {
+    let mut rng = chosen(spec, spec.gemini_share, 0x6e3, 6..=8, i)?;
     let session_seed = rng.next_u64();
     use gemini::Form;
     let (form, subagent, quirks) = match i {
@@ -384,11 +461,43 @@ fn gemini_plan(spec: &CorpusSpec, i: u64) -> Option<(Plan, u64, u64)> {
     ))
 }
 
+/// The plan for session `i` when it is a Qwen Code session: its first covers a
+/// sub-agent and the quirks.
+fn qwen_plan(spec: &CorpusSpec, i: u64) -> Option<(Plan, u64, u64)> {
+    let mut rng = chosen(spec, spec.qwen_share, 0x9e7, 9..=10, i)?;
+    let session_seed = rng.next_u64();
+    let first = i == 0 || i == 9;
+    let start = QWEN_START + rng.below(200 * DAY_MS);
+    let plan = Plan::Qwen {
+        subagent: first || i == 10,
+        quirks: first,
+    };
+    Some((plan, session_seed, start))
+}
+
+/// The plan for session `i` when it is a Copilot CLI session: its first covers
+/// resumes, a sub-agent and the quirks, its second an early build's flat file.
+fn copilot_plan(spec: &CorpusSpec, i: u64) -> Option<(Plan, u64, u64)> {
+    let mut rng = chosen(spec, spec.copilot_share, 0xc0b, 11..=12, i)?;
+    let session_seed = rng.next_u64();
+    let (early, quirks) = match i {
+        0 | 11 => (false, true),
+        1 | 12 => (true, false),
+        _ => (rng.chance(0.03), false),
+    };
+    let start = if early {
+        COPILOT_EARLY_START + rng.below(30 * DAY_MS)
+    } else {
+        COPILOT_START + rng.below(200 * DAY_MS)
+    };
+    Some((Plan::Copilot { early, quirks }, session_seed, start))
+}
+
 /// The plan for session `i`: the first sessions cover every layout, so even a 1 MB corpus holds
 /// a `subagents/` file, a flat agent file, an inline sidechain, a Codex rollout and a legacy one
 /// (only the agents that `codex_share` allows: none of Claude at 1.0, none of Codex at 0.0).
 fn plan(spec: &CorpusSpec, i: u64) -> (Plan, u64, u64) {
-    if let Some(p) = gemini_plan(spec, i) {
+    if let Some(p) = SHARED.iter().find_map(|plan| plan(spec, i)) {
         return p;
     }
     let mut rng = Rng::new(derive(spec.seed, 0x9a1, i));
@@ -430,7 +539,9 @@ fn plan(spec: &CorpusSpec, i: u64) -> (Plan, u64, u64) {
         Plan::Claude { .. } => CLAUDE_START + rng.below(300 * DAY_MS),
         Plan::Codex { legacy: false, .. } => CODEX_START + rng.below(225 * DAY_MS),
         Plan::Codex { legacy: true, .. } => LEGACY_START + rng.below(130 * DAY_MS),
-        Plan::Gemini { .. } => unreachable!("planned by gemini_plan"),
+        Plan::Gemini { .. } | Plan::Qwen { .. } | Plan::Copilot { .. } => {
+            unreachable!("planned by SHARED")
+        }
     };
     (p, session_seed, start)
 }
@@ -488,6 +599,26 @@ fn run_session(
                 quirks,
             },
         ),
+        Plan::Qwen { subagent, quirks } => qwen::session(
+            env,
+            seed,
+            qwen::Opts {
+                budget,
+                start_ms,
+                subagent,
+                quirks,
+            },
+        ),
+        Plan::Copilot { early, quirks } => copilot::session(
+            env,
+            seed,
+            copilot::Opts {
+                budget,
+                start_ms,
+                early,
+                quirks,
+            },
+        ),
     }
 }
 
@@ -515,7 +646,15 @@ fn discard(root: &Path, files: &[FileEntry]) -> io::Result<()> {
 pub fn generate(spec: &CorpusSpec, out: &Path) -> io::Result<Manifest> {
     fs::create_dir_all(out)?;
     let root: PathBuf = fs::canonicalize(out)?;
-    for name in ["claude", "codex", gemini::HOME, "repos", "manifest.json"] {
+    for name in [
+        "claude",
+        "codex",
+        gemini::HOME,
+        qwen::HOME,
+        copilot::HOME,
+        "repos",
+        "manifest.json",
+    ] {
         if root.join(name).exists() {
             return Err(io::Error::new(
                 io::ErrorKind::AlreadyExists,

@@ -4,6 +4,7 @@ use std::fs::{self, File};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
+use crate::rng::Rng;
 use crate::text::MarkerCounts;
 use crate::{FileEntry, FileKind};
 
@@ -154,6 +155,19 @@ impl Sink {
         self.account(partial.len() as u64, budget);
         self.entry.torn_last_line = true;
         Ok(())
+    }
+
+    /// Writes `record` cut short at a random place (at least one byte, not all of it),
+    /// without a newline: the agent was writing it.
+    pub(crate) fn torn_record(
+        &mut self,
+        rng: &mut Rng,
+        record: &serde_json::Value,
+        budget: &mut Budget,
+    ) -> io::Result<()> {
+        let b = serde_json::to_vec(record).map_err(io::Error::other)?;
+        let cut = 1 + rng.index(b.len() - 1);
+        self.torn_line(&b[..cut], budget)
     }
 
     /// Writes a whole non-JSONL document (a `.meta.json` sidecar) as one line without newline.

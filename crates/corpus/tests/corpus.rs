@@ -8,9 +8,8 @@ use std::sync::OnceLock;
 
 mod common;
 
-use common::{lines_of, markers, walk};
+use common::{lines_of, markers, tree_hash, walk};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 use transcope_corpus::{
     encode_cwd, generate, single_transcript, CorpusSpec, FileKind, Manifest, RepoKind,
 };
@@ -30,21 +29,6 @@ fn shared() -> &'static (PathBuf, Manifest) {
         let m = generate(&spec(42), &dir).unwrap();
         (PathBuf::from(&m.root), m)
     })
-}
-
-/// Hash of every file under `root` (paths and contents), in sorted order.
-fn tree_hash(root: &Path) -> String {
-    let mut files = Vec::new();
-    walk(root, &mut files);
-    files.sort();
-    let mut h = Sha256::new();
-    for f in files {
-        h.update(f.strip_prefix(root).unwrap().to_string_lossy().as_bytes());
-        h.update([0]);
-        h.update(fs::read(&f).unwrap());
-        h.update([0]);
-    }
-    format!("{:x}", h.finalize())
 }
 
 #[test]

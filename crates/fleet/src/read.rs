@@ -23,11 +23,12 @@ impl From<FleetError> for StoreError {
 
 type P<'a> = &'a (dyn ToSql + Sync);
 
-/// A part as read: scope, model, day, machine, sums.
+/// A part as read: scope, model, day, machine, agent, sums.
 type OwnedPart = (
     ScopeRow,
     Option<String>,
     Option<i64>,
+    Option<String>,
     Option<String>,
     UsageGroup,
 );
@@ -203,6 +204,9 @@ impl Fleet {
         let mut out = Vec::new();
         for h in heads {
             let session: String = h.get(0);
+            if !filter.keeps_agent(h.get::<_, Option<&str>>(2)) {
+                continue;
+            }
             let (first_us, last_us): (Option<i64>, Option<i64>) = (h.get(5), h.get(7));
             let (count, log_first, log_last) = spans.get(&session).copied().unwrap_or_default();
             let matched = if filter.scoped() {
@@ -340,34 +344,37 @@ impl Fleet {
         let thresholds = prices.thresholds();
         let windowed = filter.since.is_some() || filter.until.is_some();
         let parts = !windowed && self.thresholds()?.as_deref() == Some(&thresholds[..]);
+        // Every column of the table read is `u.`; a session's agent is its row in
+        // `sessions`, joined only when asked for.
         let (table, model, day_of, tier, count) = if parts {
             (
                 "usage_parts",
-                "NULLIF(model, '')".to_owned(),
-                format!("NULLIF(day, {})", i64::MIN),
-                "tier".to_owned(),
-                "sum(requests)",
+                "NULLIF(u.model, '')".to_owned(),
+                format!("NULLIF(u.day, {})", i64::MIN),
+                "u.tier".to_owned(),
+                "sum(u.requests)",
             )
         } else {
             (
                 "usage",
-                "model".to_owned(),
-                day_of("at_us"),
-                tier_expr("", &thresholds),
+                "u.model".to_owned(),
+                day_of("u.at_us"),
+                tier_expr("u.", &thresholds),
                 "count(*)",
             )
         };
         // Only the columns the groups need: the filters are applied by the server.
         let column = |k: &UsageKey| match k {
-            UsageKey::Session => "session",
-            UsageKey::RootSession => "root_session",
-            UsageKey::Project => "project_id",
-            UsageKey::Worktree => "worktree",
-            UsageKey::Branch => "branch",
-            UsageKey::Task => "task",
-            UsageKey::Model => "model",
-            UsageKey::Day => "day",
-            UsageKey::Machine => "machine",
+            UsageKey::Session => "u.session",
+            UsageKey::RootSession => "u.root_session",
+            UsageKey::Project => "u.project_id",
+            UsageKey::Worktree => "u.worktree",
+            UsageKey::Branch => "u.branch",
+            UsageKey::Task => "u.task",
+            UsageKey::Model => "u.model",
+            UsageKey::Day => "u.day",
+            UsageKey::Machine => "u.machine",
+            UsageKey::Agent => "s.agent",
         };
         let wanted = |k: UsageKey| by.contains(&k);
         let pick = |k: UsageKey| {
@@ -382,21 +389,32 @@ impl Fleet {
         } else {
             "NULL::bigint".to_owned()
         };
+        let from = if wanted(UsageKey::Agent) {
+            format!("{table} u LEFT JOIN sessions s ON s.session = u.session")
+        } else {
+            format!("{table} u")
+        };
+        let window = if parts {
+            "$1::bigint IS NULL AND $2::bigint IS NULL"
+        } else {
+            "($1::bigint IS NULL OR u.at_us >= $1) AND ($2::bigint IS NULL OR u.at_us <= $2)"
+        };
         let rows = self.rows(
             &format!(
-                "SELECT {}, {}, {}, {}, {}, {}, {model}, {day}, {}, {tier},
-                        sum(input_tokens)::bigint, sum(output_tokens)::bigint,
-                        sum(cache_creation_input_tokens)::bigint,
-                        sum(cache_creation_1h_input_tokens)::bigint,
-                        sum(cache_read_input_tokens)::bigint, sum(reasoning_output_tokens)::bigint,
+                "SELECT {}, {}, {}, {}, {}, {}, {model}, {day}, {}, {}, {tier},
+                        sum(u.input_tokens)::bigint, sum(u.output_tokens)::bigint,
+                        sum(u.cache_creation_input_tokens)::bigint,
+                        sum(u.cache_creation_1h_input_tokens)::bigint,
+                        sum(u.cache_read_input_tokens)::bigint,
+                        sum(u.reasoning_output_tokens)::bigint,
                         {count}::bigint
-                 FROM {table}
-                 WHERE ($1::bigint IS NULL OR at_us >= $1) AND ($2::bigint IS NULL OR at_us <= $2)
-                   AND ($3::text IS NULL OR session = $3) AND ($4::text IS NULL OR task = $4)
-                   AND ($5::text IS NULL OR project_id = $5)
-                 GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
+                 FROM {from}
+                 WHERE {window}
+                   AND ($3::text IS NULL OR u.session = $3) AND ($4::text IS NULL OR u.task = $4)
+                   AND ($5::text IS NULL OR u.project_id = $5)
+                 GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11
                  HAVING {count} > 0
-                 ORDER BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10",
+                 ORDER BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11",
                 pick(UsageKey::Session),
                 pick(UsageKey::RootSession),
                 pick(UsageKey::Project),
@@ -404,14 +422,7 @@ impl Fleet {
                 pick(UsageKey::Branch),
                 pick(UsageKey::Task),
                 pick(UsageKey::Machine),
-            )
-            .replace(
-                "($1::bigint IS NULL OR at_us >= $1) AND ($2::bigint IS NULL OR at_us <= $2)",
-                if parts {
-                    "$1::bigint IS NULL AND $2::bigint IS NULL"
-                } else {
-                    "($1::bigint IS NULL OR at_us >= $1) AND ($2::bigint IS NULL OR at_us <= $2)"
-                },
+                pick(UsageKey::Agent),
             ),
             &[
                 &filter.since,
@@ -433,10 +444,11 @@ impl Fleet {
             let model: Option<String> = r.get(6);
             let day: Option<i64> = r.get(7);
             let machine: Option<String> = r.get(8);
-            let tier: i32 = r.get(9);
+            let agent: Option<String> = r.get(9);
+            let tier: i32 = r.get(10);
             let n = |i: usize| r.get::<_, i64>(i).max(0) as u64;
-            let tokens = Tokens::from_counts([n(10), n(11), n(12), n(13), n(14), n(15)]);
-            let count = n(16);
+            let tokens = Tokens::from_counts([n(11), n(12), n(13), n(14), n(15), n(16)]);
+            let count = n(17);
             // A prompt that selects this tier: just above the tier-th threshold.
             let at = match tier {
                 0 => 0,
@@ -451,18 +463,21 @@ impl Fleet {
                 unpriced: if cost.is_some() { 0 } else { count },
             };
             let machine = machine.map(|m| names.get(&m).cloned().unwrap_or(m));
-            parts.push((scope, model, day, machine, sums));
+            parts.push((scope, model, day, machine, agent, sums));
         }
         // The filters were the server's: every part is wanted.
         let all = UsageFilter::default();
         Ok(group(
-            parts.iter().map(|(scope, model, day, machine, sums)| Part {
-                scope,
-                model: model.as_deref(),
-                day: *day,
-                machine: machine.as_deref(),
-                sums,
-            }),
+            parts
+                .iter()
+                .map(|(scope, model, day, machine, agent, sums)| Part {
+                    scope,
+                    model: model.as_deref(),
+                    day: *day,
+                    machine: machine.as_deref(),
+                    agent: agent.as_deref(),
+                    sums,
+                }),
             by,
             &all,
         ))

@@ -135,6 +135,9 @@ impl Index {
             .map_err(sql)?;
         let mut out = Vec::new();
         for (session, parent, agent, transcript, first_at, first_us, last_at, last_us) in heads {
+            if !filter.keeps_agent(agent.as_deref()) {
+                continue;
+            }
             let (count, log_first, log_last) = spans.get(&session).copied().unwrap_or_default();
             let matched = if filter.scoped() {
                 // Which scope was in force when needs the session's rows: only its own.

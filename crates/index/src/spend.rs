@@ -70,36 +70,39 @@ impl Index {
         }
         // In key order, so a group's cost is summed the same way every time.
         let parts = parts.iter().filter_map(|((scope, model, day), sums)| {
+            let (scope, agent) = scopes.get(scope)?;
             Some(Part {
-                scope: scopes.get(scope)?,
+                scope,
                 model: model.and_then(|m| models.get(&m)).map(String::as_str),
                 day: *day,
                 machine: None,
+                agent: agent.as_deref(),
                 sums,
             })
         });
         Ok(transcope_store::group(parts, by, filter))
     }
 
-    /// The scopes and models, by number (a few thousand rows at most).
+    /// The scopes (each with its session's agent, read now: a part kept before the
+    /// session's agent was known is grouped by it all the same) and models, by number
+    /// (a few thousand rows at most).
     #[allow(clippy::type_complexity)]
-    fn usage_names(
-        &self,
-    ) -> Result<(FxHashMap<i64, ScopeRow>, FxHashMap<i64, String>), IndexError> {
+    fn usage_names(&self) -> Result<(FxHashMap<i64, Scoped>, FxHashMap<i64, String>), IndexError> {
         let sql = |e| self.sqlite(e);
         let conn = self.conn();
-        let mut scopes: FxHashMap<i64, ScopeRow> = FxHashMap::default();
+        let mut scopes: FxHashMap<i64, Scoped> = FxHashMap::default();
         let mut st = conn
             .prepare_cached(
-                "SELECT id, session, root_session, project_id, worktree, branch, task
-                 FROM usage_scopes",
+                "SELECT u.id, u.session, u.root_session, u.project_id, u.worktree, u.branch,
+                        u.task, s.agent
+                 FROM usage_scopes u LEFT JOIN sessions s ON s.session = u.session",
             )
             .map_err(sql)?;
         let mut q = st.query([]).map_err(sql)?;
         while let Some(r) = q.next().map_err(sql)? {
             let get = |i: usize| r.get::<_, Option<String>>(i).map_err(sql);
             let row = [get(1)?, get(2)?, get(3)?, get(4)?, get(5)?, get(6)?];
-            scopes.insert(r.get(0).map_err(sql)?, row);
+            scopes.insert(r.get(0).map_err(sql)?, (row, get(7)?));
         }
         let mut models: FxHashMap<i64, String> = FxHashMap::default();
         let mut st = conn
@@ -117,7 +120,7 @@ impl Index {
     fn scan_parts(
         &self,
         filter: &UsageFilter,
-        scopes: &FxHashMap<i64, ScopeRow>,
+        scopes: &FxHashMap<i64, Scoped>,
         models: &FxHashMap<i64, String>,
         price: &dyn Fn(Option<&str>, &Tokens) -> Option<f64>,
     ) -> Result<Vec<(PartKey, UsageGroup)>, IndexError> {
@@ -284,6 +287,9 @@ impl Index {
         }
     }
 }
+
+/// A request scope and its session's agent.
+type Scoped = (ScopeRow, Option<String>);
 
 /// A part's (scope, model, day): the ids of the scope and model, the day number.
 type PartKey = (i64, Option<i64>, Option<i64>);

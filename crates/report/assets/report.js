@@ -175,7 +175,10 @@
   laneSel.append("div").attr("class", "lane-label")
     .attr("title", function (d) { return d.key + (d.agent ? " (" + d.agent + ")" : "") + (d.transcript ? "\n" + d.transcript : ""); })
     .call(function (s) {
-      s.append("span").text(function (d) { return (d.depth ? "↳ " : "") + d.key; });
+      // The agent first: a long key is cut at the label's edge, the agent never.
+      s.append("span").text(function (d) { return d.depth ? "↳ " : ""; });
+      s.append("span").attr("class", "agent").text(function (d) { return d.agent || ""; });
+      s.append("span").text(function (d) { return (d.agent ? " " : "") + d.key; });
     });
   var tracks = laneSel.append("svg").attr("class", "track").attr("width", W).attr("height", TRACK_H)
     .attr("role", "group")
@@ -407,6 +410,7 @@
   } else {
     usageTable(usage, "By project", model.usage.projects, [["project", "project_id"]]);
     usageTable(usage, "By task", model.usage.tasks, [["project", "project_id"], ["task", "task"]]);
+    usageTable(usage, "By agent", model.usage.agents, [["agent", "agent"]]);
   }
 
   draw();

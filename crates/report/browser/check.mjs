@@ -98,11 +98,15 @@ try {
     return {
       lanes: lanes.map((l) => ({
         key: l.dataset.session,
+        agent: (l.querySelector(".lane-label .agent")?.textContent || "").trim(),
         depth: l.classList.contains("depth-1") ? 1 : 0,
         segs: l.querySelectorAll("rect.seg").length,
         markers: l.querySelectorAll("path.marker").length,
       })),
       segs: document.querySelectorAll("#lanes rect.seg").length,
+      usageAgents: [...document.querySelectorAll("#usage table.usage")]
+        .filter((t) => t.querySelector("caption")?.textContent === "By agent")
+        .flatMap((t) => [...t.querySelectorAll("tbody tr td:first-child")].map((td) => td.textContent)),
       markers: document.querySelectorAll("#lanes path.marker").length,
       focusable: document.querySelectorAll("#lanes path.marker[tabindex='0']").length,
       legend: document.querySelectorAll("#legend .item").length,
@@ -124,6 +128,11 @@ try {
   }
   check(nested, "sub-agents are nested right under their root session");
   check(dom.segs === transitions, `segment count ${dom.segs} = transition count ${transitions}`);
+  const agentOf = Object.fromEntries(sessions.map((s) => [s.session, s.agent || ""]));
+  check(dom.lanes.every((l) => l.agent === agentOf[l.key]), "every lane names its session's agent");
+  const spent = transcope("usage", "--by", "agent", "--json", "--no-sync").map((g) => g.agent || "(none)");
+  check(spent.length > 0 && spent.every((a) => dom.usageAgents.includes(a)) && dom.usageAgents.length === spent.length,
+    `usage by agent lists every agent usage --by agent does (${spent.join(", ")})`);
   check(dom.lanes.every((l) => l.segs === transitionsOf[l.key]), "every lane has one segment per transition of its session");
   check(dom.markers === ledger.length, `marker glyph count ${dom.markers} = ledger count ${ledger.length}`);
   check(dom.lanes.every((l) => l.markers === (markersOf[l.key] || 0)), "every lane has its session's markers");

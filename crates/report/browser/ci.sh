@@ -5,9 +5,10 @@
 # Debian machine) and playwright-core from the committed lock file (no browser
 # download: it drives /usr/bin/chromium), builds the binary and the corpus generator,
 # then for two archives — the bundled sample archive and a generated one of a few
-# hundred sessions — runs the real binary with a fresh home and a fresh $HOME whose
-# Claude and Codex folders are the archive's (so `report` syncs them the way it syncs a
-# user's), and loads the report headless (check.mjs says what is asserted).
+# hundred sessions of every agent (Claude Code, Codex, Gemini CLI, Qwen Code, Copilot
+# CLI) — runs the real binary with a fresh home and a fresh $HOME whose agents' folders
+# are the archive's (so `report` syncs them the way it syncs a user's), and loads the
+# report headless (check.mjs says what is asserted).
 # Screenshots and the reports stay in $ARTIFACTS (default target/report-artifacts).
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
@@ -47,8 +48,10 @@ report() {
   local name="$1" archive="$2"
   local user="$WORK/$name/user" home="$WORK/$name/home"
   mkdir -p "$user" "$home"
-  env -u AGENTIHOOKS_HOME -u AGENTIHOOKS_PROJECT_ID -u BRAIN_URL -u GEMINI_CLI_HOME \
+  env -u AGENTIHOOKS_HOME -u AGENTIHOOKS_PROJECT_ID -u BRAIN_URL -u QWEN_RUNTIME_DIR \
     HOME="$user" CLAUDE_CONFIG_DIR="$archive/claude" CODEX_HOME="$archive/codex" \
+    GEMINI_CLI_HOME="$archive/gemini" QWEN_HOME="$archive/qwen/.qwen" \
+    COPILOT_HOME="$archive/copilot/.copilot" \
     "$BIN" --home "$home" report --html "$ARTIFACTS/$name.html" --json
   HOME="$user" node crates/report/browser/check.mjs --bin "$BIN" --home "$home" \
     --html "$ARTIFACTS/$name.html" --name "$name" --out "$ARTIFACTS"
@@ -57,7 +60,7 @@ report() {
 report sample "$PWD/testdata/sample-archive"
 
 "$GEN" --out "$WORK/generated-archive" --size "$GENERATED_SIZE" --max-tool-output 2KiB \
-  --repos 10 --seed 17 >/dev/null
+  --repos 10 --seed 17 --gemini-share 0.1 --qwen-share 0.15 --copilot-share 0.15 >/dev/null
 report generated "$WORK/generated-archive"
 
 echo "-- report artifacts in $ARTIFACTS"

@@ -15,13 +15,15 @@
 //! The model, in terms a reader of the page checks:
 //!
 //! * one **lane** per session (sub-agents right after their root session, one level
-//!   in), spanning the session's first to last recorded time;
+//!   in), spanning the session's first to last recorded time, labelled with its key
+//!   and its agent (`claude`, `codex`, `gemini`, `qwen`, `copilot`, …);
 //! * one **segment** per scope-log row (a transition): from the row's time to the next
 //!   row's time (or the lane's end), coloured by the project of the row *in force*
 //!   then (scope-log.md §4.1, the rule [`transcope_scopelog::InForce`] keeps), so the
 //!   row boundaries are the transitions;
 //! * one **glyph** per ledger marker, on its session's lane at its record time;
-//! * usage per project and per (project, task), priced by the caller's pricer.
+//! * usage per project, per (project, task) and per agent, priced by the caller's
+//!   pricer.
 //!
 //! A window (`--since`/`--until`) keeps the sessions in force in it and the segments
 //! and markers that overlap it (clipped to it); `--project` keeps the sessions in force
@@ -390,7 +392,7 @@ pub fn collect(
     }
     counts.markers = markers.len();
 
-    // Usage per project and per (project, task).
+    // Usage per project, per (project, task) and per agent.
     let usage = |by: &[UsageKey]| -> Result<Vec<Value>, StoreError> {
         let mut groups = Vec::new();
         let projects: Vec<Option<String>> = if window.projects.is_empty() {
@@ -412,6 +414,7 @@ pub fn collect(
     };
     let by_project = usage(&[UsageKey::Project])?;
     let by_task = usage(&[UsageKey::Project, UsageKey::Task])?;
+    let by_agent = usage(&[UsageKey::Agent])?;
     counts.usage_projects = by_project.len();
     counts.usage_without_project = by_project
         .iter()
@@ -441,7 +444,7 @@ pub fn collect(
         "lanes": lanes,
         "types": types.items,
         "markers": markers,
-        "usage": {"projects": by_project, "tasks": by_task},
+        "usage": {"projects": by_project, "tasks": by_task, "agents": by_agent},
         "hidden": counts.hidden,
     });
     shown_as_text(&mut model);

@@ -28,9 +28,17 @@ pub struct SessionFilter {
     pub since: Option<i64>,
     /// The window's end.
     pub until: Option<i64>,
+    /// The agent whose session it is (`claude`, `codex`, …, as the adapter names it).
+    pub agent: Option<String>,
 }
 
 impl SessionFilter {
+    /// Whether a session of `agent` is kept (every session when no agent is asked
+    /// for; none whose agent is not recorded when one is).
+    pub fn keeps_agent(&self, agent: Option<&str>) -> bool {
+        self.agent.as_deref().is_none_or(|a| agent == Some(a))
+    }
+
     /// Whether any scope field is asked for (a window alone is not a scope).
     pub fn scoped(&self) -> bool {
         self.project.is_some()

@@ -35,23 +35,15 @@ pub enum UsageKey {
     /// The machine that recorded the request (a fleet's rows; on one machine, its own
     /// name).
     Machine,
+    /// The agent whose session spent it (`claude`, `codex`, …: the session's agent as
+    /// its adapter names it; a sub-agent's is its own session's).
+    Agent,
 }
 
 impl UsageKey {
     /// The name `--by` takes.
     pub fn parse(s: &str) -> Option<UsageKey> {
-        Some(match s {
-            "project" => UsageKey::Project,
-            "worktree" => UsageKey::Worktree,
-            "branch" => UsageKey::Branch,
-            "task" => UsageKey::Task,
-            "session" => UsageKey::Session,
-            "root-session" => UsageKey::RootSession,
-            "model" => UsageKey::Model,
-            "day" => UsageKey::Day,
-            "machine" => UsageKey::Machine,
-            _ => return None,
-        })
+        UsageKey::ALL.into_iter().find(|k| k.name() == s)
     }
 
     /// The JSON key (cli.md).
@@ -66,6 +58,37 @@ impl UsageKey {
             UsageKey::Model => "model",
             UsageKey::Day => "day",
             UsageKey::Machine => "machine",
+            UsageKey::Agent => "agent",
+        }
+    }
+
+    /// Every key, in the order `--help` lists them.
+    pub const ALL: [UsageKey; 10] = [
+        UsageKey::Project,
+        UsageKey::Worktree,
+        UsageKey::Branch,
+        UsageKey::Task,
+        UsageKey::Session,
+        UsageKey::RootSession,
+        UsageKey::Model,
+        UsageKey::Day,
+        UsageKey::Machine,
+        UsageKey::Agent,
+    ];
+
+    /// The name `--by` takes ([`UsageKey::parse`]'s inverse).
+    pub const fn name(self) -> &'static str {
+        match self {
+            UsageKey::Project => "project",
+            UsageKey::Worktree => "worktree",
+            UsageKey::Branch => "branch",
+            UsageKey::Task => "task",
+            UsageKey::Session => "session",
+            UsageKey::RootSession => "root-session",
+            UsageKey::Model => "model",
+            UsageKey::Day => "day",
+            UsageKey::Machine => "machine",
+            UsageKey::Agent => "agent",
         }
     }
 }
@@ -205,7 +228,8 @@ impl Pricer for Unpriced {
 /// The scope of a [`Part`]: session, root session, project, worktree, branch, task.
 pub type ScopeRow = [Option<String>; 6];
 
-/// Requests summed by scope, model, day and machine, priced.
+/// Requests summed by scope, model, day and machine, priced, with their session's
+/// agent.
 #[derive(Clone, Copy, Debug)]
 pub struct Part<'a> {
     /// The scope they were spent in.
@@ -216,6 +240,9 @@ pub struct Part<'a> {
     pub day: Option<i64>,
     /// The machine that recorded them (a fleet's rows).
     pub machine: Option<&'a str>,
+    /// The agent of their session (`None`: the session is not known, or its agent is
+    /// not recorded).
+    pub agent: Option<&'a str>,
     /// Their sums and cost.
     pub sums: &'a UsageGroup,
 }
@@ -251,6 +278,7 @@ pub fn group<'a>(
                 UsageKey::Model => p.model.map(str::to_owned),
                 UsageKey::Day => p.day.map(|d| self::day(d * DAY_US)),
                 UsageKey::Machine => p.machine.map(str::to_owned),
+                UsageKey::Agent => p.agent.map(str::to_owned),
             })
             .collect();
         match groups.get_mut(&keys) {

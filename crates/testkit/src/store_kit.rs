@@ -142,6 +142,19 @@ pub fn conform(a: &dyn Store, b: &dyn Store, prices: &dyn Pricer) -> Asked {
             ..Default::default()
         });
     }
+    // Each agent's sessions (a failed read is asked again below, and fails there).
+    let agents: std::collections::BTreeSet<Option<String>> = a
+        .sessions(&SessionFilter::default())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|s| s.agent)
+        .collect();
+    for agent in agents.into_iter().flatten() {
+        filters.push(SessionFilter {
+            agent: Some(agent),
+            ..Default::default()
+        });
+    }
     if let (Some(p), Some(br)) = (projects.first(), branches.first()) {
         filters.push(SessionFilter {
             project: Some(p.clone()),
@@ -285,6 +298,9 @@ pub fn conform(a: &dyn Store, b: &dyn Store, prices: &dyn Pricer) -> Asked {
         vec![K::Project, K::Task],
         vec![K::Project, K::Branch, K::Model],
         vec![K::Session, K::Model, K::Day],
+        vec![K::Agent],
+        vec![K::Agent, K::Model],
+        vec![K::Project, K::Agent, K::Day],
     ];
     let mut uf = vec![UsageFilter::default()];
     for p in projects.iter().take(4) {

@@ -71,19 +71,12 @@ fn run(home: &Path, roots: &[PathBuf], jobs: usize, flush: usize) -> Summary {
     s
 }
 
-/// Every request's tokens by scope, session, model and day, as the index sums them.
+/// Every request's tokens by scope, session, model, day and agent, as the index sums
+/// them.
 fn usage(home: &Path) -> Vec<String> {
     let ix = Index::open(home).unwrap();
-    let by = [
-        UsageKey::Project,
-        UsageKey::Worktree,
-        UsageKey::Branch,
-        UsageKey::Task,
-        UsageKey::Session,
-        UsageKey::RootSession,
-        UsageKey::Model,
-        UsageKey::Day,
-    ];
+    // Every key, the session's agent and the (absent) machine too.
+    let by = UsageKey::ALL;
     ix.usage(&by, &UsageFilter::default(), &|_, _| None, None)
         .unwrap()
         .iter()

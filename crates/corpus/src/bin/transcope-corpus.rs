@@ -1,6 +1,7 @@
 //! `transcope-corpus`: writes a deterministic corpus of Claude Code, Codex CLI and (with
-//! `--gemini-share`) Gemini CLI transcripts, plus the git repositories they point at, for
-//! tests and benchmarks.
+//! `--gemini-share`, `--qwen-share`, `--copilot-share`) Gemini CLI, Qwen Code and GitHub
+//! Copilot CLI transcripts, plus the git repositories they point at, for tests and
+//! benchmarks.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -22,13 +23,22 @@ struct Args {
     /// Seed; the same arguments always give byte-identical files.
     #[arg(long, default_value_t = 42)]
     seed: u64,
-    /// Share of the sessions that are not Gemini CLI's that are Codex rollouts (0–1).
+    /// Share of the sessions that are no other agent's (Gemini CLI's, Qwen Code's, Copilot
+    /// CLI's) that are Codex rollouts (0–1).
     #[arg(long, default_value_t = 0.2)]
     codex_share: f64,
     /// Share of sessions that are Gemini CLI sessions (0–1; 0 writes none, and every
     /// other file as without this option).
     #[arg(long, default_value_t = 0.0)]
     gemini_share: f64,
+    /// Share of sessions not Gemini CLI's that are Qwen Code sessions (0–1; 0 writes
+    /// none, and every other file as without this option; 1: Qwen Code's only).
+    #[arg(long, default_value_t = 0.0)]
+    qwen_share: f64,
+    /// Share of sessions neither Gemini CLI's nor Qwen Code's that are GitHub Copilot
+    /// CLI sessions (0–1; 0 writes none, and every other file as without this option).
+    #[arg(long, default_value_t = 0.0)]
+    copilot_share: f64,
     /// Share of Codex sessions in the legacy (pre-envelope) format (0–1).
     #[arg(long, default_value_t = 0.08)]
     legacy_share: f64,
@@ -38,7 +48,7 @@ struct Args {
     /// Largest tool output, e.g. 1MB.
     #[arg(long, default_value = "1MiB")]
     max_tool_output: String,
-    /// Remove OUT/{claude,codex,gemini,repos,manifest.json} first.
+    /// Remove OUT/{claude,codex,gemini,qwen,copilot,repos,manifest.json} first.
     #[arg(long)]
     force: bool,
     /// Instead of a corpus, write ONE Claude transcript of --size bytes to this file.
@@ -54,11 +64,17 @@ fn main() -> Result<()> {
     let size = parse_size(&args.size).with_context(|| format!("bad --size {:?}", args.size))?;
     let max_tool_output = parse_size(&args.max_tool_output)
         .with_context(|| format!("bad --max-tool-output {:?}", args.max_tool_output))?;
-    if [args.codex_share, args.gemini_share, args.legacy_share]
-        .iter()
-        .any(|s| !(0.0..=1.0).contains(s))
+    if [
+        args.codex_share,
+        args.gemini_share,
+        args.qwen_share,
+        args.copilot_share,
+        args.legacy_share,
+    ]
+    .iter()
+    .any(|s| !(0.0..=1.0).contains(s))
     {
-        bail!("--codex-share, --gemini-share and --legacy-share must be within 0..=1");
+        bail!("--codex-share, --gemini-share, --qwen-share, --copilot-share and --legacy-share must be within 0..=1");
     }
     if let Some(n) = args.threads {
         rayon::ThreadPoolBuilder::new()
@@ -84,7 +100,7 @@ fn main() -> Result<()> {
         bail!("--out is required");
     };
     if args.force {
-        for name in ["claude", "codex", "gemini", "repos"] {
+        for name in ["claude", "codex", "gemini", "qwen", "copilot", "repos"] {
             let p = out.join(name);
             if p.exists() {
                 std::fs::remove_dir_all(&p).with_context(|| format!("removing {}", p.display()))?;
@@ -100,6 +116,8 @@ fn main() -> Result<()> {
         target_bytes: size,
         codex_share: args.codex_share,
         gemini_share: args.gemini_share,
+        qwen_share: args.qwen_share,
+        copilot_share: args.copilot_share,
         legacy_share: args.legacy_share,
         repos: args.repos,
         max_tool_output: usize::try_from(max_tool_output).context("--max-tool-output too large")?,

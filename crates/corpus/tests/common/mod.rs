@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use sha2::{Digest, Sha256};
 use transcope_corpus::FileEntry;
 
 /// Every file under `dir`, appended to `out`.
@@ -19,6 +20,21 @@ pub fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
             out.push(p);
         }
     }
+}
+
+/// Hash of every file under `root` (paths and contents), in sorted order.
+pub fn tree_hash(root: &Path) -> String {
+    let mut files = Vec::new();
+    walk(root, &mut files);
+    files.sort();
+    let mut h = Sha256::new();
+    for f in files {
+        h.update(f.strip_prefix(root).unwrap().to_string_lossy().as_bytes());
+        h.update([0]);
+        h.update(fs::read(&f).unwrap());
+        h.update([0]);
+    }
+    format!("{:x}", h.finalize())
 }
 
 /// The lines of a transcript's bytes as its manifest entry counts them (a torn last

@@ -62,6 +62,18 @@ impl Sandbox {
         }
     }
 
+    /// `transcope args…` whose agents' home folders are those of a generated corpus
+    /// at `root` (`transcope-corpus`'s layout: every agent's default folder there).
+    pub fn corpus_cmd(&self, root: &Path, args: &[&str]) -> Command {
+        let mut c = self.cmd(args);
+        c.env("CLAUDE_CONFIG_DIR", root.join("claude"))
+            .env("CODEX_HOME", root.join("codex"))
+            .env("GEMINI_CLI_HOME", root.join("gemini"))
+            .env("QWEN_HOME", root.join("qwen/.qwen"))
+            .env("COPILOT_HOME", root.join("copilot/.copilot"));
+        c
+    }
+
     /// `transcope --home <home> args…` with a scrubbed environment and `HOME=<user>`.
     pub fn cmd(&self, args: &[&str]) -> Command {
         cmd_in(&self.home, &self.user, args)
