@@ -50,25 +50,31 @@ const HOOK_TIMEOUT_SECS: u64 = 60;
 pub struct InstallArgs {
     // Which agent to wire (the help and the values come from the agents' wirings).
     #[arg(long, default_value = ALL, value_parser = agent_values(), help = agent_help())]
-    agent: String,
+    pub(crate) agent: String,
     /// Edit FILE instead of the agent's own settings file (needs one --agent).
     #[arg(long, value_name = "FILE")]
     settings: Option<PathBuf>,
     /// Print each file as it would be written, and write nothing.
     #[arg(long)]
-    dry_run: bool,
+    pub(crate) dry_run: bool,
     /// The program the hooks run: a name looked up on the PATH, or a full path.
     #[arg(long, value_name = "PROGRAM", default_value = "transcope")]
-    program: String,
+    pub(crate) program: String,
     /// Also set Codex's older `notify` program to `transcope hook codex-notify`, for a
     /// Codex without lifecycle hooks (install only; left alone when the file already
     /// names a notify program).
     #[arg(long)]
     codex_notify: bool,
+    /// Also register `transcope mcp` as an MCP server with each agent that starts them
+    /// (its own file: Claude Code's `.claude.json`, Codex's `config.toml`, Gemini CLI's
+    /// and Qwen Code's `settings.json`, Copilot CLI's `mcp-config.json`); with
+    /// uninstall, remove it.
+    #[arg(long)]
+    mcp: bool,
 }
 
 /// `--agent`'s value for every agent.
-const ALL: &str = "all";
+pub(crate) const ALL: &str = "all";
 
 /// One agent whose hooks transcope can wire: a registered adapter that declares how
 /// ([`AgentInfo::hooks`](transcope_core::agent::AgentInfo::hooks)).
@@ -205,6 +211,10 @@ fn targets(args: &InstallArgs) -> Result<Vec<(Agent, PathBuf)>, String> {
 
 /// `transcope hook install` and `transcope hook uninstall`.
 pub fn run(args: InstallArgs, install: bool) -> Result<u8> {
+    if args.mcp && args.settings.is_some() {
+        say!("--settings names the hooks' file; --mcp edits each agent's own MCP file: give one or the other");
+        return Ok(exit::USAGE);
+    }
     let targets = match targets(&args) {
         Ok(t) => t,
         Err(msg) => {
@@ -222,16 +232,65 @@ pub fn run(args: InstallArgs, install: bool) -> Result<u8> {
             }
         }
     }
+    if args.mcp {
+        failed |= crate::install_mcp::run(&args, install);
+    }
     Ok(if failed { exit::RUNTIME } else { exit::OK })
 }
 
 /// Install into (or uninstall from) one file; what was done, for a person.
+fn edit_file(agent: Agent, path: &Path, args: &InstallArgs, install: bool) -> Result<String> {
+    let words = Words {
+        what: events_of(&agent),
+        done: done_word(install),
+        things: "hooks",
+    };
+    let (mut msg, written) =
+        replace_edited(
+            path,
+            install,
+            args.dry_run,
+            &words,
+            &|text, path| match agent.hooks.format {
+                SettingsFormat::TrustedToml => edit_codex(&agent, text, path, args, install),
+                SettingsFormat::Json(json) => edit_json(&agent, json, text, &args.program, install),
+            },
+        )?;
+    if let (true, SettingsFormat::TrustedToml, Some(text)) = (install, agent.hooks.format, &written)
+    {
+        if let Some(note) = codex_feature_note(text) {
+            msg.push_str(&format!("; {note}"));
+        }
+    }
+    Ok(msg)
+}
+
+/// How [`replace_edited`] words what it did: `<done> <what> in <file>`, and `no
+/// transcope <things> in <file>` when there is nothing to remove.
+pub(crate) struct Words {
+    /// What the edit adds or removes (`SessionStart, Stop`).
+    pub(crate) what: String,
+    /// `wired`, `registered`, `removed`.
+    pub(crate) done: &'static str,
+    /// `hooks`, `MCP server`.
+    pub(crate) things: &'static str,
+}
+
+/// Edit the user's file at `path` by `edit` (the text as read, "" when there is no
+/// file, and the path; `None`: nothing to change); what was done, for a person, and
+/// the text written (none on a dry run or when nothing changed).
 ///
 /// The edit is worked out on the file as read. When it changes something, the file is
 /// locked, read and edited again, backed up, and replaced only if it is still as read
 /// (else read and edited once more), so a change another program made meanwhile is
 /// kept: see [`settings_file`].
-fn edit_file(agent: Agent, path: &Path, args: &InstallArgs, install: bool) -> Result<String> {
+pub(crate) fn replace_edited(
+    path: &Path,
+    install: bool,
+    dry_run: bool,
+    words: &Words,
+    edit: &dyn Fn(&str, &Path) -> Result<Option<String>>,
+) -> Result<(String, Option<String>)> {
     // Write through a symbolic link (a dotfiles manager's), not over it.
     let path = fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     let mut lock = None;
@@ -245,38 +304,42 @@ fn edit_file(agent: Agent, path: &Path, args: &InstallArgs, install: bool) -> Re
             })?),
             None if install => None,
             None => {
-                return Ok(format!(
-                    "{} does not exist; nothing to remove",
-                    path.display()
+                return Ok((
+                    format!("{} does not exist; nothing to remove", path.display()),
+                    None,
                 ))
             }
         };
-        let edited = match agent.hooks.format {
-            SettingsFormat::TrustedToml => {
-                edit_codex(&agent, text.unwrap_or(""), &path, args, install)
-            }
-            SettingsFormat::Json(json) => {
-                edit_json(&agent, json, text.unwrap_or(""), &args.program, install)
-            }
-        }
-        .with_context(|| format!("{} left as it was", path.display()))?;
+        let edited = edit(text.unwrap_or(""), &path)
+            .with_context(|| format!("{} left as it was", path.display()))?;
         let Some(new_text) = edited else {
-            return Ok(if install {
-                format!("already wired in {}; nothing to do", path.display())
-            } else {
-                format!(
-                    "no transcope hooks in {}; nothing to remove",
-                    path.display()
-                )
-            });
+            return Ok((
+                if install {
+                    format!(
+                        "already {} in {}; nothing to do",
+                        words.done,
+                        path.display()
+                    )
+                } else {
+                    format!(
+                        "no transcope {} in {}; nothing to remove",
+                        words.things,
+                        path.display()
+                    )
+                },
+                None,
+            ));
         };
-        if args.dry_run {
+        if dry_run {
             print!("{new_text}");
-            return Ok(format!(
-                "{} {} in {} (dry run: the file as it would be written is on stdout; nothing written)",
-                done_word(install),
-                events_of(&agent),
-                path.display()
+            return Ok((
+                format!(
+                    "{} {} in {} (dry run: the file as it would be written is on stdout; nothing written)",
+                    words.done,
+                    words.what,
+                    path.display()
+                ),
+                None,
             ));
         }
         if let Some(why) = settings_file::refusal(&path, &snap) {
@@ -314,12 +377,7 @@ fn edit_file(agent: Agent, path: &Path, args: &InstallArgs, install: bool) -> Re
         }
     };
     drop(lock);
-    let mut msg = format!(
-        "{} {} in {}",
-        done_word(install),
-        events_of(&agent),
-        path.display()
-    );
+    let mut msg = format!("{} {} in {}", words.done, words.what, path.display());
     match backup {
         Some((true, b)) => msg.push_str(&format!(" (backup: {})", b.display())),
         Some((false, b)) => msg.push_str(&format!(
@@ -333,12 +391,7 @@ fn edit_file(agent: Agent, path: &Path, args: &InstallArgs, install: bool) -> Re
             "; another program changed the file meanwhile, so it was read and edited again ({tries} times)"
         ));
     }
-    if install && agent.hooks.format == SettingsFormat::TrustedToml {
-        if let Some(note) = codex_feature_note(&new_text) {
-            msg.push_str(&format!("; {note}"));
-        }
-    }
-    Ok(msg)
+    Ok((msg, Some(new_text)))
 }
 
 fn done_word(install: bool) -> &'static str {

@@ -24,6 +24,7 @@ mod facts_cmd;
 mod fleet_cmd;
 mod hook;
 mod install;
+mod install_mcp;
 mod jsontext;
 mod mcp_cmd;
 mod payload;

@@ -511,6 +511,34 @@ mod tests {
         assert!(shape.is_split_field("1h") && !shape.is_split_field("split"));
     }
 
+    /// A file beside the home is in the variable's folder when it is set, else in the
+    /// user's home (Claude Code's `.claude.json`); one in the home follows the home.
+    #[test]
+    fn an_mcp_file_is_found_by_its_place() {
+        let home = Path::new("/home/u");
+        let servers = |file| McpServers {
+            title: "Toy",
+            home: AgentHome::folder("V", ".toy"),
+            file,
+            format: McpFormat::Toml,
+            session_var: None,
+        };
+        let set = |k: &str| (k == "V").then(|| "/cfg".to_owned());
+        let unset = |_: &str| None;
+        let beside = servers(McpFile::BesideHome(".toy.json"));
+        assert_eq!(beside.file_path(&set, home), Path::new("/cfg/.toy.json"));
+        assert_eq!(
+            beside.file_path(&unset, home),
+            Path::new("/home/u/.toy.json")
+        );
+        let inside = servers(McpFile::InHome("mcp.json"));
+        assert_eq!(inside.file_path(&set, home), Path::new("/cfg/mcp.json"));
+        assert_eq!(
+            inside.file_path(&unset, home),
+            Path::new("/home/u/.toy/mcp.json")
+        );
+    }
+
     #[test]
     fn a_home_variable_blank_or_unset_is_the_default() {
         let home = Path::new("/home/u");
