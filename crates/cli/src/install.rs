@@ -34,14 +34,11 @@ use toml_edit::{ArrayOfTables, DocumentMut, Item, Table};
 use transcope_core::agent::{HookRun, Hooks, JsonHooks, SettingsFormat, TimeUnit};
 
 use crate::jsontext::{self, Kind, Node, Style};
-use crate::settings_file::{self, Replaced, Snapshot};
+use crate::settings_file::{replace_edited, Words};
 use crate::{exit, user_home};
 
 /// The mark install leaves on what it adds to a TOML file.
 const MARK: &str = "# added by transcope hook install";
-
-/// How long to go on reading and editing again a file another program keeps changing.
-const RETRY_FOR: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// How long an agent may let a hook run: above the hook's own deadline (30 s).
 const HOOK_TIMEOUT_SECS: u64 = 60;
@@ -50,16 +47,16 @@ const HOOK_TIMEOUT_SECS: u64 = 60;
 pub struct InstallArgs {
     // Which agent to wire (the help and the values come from the agents' wirings).
     #[arg(long, default_value = ALL, value_parser = agent_values(), help = agent_help())]
-    pub(crate) agent: String,
+    agent: String,
     /// Edit FILE instead of the agent's own settings file (needs one --agent).
     #[arg(long, value_name = "FILE")]
     settings: Option<PathBuf>,
     /// Print each file as it would be written, and write nothing.
     #[arg(long)]
-    pub(crate) dry_run: bool,
+    dry_run: bool,
     /// The program the hooks run: a name looked up on the PATH, or a full path.
     #[arg(long, value_name = "PROGRAM", default_value = "transcope")]
-    pub(crate) program: String,
+    program: String,
     /// Also set Codex's older `notify` program to `transcope hook codex-notify`, for a
     /// Codex without lifecycle hooks (install only; left alone when the file already
     /// names a notify program).
@@ -74,7 +71,7 @@ pub struct InstallArgs {
 }
 
 /// `--agent`'s value for every agent.
-pub(crate) const ALL: &str = "all";
+const ALL: &str = "all";
 
 /// One agent whose hooks transcope can wire: a registered adapter that declares how
 /// ([`AgentInfo::hooks`](transcope_core::agent::AgentInfo::hooks)).
@@ -233,7 +230,8 @@ pub fn run(args: InstallArgs, install: bool) -> Result<u8> {
         }
     }
     if args.mcp {
-        failed |= crate::install_mcp::run(&args, install);
+        let one = (args.agent != ALL).then_some(args.agent.as_str());
+        failed |= crate::install_mcp::run(one, &args.program, args.dry_run, install);
     }
     Ok(if failed { exit::RUNTIME } else { exit::OK })
 }
@@ -263,135 +261,6 @@ fn edit_file(agent: Agent, path: &Path, args: &InstallArgs, install: bool) -> Re
         }
     }
     Ok(msg)
-}
-
-/// How [`replace_edited`] words what it did: `<done> <what> in <file>`, and `no
-/// transcope <things> in <file>` when there is nothing to remove.
-pub(crate) struct Words {
-    /// What the edit adds or removes (`SessionStart, Stop`).
-    pub(crate) what: String,
-    /// `wired`, `registered`, `removed`.
-    pub(crate) done: &'static str,
-    /// `hooks`, `MCP server`.
-    pub(crate) things: &'static str,
-}
-
-/// Edit the user's file at `path` by `edit` (the text as read, "" when there is no
-/// file, and the path; `None`: nothing to change); what was done, for a person, and
-/// the text written (none on a dry run or when nothing changed).
-///
-/// The edit is worked out on the file as read. When it changes something, the file is
-/// locked, read and edited again, backed up, and replaced only if it is still as read
-/// (else read and edited once more), so a change another program made meanwhile is
-/// kept: see [`settings_file`].
-pub(crate) fn replace_edited(
-    path: &Path,
-    install: bool,
-    dry_run: bool,
-    words: &Words,
-    edit: &dyn Fn(&str, &Path) -> Result<Option<String>>,
-) -> Result<(String, Option<String>)> {
-    // Write through a symbolic link (a dotfiles manager's), not over it.
-    let path = fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    let mut lock = None;
-    let mut tries = 0;
-    let started = std::time::Instant::now();
-    let (new_text, backup) = loop {
-        let snap = Snapshot::read(&path).with_context(|| format!("reading {}", path.display()))?;
-        let text = match &snap.bytes {
-            Some(b) => Some(std::str::from_utf8(b).with_context(|| {
-                format!("{} is not UTF-8 text; left as it was", path.display())
-            })?),
-            None if install => None,
-            None => {
-                return Ok((
-                    format!("{} does not exist; nothing to remove", path.display()),
-                    None,
-                ))
-            }
-        };
-        let edited = edit(text.unwrap_or(""), &path)
-            .with_context(|| format!("{} left as it was", path.display()))?;
-        let Some(new_text) = edited else {
-            return Ok((
-                if install {
-                    format!(
-                        "already {} in {}; nothing to do",
-                        words.done,
-                        path.display()
-                    )
-                } else {
-                    format!(
-                        "no transcope {} in {}; nothing to remove",
-                        words.things,
-                        path.display()
-                    )
-                },
-                None,
-            ));
-        };
-        if dry_run {
-            print!("{new_text}");
-            return Ok((
-                format!(
-                    "{} {} in {} (dry run: the file as it would be written is on stdout; nothing written)",
-                    words.done,
-                    words.what,
-                    path.display()
-                ),
-                None,
-            ));
-        }
-        if let Some(why) = settings_file::refusal(&path, &snap) {
-            bail!(why);
-        }
-        if lock.is_none() {
-            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-            }
-            lock = Some(settings_file::lock(&path)?);
-            // Read again, now that no cooperating writer is between the read and the
-            // replace.
-            continue;
-        }
-        let backup = match snap.bytes {
-            Some(_) => Some(settings_file::backup(&path, &snap)?),
-            None => None,
-        };
-        match settings_file::replace(&path, &snap, new_text.as_bytes())? {
-            Replaced::Done => break (new_text, backup),
-            Replaced::Changed => {
-                if let Some((true, b)) = backup {
-                    let _ = fs::remove_file(b);
-                }
-                tries += 1;
-                if started.elapsed() > RETRY_FOR {
-                    bail!(
-                        "{} kept changing while transcope edited it ({tries} tries in {} s); left as it was: run again",
-                        path.display(),
-                        RETRY_FOR.as_secs()
-                    );
-                }
-                std::thread::sleep(std::time::Duration::from_millis(tries.min(20)));
-            }
-        }
-    };
-    drop(lock);
-    let mut msg = format!("{} {} in {}", words.done, words.what, path.display());
-    match backup {
-        Some((true, b)) => msg.push_str(&format!(" (backup: {})", b.display())),
-        Some((false, b)) => msg.push_str(&format!(
-            " (backup: {}, which already held the file as it was)",
-            b.display()
-        )),
-        None => {}
-    }
-    if tries > 0 {
-        msg.push_str(&format!(
-            "; another program changed the file meanwhile, so it was read and edited again ({tries} times)"
-        ));
-    }
-    Ok((msg, Some(new_text)))
 }
 
 fn done_word(install: bool) -> &'static str {

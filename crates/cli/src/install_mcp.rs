@@ -12,7 +12,7 @@
 //! argument `mcp`; one of that name that is not is left alone and said. Install adds
 //! the entry when it is missing (so it is idempotent); uninstall removes it, and the
 //! `mcpServers` object or `[mcp_servers]` table when it held only that. Files are
-//! edited as `hook install` edits them ([`crate::install::replace_edited`]: every
+//! edited as `hook install` edits them ([`crate::settings_file::replace_edited`]: every
 //! other byte of a JSON file kept, TOML through `toml_edit`, a backup, under a lock).
 
 use std::path::{Path, PathBuf};
@@ -22,8 +22,8 @@ use serde_json::{json, Map, Value};
 use toml_edit::{DocumentMut, Item, Table};
 use transcope_core::agent::{McpFormat, McpServers};
 
-use crate::install::{replace_edited, InstallArgs, Words};
 use crate::jsontext::{self, Kind, Style};
+use crate::settings_file::{replace_edited, Words};
 use crate::user_home;
 
 /// The server's name in every agent's registrations.
@@ -80,42 +80,39 @@ impl McpAgent {
     }
 }
 
-/// The agents `args` covers: the one `--agent` names, else every one registered by
-/// default or installed here.
-fn targets(args: &InstallArgs) -> Vec<McpAgent> {
+/// The agents covered: the one named, else every one registered by default or
+/// installed here.
+fn targets(one: Option<&str>) -> Vec<McpAgent> {
     McpAgent::all()
         .into_iter()
-        .filter(|a| match args.agent.as_str() {
-            crate::install::ALL => a.by_default || a.installed(),
-            one => a.name == one,
+        .filter(|a| match one {
+            None => a.by_default || a.installed(),
+            Some(name) => a.name == name,
         })
         .collect()
 }
 
-/// Register (or unregister) the server with each agent `args` covers; whether any
-/// failed (each said on stderr).
-pub fn run(args: &InstallArgs, install: bool) -> bool {
+/// Register (or unregister) the server running `program` with the agent named `one`,
+/// else every agent (`--agent all`); `dry_run` prints each file as it would be
+/// written. Whether any failed (each said on stderr).
+pub fn run(one: Option<&str>, program: &str, dry_run: bool, install: bool) -> bool {
     let mut failed = false;
-    for agent in targets(args) {
+    for agent in targets(one) {
         let words = Words {
             what: format!("the MCP server `{SERVER}`"),
             done: if install { "registered" } else { "removed" },
             things: "MCP server",
         };
-        let program = args.program.as_str();
-        let edited =
-            replace_edited(
-                &agent.path(),
-                install,
-                args.dry_run,
-                &words,
-                &|text, _| match agent.mcp.format {
-                    McpFormat::Json { kind, tools } => {
-                        edit_json(text, kind, tools, program, install)
-                    }
-                    McpFormat::Toml => edit_toml(text, program, install),
-                },
-            );
+        let edited = replace_edited(
+            &agent.path(),
+            install,
+            dry_run,
+            &words,
+            &|text, _| match agent.mcp.format {
+                McpFormat::Json { kind, tools } => edit_json(text, kind, tools, program, install),
+                McpFormat::Toml => edit_toml(text, program, install),
+            },
+        );
         match edited {
             Ok((msg, _)) => say!("{} MCP: {msg}", agent.mcp.title),
             Err(e) => {

@@ -29,7 +29,7 @@
 //!     prices: transcope_pricing::Prices::builtin(),
 //!     machine: Some("laptop".into()),
 //!     session: None,
-//!     session_vars: vec!["CLAUDE_CODE_SESSION_ID"],
+//!     session_vars: vec!["AGENT_SESSION_ID"],
 //! };
 //! transcope_mcp::serve_stdio(config).unwrap();
 //! ```

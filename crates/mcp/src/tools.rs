@@ -77,7 +77,7 @@ pub enum Kind {
     UsageKeys,
 }
 
-const SESSION: &str = "The session's key (its scope-log key: Claude Code's session id, Codex's thread id, `<session>.<agent>` for a sub-agent). Leave it out for the session this server runs in (from the agent's environment, e.g. CLAUDE_CODE_SESSION_ID).";
+const SESSION: &str = "The session's key (its scope-log key: the agent's session or thread id, `<session>.<agent>` for a sub-agent; the `sessions` tool lists them). Leave it out for the session this server runs in, when the agent that started the server names it.";
 const SINCE: &str =
     "From this time (ISO 8601, e.g. 2026-10-08 or 2026-10-08T10:00:00+02:00; no offset means UTC).";
 const UNTIL: &str = "Until this time (ISO 8601; no offset means UTC).";
