@@ -103,6 +103,9 @@ pub struct LedgerArgs {
     /// Under this task.
     #[arg(long, value_name = "T")]
     task: Option<String>,
+    /// On this git branch.
+    #[arg(long, value_name = "B")]
+    branch: Option<String>,
     /// Written by this session.
     #[arg(long, value_name = "S", allow_hyphen_values = true)]
     session: Option<String>,
@@ -545,6 +548,7 @@ pub fn run_ledger(home: &Path, a: LedgerArgs) -> Result<u8> {
     let rows = index.ledger(&LedgerFilter {
         project: project.clone(),
         task: a.task.clone(),
+        branch: a.branch.clone(),
         session: a.session.clone(),
         kind: a.kind.clone(),
         since: a.since,
@@ -557,6 +561,7 @@ pub fn run_ledger(home: &Path, a: LedgerArgs) -> Result<u8> {
             .named(Named::Session, a.session.as_deref())
             .named(Named::Project, project.as_deref())
             .named(Named::Task, a.task.as_deref())
+            .named(Named::Branch, a.branch.as_deref())
             .named(Named::MarkerType, a.kind.as_deref())
             .window(a.since, a.until);
         asked.pending = a.pending;

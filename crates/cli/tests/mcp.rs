@@ -226,6 +226,7 @@ fn each_tool_answers_what_its_command_prints_as_json() {
         ("current_scope", json!({})),
         ("status", json!({})),
         ("status", json!({"session": SPENT})),
+        ("ledger", json!({"branch": "two"})),
     ];
     let got = client(&python, &s, server_env(&s, Some(SESSION)), &calls);
     assert_eq!(got["server"], "transcope");
@@ -368,6 +369,13 @@ fn each_tool_answers_what_its_command_prints_as_json() {
         assert_eq!(a, line, "status of {session}");
     }
     assert!(answers[14]["session_cost_usd"].as_f64().unwrap() > 0.0);
+
+    // A branch's markers: those written while it was in force, and only those.
+    let two = cli_lines(&s, &["ledger", "--branch", "two"]);
+    assert_eq!(answers[15], two);
+    let rows = two.as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{two}");
+    assert!(rows.iter().all(|r| r["branch"] == "two"), "{two}");
 }
 
 /// A bad argument, a missing one, an unknown tool or argument: each a tool error that

@@ -125,10 +125,11 @@ pub const TOOLS: &[Tool] = &[
     },
     Tool {
         name: "ledger",
-        description: "The brain markers found (lessons, decisions, signals, …), each once, with its attribution, scope and delivery state, as `transcope ledger --json` prints them (a JSON array of {\"idempotency_key\", \"session\", \"type\", \"content\", \"attrs\", \"at\", \"attribution\", \"project_id\", \"worktree\", \"branch\", \"task\", \"state\"}). Ask for a project's or a task's lessons with project/task and type.",
+        description: "The brain markers found (lessons, decisions, signals, …), each once, with its attribution, scope and delivery state, as `transcope ledger --json` prints them (a JSON array of {\"idempotency_key\", \"session\", \"type\", \"content\", \"attrs\", \"at\", \"attribution\", \"project_id\", \"worktree\", \"branch\", \"task\", \"state\"}). Ask for the lessons of a project, branch or task with project/branch/task and type.",
         args: &[
             ("project", Kind::Text, "Attributed to this project (its project_id, or its repository's short name when only one project has it)."),
             ("task", Kind::Text, "Under this task."),
+            ("branch", Kind::Text, "On this git branch (the branch in force when the marker was written)."),
             ("session", Kind::Text, "Written by this session (its key)."),
             ("type", Kind::Text, "Of this marker type: lesson, decision, signal, …"),
             ("since", Kind::Text, "Recorded at or after this time (ISO 8601; no offset means UTC)."),
@@ -362,6 +363,7 @@ pub fn call(
             let filter = LedgerFilter {
                 project: transcope_query::project(store, a.text("project"))?,
                 task: a.text("task"),
+                branch: a.text("branch"),
                 session: a.text("session"),
                 kind: a.text("type"),
                 since: a.time("since")?,
