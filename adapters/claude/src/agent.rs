@@ -15,8 +15,8 @@
 use transcope_adapter_common::message::MessageUsage;
 use transcope_adapter_common::usage::Shape;
 use transcope_core::agent::{
-    AgentHome, AgentInfo, Cleanup, HookRun, Hooks, JsonHooks, RequestKey, SettingsFormat,
-    UsageShape,
+    AgentHome, AgentInfo, Cleanup, HookRun, Hooks, JsonHooks, McpFile, McpFormat, McpServers,
+    RequestKey, SettingsFormat, UsageShape,
 };
 
 /// Everything the adapter declares of Claude Code.
@@ -24,6 +24,22 @@ pub const INFO: AgentInfo = AgentInfo {
     usage: USAGE,
     hooks: Some(HOOKS),
     pricing: Some(PRICING),
+    mcp: Some(MCP),
+};
+
+/// Where MCP servers are registered for Claude Code: the user's servers are
+/// `mcpServers` in `.claude.json` (in `$CLAUDE_CONFIG_DIR` when set, else the user's
+/// home), a local command's entry typed `stdio`; Claude Code (2.1.154 and later) sets
+/// `CLAUDE_CODE_SESSION_ID` for each stdio server to the session's id.
+pub const MCP: McpServers = McpServers {
+    title: "Claude Code",
+    home: HOME,
+    file: McpFile::BesideHome(".claude.json"),
+    format: McpFormat::Json {
+        kind: Some("stdio"),
+        tools: false,
+    },
+    session_var: Some("CLAUDE_CODE_SESSION_ID"),
 };
 
 /// How Claude Code's records carry usage (see the module docs).

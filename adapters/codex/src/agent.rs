@@ -18,7 +18,8 @@ use serde::de::MapAccess;
 use transcope_adapter_common::de::{skip_value, FromMap, Obj};
 use transcope_adapter_common::usage::{Counted, Shape};
 use transcope_core::agent::{
-    AgentHome, AgentInfo, HookRun, Hooks, RequestKey, SettingsFormat, TokenShape, UsageShape,
+    AgentHome, AgentInfo, HookRun, Hooks, McpFile, McpFormat, McpServers, RequestKey,
+    SettingsFormat, TokenShape, UsageShape,
 };
 use transcope_core::{Tokens, Usage};
 
@@ -40,6 +41,18 @@ pub const INFO: AgentInfo = AgentInfo {
     usage: USAGE,
     hooks: Some(HOOKS),
     pricing: Some(PRICING),
+    mcp: Some(MCP),
+};
+
+/// Where MCP servers are registered for Codex: a `[mcp_servers.<name>]` table of
+/// `config.toml` (`command`, `args`). Codex sets `CODEX_THREAD_ID` for its shell
+/// tools but not for MCP servers, so a tool is told the session.
+pub const MCP: McpServers = McpServers {
+    title: "Codex",
+    home: HOME,
+    file: McpFile::InHome("config.toml"),
+    format: McpFormat::Toml,
+    session_var: None,
 };
 
 /// How Codex's records carry usage (see the module docs).

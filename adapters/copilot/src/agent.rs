@@ -21,7 +21,9 @@
 //!   models come from several providers.
 
 use transcope_adapter_common::usage::Shape;
-use transcope_core::agent::{AgentHome, AgentInfo, RequestKey, TokenShape, UsageShape};
+use transcope_core::agent::{
+    AgentHome, AgentInfo, McpFile, McpFormat, McpServers, RequestKey, TokenShape, UsageShape,
+};
 
 /// A `modelMetrics.<model>.usage` object of `session.shutdown`.
 pub struct CopilotTokens;
@@ -43,6 +45,21 @@ pub const INFO: AgentInfo = AgentInfo {
     usage: USAGE,
     hooks: None,
     pricing: None,
+    mcp: Some(MCP),
+};
+
+/// Where MCP servers are registered for Copilot CLI: `mcpServers` of
+/// `mcp-config.json` in its home (`$COPILOT_HOME`, else `~/.copilot`), a local
+/// command's entry typed `local` and listing the tools it allows (`["*"]`).
+pub const MCP: McpServers = McpServers {
+    title: "Copilot CLI",
+    home: HOME,
+    file: McpFile::InHome("mcp-config.json"),
+    format: McpFormat::Json {
+        kind: Some("local"),
+        tools: true,
+    },
+    session_var: None,
 };
 
 /// How Copilot CLI's events carry usage (see the module docs).

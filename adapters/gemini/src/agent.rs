@@ -14,8 +14,8 @@
 
 use transcope_adapter_common::usage::Shape;
 use transcope_core::agent::{
-    AgentHome, AgentInfo, HookRun, Hooks, JsonHooks, RequestKey, SettingsFormat, TimeUnit,
-    TokenShape, UsageShape,
+    AgentHome, AgentInfo, HookRun, Hooks, JsonHooks, McpFile, McpFormat, McpServers, RequestKey,
+    SettingsFormat, TimeUnit, TokenShape, UsageShape,
 };
 
 /// Gemini CLI's message `tokens`.
@@ -36,6 +36,20 @@ pub const INFO: AgentInfo = AgentInfo {
     usage: USAGE,
     hooks: Some(HOOKS),
     pricing: Some(PRICING),
+    mcp: Some(MCP),
+};
+
+/// Where MCP servers are registered for Gemini CLI: `mcpServers` of the user's
+/// `settings.json` (`command`, `args`; a stdio server needs no type).
+pub const MCP: McpServers = McpServers {
+    title: "Gemini CLI",
+    home: HOME,
+    file: McpFile::InHome("settings.json"),
+    format: McpFormat::Json {
+        kind: None,
+        tools: false,
+    },
+    session_var: None,
 };
 
 /// How Gemini CLI's records carry usage (see the module docs).

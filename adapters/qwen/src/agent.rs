@@ -24,8 +24,8 @@
 
 use transcope_adapter_common::usage::Shape;
 use transcope_core::agent::{
-    AgentHome, AgentInfo, HookRun, Hooks, JsonHooks, RequestKey, SettingsFormat, TimeUnit,
-    TokenShape, UsageShape,
+    AgentHome, AgentInfo, HookRun, Hooks, JsonHooks, McpServers, RequestKey, SettingsFormat,
+    TimeUnit, TokenShape, UsageShape,
 };
 
 /// Qwen Code's `usageMetadata` (Gemini's `GenerateContentResponseUsageMetadata`, as
@@ -47,6 +47,15 @@ pub const INFO: AgentInfo = AgentInfo {
     usage: USAGE,
     hooks: Some(HOOKS),
     pricing: Some(PRICING),
+    mcp: Some(MCP),
+};
+
+/// Where MCP servers are registered for Qwen Code: as for Gemini CLI, of which it is
+/// a fork (`mcpServers` of the user's `settings.json`), in its own home.
+pub const MCP: McpServers = McpServers {
+    title: "Qwen Code",
+    home: HOME,
+    ..transcope_adapter_gemini::agent::MCP
 };
 
 /// How Qwen Code's records carry usage (see the module docs).

@@ -3,7 +3,8 @@
 //! the exit status is then 1).
 //!
 //! The checks: a `transcope` on the PATH (and whether it is this one); the hooks wired
-//! in each agent's settings, and the programs they run found; the home writable; the
+//! in each agent's settings, and the programs they run found; `transcope mcp`'s
+//! registration with each agent that starts MCP servers (optional; its program found); the home writable; the
 //! scope switch; where markers go (the brain URL reachable, or the outbox); the index
 //! readable.
 //!
@@ -22,6 +23,7 @@ use clap::Args;
 use serde_json::json;
 
 use crate::install::{wiring, Agent};
+use crate::install_mcp::{registration, McpAgent};
 use crate::transcript_cmd::process_env;
 use crate::{exit, println_out};
 
@@ -196,6 +198,64 @@ fn agent_checks(agent: &Agent, others_wired: bool, out: &mut Vec<Check>) {
             )),
         }
     }
+}
+
+/// The MCP registration of one agent (`transcope hook install --mcp`): optional, so
+/// an agent without it is `ok` (said, with how to add it); a registration whose
+/// program is not found, or an entry of transcope's name that runs something else, is
+/// a `fail`. An agent not installed and without one is not reported.
+fn mcp_check(agent: &McpAgent, hooks: &[Agent]) -> Option<Check> {
+    let path = agent.path();
+    let r = registration(agent, &path);
+    let name = format!("{} MCP server", agent.mcp.title);
+    let install = if hooks.iter().any(|h| h.name == agent.name) {
+        format!("transcope hook install --mcp --agent {}", agent.name)
+    } else {
+        "transcope hook install --mcp".to_owned()
+    };
+    if let Some(problem) = r.problem {
+        return Some(check(
+            &name,
+            Status::Fail,
+            problem,
+            Some(format!("remove or rename that entry, then `{install}`")),
+        ));
+    }
+    Some(match r.program {
+        Some(program) => match find_program(&program) {
+            Some(found) => check(
+                &name,
+                Status::Ok,
+                format!(
+                    "`{program} mcp` registered in {} (`{program}` is {})",
+                    path.display(),
+                    found.display()
+                ),
+                None,
+            ),
+            None => check(
+                &name,
+                Status::Fail,
+                format!(
+                    "registered in {}, but it runs `{program}`, which is not found",
+                    path.display()
+                ),
+                Some(format!(
+                    "put it on the PATH, or `transcope hook uninstall --mcp` then `{install} --program /full/path/to/transcope`"
+                )),
+            ),
+        },
+        None if agent.installed() => check(
+            &name,
+            Status::Ok,
+            format!(
+                "not registered in {} (optional: `{install}` lets the agent ask transcope through MCP)",
+                path.display()
+            ),
+            None,
+        ),
+        None => return None,
+    })
 }
 
 /// Whether `dir` (or, when it does not exist yet, the folder it would be made in) takes
@@ -529,6 +589,9 @@ pub fn run_doctor(home: &Path, args: DoctorArgs) -> Result<u8> {
             format!("no agent is installed here ({}): no hook will call transcope; `backfill` and the queries still work on archives you name", titles.join(", ")),
             None,
         ));
+    }
+    for agent in McpAgent::all() {
+        checks.extend(mcp_check(&agent, &agents));
     }
     checks.push(home_check(home));
     checks.push(switch_check(&env));

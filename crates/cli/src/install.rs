@@ -34,14 +34,11 @@ use toml_edit::{ArrayOfTables, DocumentMut, Item, Table};
 use transcope_core::agent::{HookRun, Hooks, JsonHooks, SettingsFormat, TimeUnit};
 
 use crate::jsontext::{self, Kind, Node, Style};
-use crate::settings_file::{self, Replaced, Snapshot};
+use crate::settings_file::{replace_edited, Words};
 use crate::{exit, user_home};
 
 /// The mark install leaves on what it adds to a TOML file.
 const MARK: &str = "# added by transcope hook install";
-
-/// How long to go on reading and editing again a file another program keeps changing.
-const RETRY_FOR: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// How long an agent may let a hook run: above the hook's own deadline (30 s).
 const HOOK_TIMEOUT_SECS: u64 = 60;
@@ -65,6 +62,12 @@ pub struct InstallArgs {
     /// names a notify program).
     #[arg(long)]
     codex_notify: bool,
+    /// Also register `transcope mcp` as an MCP server with each agent that starts them
+    /// (its own file: Claude Code's `.claude.json`, Codex's `config.toml`, Gemini CLI's
+    /// and Qwen Code's `settings.json`, Copilot CLI's `mcp-config.json`); with
+    /// uninstall, remove it.
+    #[arg(long)]
+    mcp: bool,
 }
 
 /// `--agent`'s value for every agent.
@@ -205,6 +208,10 @@ fn targets(args: &InstallArgs) -> Result<Vec<(Agent, PathBuf)>, String> {
 
 /// `transcope hook install` and `transcope hook uninstall`.
 pub fn run(args: InstallArgs, install: bool) -> Result<u8> {
+    if args.mcp && args.settings.is_some() {
+        say!("--settings names the hooks' file; --mcp edits each agent's own MCP file: give one or the other");
+        return Ok(exit::USAGE);
+    }
     let targets = match targets(&args) {
         Ok(t) => t,
         Err(msg) => {
@@ -222,119 +229,34 @@ pub fn run(args: InstallArgs, install: bool) -> Result<u8> {
             }
         }
     }
+    if args.mcp {
+        let one = (args.agent != ALL).then_some(args.agent.as_str());
+        failed |= crate::install_mcp::run(one, &args.program, args.dry_run, install);
+    }
     Ok(if failed { exit::RUNTIME } else { exit::OK })
 }
 
 /// Install into (or uninstall from) one file; what was done, for a person.
-///
-/// The edit is worked out on the file as read. When it changes something, the file is
-/// locked, read and edited again, backed up, and replaced only if it is still as read
-/// (else read and edited once more), so a change another program made meanwhile is
-/// kept: see [`settings_file`].
 fn edit_file(agent: Agent, path: &Path, args: &InstallArgs, install: bool) -> Result<String> {
-    // Write through a symbolic link (a dotfiles manager's), not over it.
-    let path = fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    let mut lock = None;
-    let mut tries = 0;
-    let started = std::time::Instant::now();
-    let (new_text, backup) = loop {
-        let snap = Snapshot::read(&path).with_context(|| format!("reading {}", path.display()))?;
-        let text = match &snap.bytes {
-            Some(b) => Some(std::str::from_utf8(b).with_context(|| {
-                format!("{} is not UTF-8 text; left as it was", path.display())
-            })?),
-            None if install => None,
-            None => {
-                return Ok(format!(
-                    "{} does not exist; nothing to remove",
-                    path.display()
-                ))
-            }
-        };
-        let edited = match agent.hooks.format {
-            SettingsFormat::TrustedToml => {
-                edit_codex(&agent, text.unwrap_or(""), &path, args, install)
-            }
-            SettingsFormat::Json(json) => {
-                edit_json(&agent, json, text.unwrap_or(""), &args.program, install)
-            }
-        }
-        .with_context(|| format!("{} left as it was", path.display()))?;
-        let Some(new_text) = edited else {
-            return Ok(if install {
-                format!("already wired in {}; nothing to do", path.display())
-            } else {
-                format!(
-                    "no transcope hooks in {}; nothing to remove",
-                    path.display()
-                )
-            });
-        };
-        if args.dry_run {
-            print!("{new_text}");
-            return Ok(format!(
-                "{} {} in {} (dry run: the file as it would be written is on stdout; nothing written)",
-                done_word(install),
-                events_of(&agent),
-                path.display()
-            ));
-        }
-        if let Some(why) = settings_file::refusal(&path, &snap) {
-            bail!(why);
-        }
-        if lock.is_none() {
-            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-            }
-            lock = Some(settings_file::lock(&path)?);
-            // Read again, now that no cooperating writer is between the read and the
-            // replace.
-            continue;
-        }
-        let backup = match snap.bytes {
-            Some(_) => Some(settings_file::backup(&path, &snap)?),
-            None => None,
-        };
-        match settings_file::replace(&path, &snap, new_text.as_bytes())? {
-            Replaced::Done => break (new_text, backup),
-            Replaced::Changed => {
-                if let Some((true, b)) = backup {
-                    let _ = fs::remove_file(b);
-                }
-                tries += 1;
-                if started.elapsed() > RETRY_FOR {
-                    bail!(
-                        "{} kept changing while transcope edited it ({tries} tries in {} s); left as it was: run again",
-                        path.display(),
-                        RETRY_FOR.as_secs()
-                    );
-                }
-                std::thread::sleep(std::time::Duration::from_millis(tries.min(20)));
-            }
-        }
+    let words = Words {
+        what: events_of(&agent),
+        done: done_word(install),
+        things: "hooks",
     };
-    drop(lock);
-    let mut msg = format!(
-        "{} {} in {}",
-        done_word(install),
-        events_of(&agent),
-        path.display()
-    );
-    match backup {
-        Some((true, b)) => msg.push_str(&format!(" (backup: {})", b.display())),
-        Some((false, b)) => msg.push_str(&format!(
-            " (backup: {}, which already held the file as it was)",
-            b.display()
-        )),
-        None => {}
-    }
-    if tries > 0 {
-        msg.push_str(&format!(
-            "; another program changed the file meanwhile, so it was read and edited again ({tries} times)"
-        ));
-    }
-    if install && agent.hooks.format == SettingsFormat::TrustedToml {
-        if let Some(note) = codex_feature_note(&new_text) {
+    let (mut msg, written) =
+        replace_edited(
+            path,
+            install,
+            args.dry_run,
+            &words,
+            &|text, path| match agent.hooks.format {
+                SettingsFormat::TrustedToml => edit_codex(&agent, text, path, args, install),
+                SettingsFormat::Json(json) => edit_json(&agent, json, text, &args.program, install),
+            },
+        )?;
+    if let (true, SettingsFormat::TrustedToml, Some(text)) = (install, agent.hooks.format, &written)
+    {
+        if let Some(note) = codex_feature_note(text) {
             msg.push_str(&format!("; {note}"));
         }
     }

@@ -25,7 +25,9 @@ mod facts_cmd;
 mod fleet_cmd;
 mod hook;
 mod install;
+mod install_mcp;
 mod jsontext;
+mod mcp_cmd;
 mod payload;
 mod query_cmd;
 mod rebuild_cmd;
@@ -99,7 +101,10 @@ enum Command {
     Report(report_cmd::ReportArgs),
     /// One line for Claude Code's status line: the session's scope and what its task
     /// and the session have cost (hook payload on stdin).
-    Statusline,
+    Statusline(query_cmd::StatuslineArgs),
+    /// Serve the query commands as MCP tools over stdio (read-only; an agent starts it:
+    /// `hook install --mcp` registers it).
+    Mcp(mcp_cmd::McpArgs),
     /// The local index (`<home>/transcope/index.sqlite`).
     #[command(subcommand)]
     Index(query_cmd::IndexCommand),
@@ -282,7 +287,8 @@ fn main() -> ExitCode {
         Command::Fleet(cmd) => fleet_cmd::run(&home, cmd),
         Command::Export(cmd) => export_cmd::run(&home, cmd),
         Command::Archive(args) => archive_cmd::run(&home, args),
-        Command::Statusline => query_cmd::run_statusline(&home),
+        Command::Statusline(args) => query_cmd::run_statusline(&home, args),
+        Command::Mcp(args) => mcp_cmd::run_mcp(&home, args),
         Command::Index(cmd) => query_cmd::run_index(&home, cmd),
         Command::Doctor(args) => doctor::run_doctor(&home, args),
         Command::Completions { shell } => run_completions(shell),

@@ -42,7 +42,7 @@ pub struct Source {
 }
 
 /// How long a query waits to connect to a fleet.
-const FLEET_CONNECT: std::time::Duration = std::time::Duration::from_secs(15);
+pub(crate) const FLEET_CONNECT: std::time::Duration = std::time::Duration::from_secs(15);
 
 /// The store a query reads: the fleet when `--fleet` names one, else the local index
 /// (synced first unless `--no-sync`).
@@ -115,6 +115,9 @@ pub struct LedgerArgs {
     /// Under this task.
     #[arg(long, value_name = "T")]
     task: Option<String>,
+    /// On this git branch.
+    #[arg(long, value_name = "B")]
+    branch: Option<String>,
     /// Written by this session.
     #[arg(long, value_name = "S", allow_hyphen_values = true)]
     session: Option<String>,
@@ -194,7 +197,7 @@ fn usage_keys() -> impl clap::builder::TypedValueParser<Value = transcope_index:
         .map(|s| UsageKey::parse(&s).expect("a listed key"))
 }
 
-pub(crate) use transcope_pricing::{priced, PriceList};
+pub(crate) use transcope_pricing::PriceList;
 
 /// The shipped price table, or `file`'s, its names matched with the pricing providers
 /// the registered adapters declare.
@@ -217,16 +220,19 @@ pub fn run_usage(home: &Path, a: UsageArgs) -> Result<u8> {
     let prices = load_prices(a.pricing.as_deref())?;
     let store = store_for(home, a.common, &a.source)?;
     let index = &*store;
-    let by = if a.by.is_empty() {
-        vec![transcope_index::UsageKey::Project]
-    } else {
-        a.by.clone()
-    };
+    let by = transcope_query::usage_keys(&a.by);
     let project = match why::project(index, a.project.clone())? {
         Ok(p) => p,
         Err(code) => return Ok(code),
     };
-    let mut groups = index.usage(
+    // One machine's rows are this machine's; a fleet's name their own.
+    let here = a
+        .source
+        .fleet
+        .is_none()
+        .then(|| transcope_fleet::Machine::name_here(None));
+    let groups = transcope_query::usage(
+        index,
         &by,
         &transcope_index::UsageFilter {
             since: a.since,
@@ -234,20 +240,9 @@ pub fn run_usage(home: &Path, a: UsageArgs) -> Result<u8> {
             project: project.clone(),
             ..Default::default()
         },
-        &PriceList::new(&prices),
+        &prices,
+        here.as_deref(),
     )?;
-    if a.source.fleet.is_none() {
-        // One machine's rows are this machine's.
-        if let Some(i) = by
-            .iter()
-            .position(|k| *k == transcope_index::UsageKey::Machine)
-        {
-            let name = transcope_fleet::Machine::name_here(None);
-            for g in &mut groups {
-                g.keys[i] = Some(name.clone());
-            }
-        }
-    }
     if groups.is_empty() {
         why::say_empty(
             index,
@@ -566,6 +561,7 @@ pub fn run_ledger(home: &Path, a: LedgerArgs) -> Result<u8> {
     let rows = index.ledger(&LedgerFilter {
         project: project.clone(),
         task: a.task.clone(),
+        branch: a.branch.clone(),
         session: a.session.clone(),
         kind: a.kind.clone(),
         since: a.since,
@@ -578,6 +574,7 @@ pub fn run_ledger(home: &Path, a: LedgerArgs) -> Result<u8> {
             .named(Named::Session, a.session.as_deref())
             .named(Named::Project, project.as_deref())
             .named(Named::Task, a.task.as_deref())
+            .named(Named::Branch, a.branch.as_deref())
             .named(Named::MarkerType, a.kind.as_deref())
             .window(a.since, a.until);
         asked.pending = a.pending;
@@ -643,80 +640,26 @@ pub fn run_deliver(home: &Path, a: DeliverArgs) -> Result<u8> {
 }
 
 pub fn run_explain(home: &Path, a: ExplainArgs) -> Result<u8> {
-    let Some(t) = transcope_core::timestamp::parse(&a.at) else {
+    if transcope_core::timestamp::parse(&a.at).is_none() {
         say!("--at: not a time: {}", quote(&a.at));
         return Ok(exit::USAGE);
-    };
+    }
     let store = store_for(home, a.common, &a.source)?;
     let index = &*store;
-    // The rule (scope-log.md §4.1): the last row in file order whose own time is at or
-    // before the instant — found reading the log in pieces, one row held at a time.
-    let found = index.in_force(&a.session, t.unix_micros())?;
-    let rows = found.rows;
-    if rows == 0 && !index.knows(Named::Session, &a.session)? {
+    let e = transcope_query::explain(index, &a.session, &a.at, a.grant.as_deref())?;
+    if e.rows == 0 && !index.knows(Named::Session, &a.session)? {
         why::say_empty(
             index,
             &Asked::new("rows", Held::Sessions).named(Named::Session, Some(&a.session)),
         )?;
     }
-    let in_force = found.row.as_ref().map(|(i, r)| (*i, r));
-    let later_in_file_but_earlier = found.later_but_earlier;
-    let grant = a.grant.as_deref().map(transcope_core::Grant::parse_list);
-    let event = transcope_scopelog::Event {
-        at: Some(Value::String(a.at.clone())),
-        attrs: None,
-    };
-    // Attributed through the row in force alone: the rule picks it from the whole log.
-    let in_force_rows: Vec<transcope_scopelog::Row> =
-        in_force.map(|(_, r)| r.clone()).into_iter().collect();
-    let attribution = transcope_scopelog::attribute_rows(
-        &in_force_rows,
-        std::slice::from_ref(&event),
-        grant.as_ref(),
-    )
-    .pop();
-    let project = in_force
-        .and_then(|(_, r)| r.get("project_id"))
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    let grant_says = grant.as_ref().map(|g| g.admits(project));
-    let markers: Vec<_> = index
-        .ledger(&LedgerFilter {
-            session: Some(a.session.clone()),
-            since: Some(t.unix_micros()),
-            until: Some(t.unix_micros()),
-            ..LedgerFilter::default()
-        })?
-        .into_iter()
-        .map(|m| m.to_json())
-        .collect();
-    let why = match in_force {
-        None if rows == 0 => "the session has no scope log rows: no scope was in force".to_owned(),
-        None => format!("no row of the {rows} is at or before this instant"),
-        Some((i, r)) => {
-            format!(
-                "row {} of {} (at {}) is the last row in file order at or before this instant{}",
-                i,
-                rows,
-                r.get("at").and_then(Value::as_str).unwrap_or("?"),
-                if later_in_file_but_earlier > 0 {
-                    format!("; {later_in_file_but_earlier} earlier row(s) in the file are after it in time")
-                } else {
-                    String::new()
-                }
-            )
-        }
-    };
-    let v = json!({
-        "session": a.session,
-        "at": a.at,
-        "in_force": in_force.map(|(_, r)| Value::Object(r.clone())),
-        "row": in_force.map(|(i, _)| i),
-        "why": why,
-        "attribution": attribution.as_ref().map(|a| Value::Object(a.to_json_map())),
-        "grant": a.grant.as_ref().map(|g| json!({"given": g, "admits": grant_says})),
-        "markers": markers,
-    });
+    let v = e.to_json();
+    let (in_force, why, markers) = (
+        e.in_force.as_ref().map(|(i, r)| (*i, r)),
+        e.why(),
+        &e.markers,
+    );
+    let (attribution, grant_says, project) = (&e.attribution, e.admits, e.project());
     let mut out = std::io::stdout().lock();
     if a.common.json {
         println_out(&mut out, &v.to_string())?;
@@ -749,7 +692,7 @@ pub fn run_explain(home: &Path, a: ExplainArgs) -> Result<u8> {
             ),
         ]);
     }
-    for m in &markers {
+    for m in markers {
         t.row(vec![
             format!("marker ({})", m["type"].as_str().unwrap_or("")),
             format!(
@@ -763,95 +706,47 @@ pub fn run_explain(home: &Path, a: ExplainArgs) -> Result<u8> {
     Ok(exit::OK)
 }
 
+/// `transcope statusline`'s flags.
+#[derive(Args, Debug)]
+pub struct StatuslineArgs {
+    /// Print the figures as one JSON object (`session`, `at`, `scope`, `spent`,
+    /// `session_cost_usd`, `line`) instead of the line.
+    #[arg(long)]
+    json: bool,
+}
+
 /// `transcope statusline`: one line for Claude Code's status line (the payload on
 /// stdin): the session's scope in force and what its task (else its project) and the
 /// session have cost so far, as the index knows it at the last Stop. Reads, never
 /// syncs; prints what it can and exits 0.
-pub fn run_statusline(home: &Path) -> Result<u8> {
+pub fn run_statusline(home: &Path, a: StatuslineArgs) -> Result<u8> {
     let mut input = String::new();
     let _ = std::io::Read::read_to_string(&mut std::io::stdin().lock().take(1 << 20), &mut input);
     let v: Value = serde_json::from_str(&input).unwrap_or(Value::Null);
-    let session = v["session_id"]
-        .as_str()
-        .filter(|s| transcope_core::session::is_valid_session_id(s));
-    let mut parts: Vec<String> = Vec::new();
-    let scope = session.and_then(|s| {
-        transcope_scopelog::ScopeLog::open(home, s)
-            .scope_at(&transcope_core::Instant::now().to_python_isoformat())
-    });
-    let field = |f: transcope_core::ScopeField| {
-        scope
-            .as_ref()
-            .map(|s| s.get(f).to_owned())
-            .filter(|v| !v.is_empty())
-    };
-    use transcope_core::ScopeField as F;
-    if let Some(p) = field(F::Project).or_else(|| field(F::ProjectId)) {
-        parts.push(p);
-    }
-    if let Some(w) = field(F::Worktree) {
-        parts.push(format!("wt {w}"));
-    }
-    if let Some(b) = field(F::Branch) {
-        parts.push(b);
-    }
-    let task = field(F::Task);
-    if let Some(t) = &task {
-        parts.push(format!("task {t}"));
-    }
+    let session = v["session_id"].as_str();
     // Never made here (a status line reads); one that cannot be used is said on
     // stderr, and the line goes on without its costs.
     let index = std::fs::symlink_metadata(transcope_index::index_path(home))
         .is_ok()
         .then(|| Index::open(home).map_err(|e| say!("{e}")).ok())
         .flatten();
-    if let (Some(ix), Some(s)) = (index, session) {
-        let prices = with_agents(transcope_pricing::Prices::builtin());
-        let price = |model: Option<&str>, t: &transcope_core::Tokens| {
-            model.and_then(|m| prices.cost(m, &priced(t)))
-        };
-        let spent = |filter: transcope_index::UsageFilter| -> Option<f64> {
-            ix.usage(&[], &filter, &price, Some(prices.fingerprint()))
-                .ok()?
-                .first()?
-                .cost_usd
-        };
-        let (what, filter) = match (&task, field(F::ProjectId)) {
-            (Some(t), _) => (
-                "task",
-                transcope_index::UsageFilter {
-                    task: Some(t.clone()),
-                    ..Default::default()
-                },
-            ),
-            (None, Some(p)) => (
-                "project",
-                transcope_index::UsageFilter {
-                    project: Some(p),
-                    ..Default::default()
-                },
-            ),
-            (None, None) => ("", transcope_index::UsageFilter::default()),
-        };
-        if !what.is_empty() {
-            if let Some(c) = spent(filter) {
-                parts.push(format!("${c:.2} {what}"));
-            }
-        }
-        if let Some(c) = spent(transcope_index::UsageFilter {
-            session: Some(s.to_owned()),
-            ..Default::default()
-        }) {
-            parts.push(format!("${c:.2} session"));
-        }
-    }
-    if parts.is_empty() {
-        parts.push("transcope: no scope yet".into());
+    let prices = with_agents(transcope_pricing::Prices::builtin());
+    let status = transcope_query::status(
+        home,
+        index.as_ref().map(|i| i as &dyn transcope_store::Store),
+        session,
+        &prices,
+        &transcope_core::Instant::now().to_python_isoformat(),
+    );
+    let mut out = std::io::stdout().lock();
+    if a.json {
+        println_out(&mut out, &status.to_json().to_string())?;
+        return Ok(exit::OK);
     }
     // Values read from the index are shown, never obeyed (see `table`).
     println_out(
-        &mut std::io::stdout().lock(),
-        &transcope_core::quote::escape_unsafe(&parts.join(" · ")),
+        &mut out,
+        &transcope_core::quote::escape_unsafe(&status.line()),
     )?;
     Ok(exit::OK)
 }

@@ -20,6 +20,9 @@
 //!   (never a moment wider: `open` with that mode, then `fchmod` past the umask) and
 //!   owner; made only when the file changes, and not again when a backup beside it
 //!   already holds the same bytes with the same mode.
+//! * **Edit.** [`replace_edited`] runs an edit through all of the above: worked out on
+//!   the file as read, then again under the lock, backed up, replaced if unchanged,
+//!   else read and edited once more (for up to ten seconds).
 //! * **Read-only** files and folders (no write bit at all) are refused, also for root,
 //!   whom the permission bits would not stop.
 
@@ -31,6 +34,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use transcope_jsonl::open::exchange;
+
+/// How long to go on reading and editing again a file another program keeps changing.
+const RETRY_FOR: Duration = Duration::from_secs(10);
 
 /// How long to wait for another holder of the lock.
 const LOCK_WAIT: Duration = Duration::from_secs(10);
@@ -361,4 +367,133 @@ fn kept_aside(path: &Path, tmp: &Path, snap: &Snapshot, ours: u64) -> Result<Rep
     }
     fs::remove_file(tmp)?;
     Ok(Replaced::Changed)
+}
+
+/// How [`replace_edited`] words what it did: `<done> <what> in <file>`, and `no
+/// transcope <things> in <file>` when there is nothing to remove.
+pub(crate) struct Words {
+    /// What the edit adds or removes (`SessionStart, Stop`).
+    pub(crate) what: String,
+    /// `wired`, `registered`, `removed`.
+    pub(crate) done: &'static str,
+    /// `hooks`, `MCP server`.
+    pub(crate) things: &'static str,
+}
+
+/// Edit the user's file at `path` by `edit` (the text as read, "" when there is no
+/// file, and the path; `None`: nothing to change); what was done, for a person, and
+/// the text written (none on a dry run or when nothing changed).
+///
+/// The edit is worked out on the file as read. When it changes something, the file is
+/// locked, read and edited again, backed up, and replaced only if it is still as read
+/// (else read and edited once more), so a change another program made meanwhile is
+/// kept (see the module docs).
+pub(crate) fn replace_edited(
+    path: &Path,
+    install: bool,
+    dry_run: bool,
+    words: &Words,
+    edit: &dyn Fn(&str, &Path) -> Result<Option<String>>,
+) -> Result<(String, Option<String>)> {
+    // Write through a symbolic link (a dotfiles manager's), not over it.
+    let path = fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut held = None;
+    let mut tries = 0;
+    let started = Instant::now();
+    let (new_text, kept) = loop {
+        let snap = Snapshot::read(&path).with_context(|| format!("reading {}", path.display()))?;
+        let text = match &snap.bytes {
+            Some(b) => Some(std::str::from_utf8(b).with_context(|| {
+                format!("{} is not UTF-8 text; left as it was", path.display())
+            })?),
+            None if install => None,
+            None => {
+                return Ok((
+                    format!("{} does not exist; nothing to remove", path.display()),
+                    None,
+                ))
+            }
+        };
+        let edited = edit(text.unwrap_or(""), &path)
+            .with_context(|| format!("{} left as it was", path.display()))?;
+        let Some(new_text) = edited else {
+            return Ok((
+                if install {
+                    format!(
+                        "already {} in {}; nothing to do",
+                        words.done,
+                        path.display()
+                    )
+                } else {
+                    format!(
+                        "no transcope {} in {}; nothing to remove",
+                        words.things,
+                        path.display()
+                    )
+                },
+                None,
+            ));
+        };
+        if dry_run {
+            print!("{new_text}");
+            return Ok((
+                format!(
+                    "{} {} in {} (dry run: the file as it would be written is on stdout; nothing written)",
+                    words.done,
+                    words.what,
+                    path.display()
+                ),
+                None,
+            ));
+        }
+        if let Some(why) = refusal(&path, &snap) {
+            bail!(why);
+        }
+        if held.is_none() {
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+            }
+            held = Some(lock(&path)?);
+            // Read again, now that no cooperating writer is between the read and the
+            // replace.
+            continue;
+        }
+        let copy = match snap.bytes {
+            Some(_) => Some(backup(&path, &snap)?),
+            None => None,
+        };
+        match replace(&path, &snap, new_text.as_bytes())? {
+            Replaced::Done => break (new_text, copy),
+            Replaced::Changed => {
+                if let Some((true, b)) = copy {
+                    let _ = fs::remove_file(b);
+                }
+                tries += 1;
+                if started.elapsed() > RETRY_FOR {
+                    bail!(
+                        "{} kept changing while transcope edited it ({tries} tries in {} s); left as it was: run again",
+                        path.display(),
+                        RETRY_FOR.as_secs()
+                    );
+                }
+                std::thread::sleep(Duration::from_millis(tries.min(20)));
+            }
+        }
+    };
+    drop(held);
+    let mut msg = format!("{} {} in {}", words.done, words.what, path.display());
+    match kept {
+        Some((true, b)) => msg.push_str(&format!(" (backup: {})", b.display())),
+        Some((false, b)) => msg.push_str(&format!(
+            " (backup: {}, which already held the file as it was)",
+            b.display()
+        )),
+        None => {}
+    }
+    if tries > 0 {
+        msg.push_str(&format!(
+            "; another program changed the file meanwhile, so it was read and edited again ({tries} times)"
+        ));
+    }
+    Ok((msg, Some(new_text)))
 }

@@ -5,7 +5,7 @@
 
 use anyhow::Result;
 use transcope_core::quote::quote;
-use transcope_store::{Held, Named, ProjectMatch, Store};
+use transcope_store::{Held, Named, Store};
 
 use crate::exit;
 use crate::table::{count, local_time};
@@ -18,22 +18,19 @@ pub(crate) fn project(
     index: &dyn Store,
     given: Option<String>,
 ) -> Result<Result<Option<String>, u8>> {
-    let Some(given) = given else {
-        return Ok(Ok(None));
-    };
-    Ok(match index.match_project(&given)? {
-        ProjectMatch::Id(id) | ProjectMatch::Short(id) => Ok(Some(id)),
-        ProjectMatch::Unknown(_) => Ok(Some(given)),
-        ProjectMatch::Ambiguous(ids) => {
+    match transcope_query::project(index, given) {
+        Ok(p) => Ok(Ok(p)),
+        Err(transcope_query::QueryError::AmbiguousProject { given, ids }) => {
             say!(
                 "--project {}: {} projects have that name ({}); give the whole id",
                 quote(&given),
                 ids.len(),
                 ids.join(", ")
             );
-            Err(exit::USAGE)
+            Ok(Err(exit::USAGE))
         }
-    })
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// [`project`] for each of `given` (the report's repeatable `--project`).

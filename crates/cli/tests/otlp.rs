@@ -7,7 +7,7 @@
 //! and run again doubles nothing the receiver acknowledged.
 //!
 //! The receiver needs Python with `opentelemetry-proto` (`TRANSCOPE_TEST_PYTHON`, else
-//! `python3`; `.ci/run` installs it into `target/py`). Without it the tests say so and
+//! `python3`; `.ci/py-clients` installs it into `target/py`, `.ci/run` runs that). Without it the tests say so and
 //! pass, except under CI (`CI` set), where they fail.
 
 mod common;
@@ -38,7 +38,7 @@ fn python() -> Option<PathBuf> {
         (true, _) => Some(py),
         (false, true) => panic!(
             "{} cannot import opentelemetry-proto under CI: the OTLP tests must not skip \
-             (.ci/run installs it into target/py and sets TRANSCOPE_TEST_PYTHON)",
+             (.ci/py-clients installs it into target/py; .ci/run sets TRANSCOPE_TEST_PYTHON)",
             py.display()
         ),
         (false, false) => {

@@ -35,7 +35,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::agent::{AgentInfo, Hooks};
+use crate::agent::{AgentInfo, Hooks, McpServers};
 use crate::entry::{Entry, LinePos};
 use crate::head::Head;
 
@@ -415,6 +415,12 @@ impl AdapterRegistry {
     pub fn hooks(&self) -> impl Iterator<Item = (&'static str, Hooks)> + '_ {
         self.factories()
             .filter_map(|f| Some((f.name(), f.agent().hooks?)))
+    }
+
+    /// The registered agents that start MCP servers, in order, with how they do.
+    pub fn mcp_servers(&self) -> impl Iterator<Item = (&'static str, McpServers)> + '_ {
+        self.factories()
+            .filter_map(|f| Some((f.name(), f.agent().mcp?)))
     }
 
     /// The pricing providers the registered agents declare, in order, each once.

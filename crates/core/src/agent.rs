@@ -15,6 +15,9 @@
 //!   [`folder_var`]), the settings file in it, that file's dialect
 //!   ([`SettingsFormat`]) and the events transcope's hooks are wired to. The binary's
 //!   `hook install` and `doctor` go over the registered agents' declarations.
+//! * its [`McpServers`]: where MCP servers are registered for it ([`McpFile`], in
+//!   which dialect, [`McpFormat`]) and the variable it sets for them to the session's
+//!   key.
 //! * its pricing provider: the price list's name for the vendor of its models (`anthropic`), a namespace a model
 //!   name may carry (`anthropic/claude-…`) or the list may file it under.
 //!
@@ -229,6 +232,68 @@ pub struct AgentInfo {
     /// The price list's provider of its models (`anthropic`), when it has one: a
     /// namespace a model name may carry, or the list may file it under.
     pub pricing: Option<&'static str>,
+    /// How it starts MCP servers and where they are registered, when it does.
+    pub mcp: Option<McpServers>,
+}
+
+/// Where an agent's MCP server registrations are kept (`transcope hook install --mcp`
+/// adds `transcope mcp` there; `doctor` reads it back).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum McpFile {
+    /// A file in the agent's home folder ([`Hooks::home`]: `settings.json`).
+    InHome(&'static str),
+    /// A file in the folder the home variable names when it is set, else in the user's
+    /// home (Claude Code's `.claude.json`: `$CLAUDE_CONFIG_DIR/.claude.json`, else
+    /// `~/.claude.json`).
+    BesideHome(&'static str),
+}
+
+/// The dialect of an agent's MCP registrations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum McpFormat {
+    /// JSON: `mcpServers.<name>` an object `{"command", "args"}`, with `"type": <this>`
+    /// when the agent wants one (`stdio`, `local`), and `"tools": ["*"]` when it
+    /// exposes only the tools listed.
+    Json {
+        /// The `type` of a local command's entry, when the agent writes one.
+        kind: Option<&'static str>,
+        /// The entry lists the tools it allows (`["*"]`: all).
+        tools: bool,
+    },
+    /// TOML: a table `[mcp_servers.<name>]` with `command` and `args` (Codex's
+    /// `config.toml`).
+    Toml,
+}
+
+/// How an agent starts MCP servers (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct McpServers {
+    /// The agent as a person knows it (`Claude Code`).
+    pub title: &'static str,
+    /// Its home folder (the same as its hooks').
+    pub home: AgentHome,
+    /// The file the servers are registered in.
+    pub file: McpFile,
+    /// Its dialect.
+    pub format: McpFormat,
+    /// The variable the agent sets, for each MCP server it starts, to the key of the
+    /// session it runs in (`CLAUDE_CODE_SESSION_ID`), when it sets one: a tool asked
+    /// about no session answers for that one.
+    pub session_var: Option<&'static str>,
+}
+
+impl McpServers {
+    /// The registrations file's path (`lookup` reads a variable).
+    pub fn file_path(&self, lookup: &dyn Fn(&str) -> Option<String>, user_home: &Path) -> PathBuf {
+        match self.file {
+            McpFile::InHome(f) => self.home.resolve(lookup, user_home).join(f),
+            McpFile::BesideHome(f) => self
+                .home
+                .from_env(lookup)
+                .unwrap_or_else(|| user_home.to_path_buf())
+                .join(f),
+        }
+    }
 }
 
 /// The one rule for a variable naming a folder: its value with surrounding whitespace
@@ -444,6 +509,34 @@ mod tests {
             ]
         );
         assert!(shape.is_split_field("1h") && !shape.is_split_field("split"));
+    }
+
+    /// A file beside the home is in the variable's folder when it is set, else in the
+    /// user's home (Claude Code's `.claude.json`); one in the home follows the home.
+    #[test]
+    fn an_mcp_file_is_found_by_its_place() {
+        let home = Path::new("/home/u");
+        let servers = |file| McpServers {
+            title: "Toy",
+            home: AgentHome::folder("V", ".toy"),
+            file,
+            format: McpFormat::Toml,
+            session_var: None,
+        };
+        let set = |k: &str| (k == "V").then(|| "/cfg".to_owned());
+        let unset = |_: &str| None;
+        let beside = servers(McpFile::BesideHome(".toy.json"));
+        assert_eq!(beside.file_path(&set, home), Path::new("/cfg/.toy.json"));
+        assert_eq!(
+            beside.file_path(&unset, home),
+            Path::new("/home/u/.toy.json")
+        );
+        let inside = servers(McpFile::InHome("mcp.json"));
+        assert_eq!(inside.file_path(&set, home), Path::new("/cfg/mcp.json"));
+        assert_eq!(
+            inside.file_path(&unset, home),
+            Path::new("/home/u/.toy/mcp.json")
+        );
     }
 
     #[test]

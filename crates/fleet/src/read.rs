@@ -259,11 +259,12 @@ impl Fleet {
                    AND ($5::bigint IS NULL OR at_us >= $5) AND ($6::bigint IS NULL OR at_us <= $6)
                    AND (NOT $7 OR state = 'pending') AND ($8::text IS NULL OR origin = $8)
                    AND ($10::text IS NULL OR idempotency_key = $10)
+                   AND ($11::text IS NULL OR branch = $11)
                  ORDER BY ord LIMIT $9"
             ),
             &[
                 &f.project, &f.task, &f.session, &f.kind, &f.since, &f.until, &f.pending, &origin,
-                &limit, &f.key,
+                &limit, &f.key, &f.branch,
             ],
         )?;
         Ok(rows.iter().map(|r| ledger_row(r, &names)).collect())

@@ -359,6 +359,7 @@ impl Index {
                    AND (?5 IS NULL OR at_us >= ?5) AND (?6 IS NULL OR at_us <= ?6)
                    AND (?7 = 0 OR state = 'pending') AND (?8 IS NULL OR origin = ?8)
                    AND (?10 IS NULL OR idempotency_key = ?10)
+                   AND (?11 IS NULL OR branch = ?11)
                  ORDER BY rowid LIMIT ?9"
             ))
             .map_err(sql)?;
@@ -376,6 +377,7 @@ impl Index {
                     filter.origin.map(Origin::as_str),
                     limit,
                     filter.key,
+                    filter.branch,
                 ],
                 ledger_row,
             )

@@ -110,6 +110,8 @@ pub struct LedgerFilter {
     pub project: Option<String>,
     /// `task`.
     pub task: Option<String>,
+    /// `branch` of the attribution.
+    pub branch: Option<String>,
     /// The writing session.
     pub session: Option<String>,
     /// The marker type.

@@ -254,6 +254,12 @@ pub fn conform(a: &dyn Store, b: &dyn Store, prices: &dyn Pricer) -> Asked {
             ..Default::default()
         });
     }
+    for br in pick(&branches) {
+        lf.push(LedgerFilter {
+            branch: Some(br),
+            ..Default::default()
+        });
+    }
     for k in pick(&kinds) {
         lf.push(LedgerFilter {
             kind: Some(k),
