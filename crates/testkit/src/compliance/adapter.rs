@@ -344,6 +344,8 @@ impl<'k> Case<'k> {
         report.splits += match self.fx.framing {
             Framing::Lines => self.line_framed(&one, &scan)?,
             Framing::Document => self.growth(&one)?,
+            // No fixture file is a container: containers have a kit of their own.
+            Framing::Records => 0,
         };
         report.reads += self.reads;
         Ok(())
