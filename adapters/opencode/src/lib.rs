@@ -1,0 +1,257 @@
+//! # transcope-adapter-opencode: OpenCode sessions → [`Entry`](transcope_core::Entry) values
+//!
+//! OpenCode (anomalyco/opencode, formerly sst/opencode) keeps every session in a SQLite
+//! database, `~/.local/share/opencode/opencode.db`, and kept them before in a tree of
+//! JSON files under `storage/` ([`layout`]). Neither is a file of lines: both are
+//! containers of records, read through the engine's third framing
+//! ([`Framing::Records`]) — the factory opens a container as a
+//! [`RecordSource`](transcope_core::records::RecordSource) ([`db::DbSource`],
+//! [`tree::TreeSource`]) that lists its sessions, tells a session's change marker, and
+//! hands the session's messages in order, each as one JSON envelope
+//! ([`record::envelope`]: the message with its session's folder and its text parts),
+//! which [`OpenCodeAdapter::decode`] turns into one entry:
+//!
+//! ```text
+//! container ──source.read(session, from ordinal)──► envelope ──decode──► Entry {
+//!     kind: user | assistant, time: time.created (epoch ms → ISO 8601 UTC),
+//!     cwd: path.cwd, else session.directory, else project.worktree (for "/" or ""),
+//!     branch: the folder's repository's branch now (OpenCode records none),
+//!     uuid: message id, parent_uuid: parentID, session_id, is_sidechain (a child session),
+//!     texts: the assistant's text parts, usage: tokens by agent.rs, model provider/model }
+//! ```
+//!
+//! Decisions:
+//!
+//! * **No branch is recorded** anywhere in OpenCode's data. It is derived from the
+//!   folder's repository when the folder exists, by transcope's identity code
+//!   ([`transcope_identity::live_branch`], what `git rev-parse --abbrev-ref HEAD`
+//!   prints), once per folder per read; a folder that is gone or no repository has
+//!   none. It is the branch when the session is read, not when it was written.
+//! * A reply still being written is the container's torn last line: the source leaves
+//!   it, and the cursor stops before it ([`record::being_written`]).
+//! * A message that does not decode is a counted skip, never fatal; a role OpenCode
+//!   does not write is an [`EntryKind::Other`] entry with its folder and time.
+//!
+//! Detection ([`OpenCodeFactory::sniff`]): certain of a SQLite file (its header) and of
+//! a legacy session file by its place; nothing else is its file, so every other
+//! agent's files stay their own, and its database is no other agent's (none reads
+//! SQLite).
+//!
+//! ```
+//! use transcope_adapter_opencode::{record::envelope, OpenCodeAdapter};
+//! use transcope_core::adapter::{from_fn, Adapter};
+//! use transcope_core::{Entry, EntryKind, LinePos};
+//!
+//! let data = br#"{"role":"assistant","time":{"created":1767225600000,"completed":1767225601000},"providerID":"anthropic","modelID":"claude-sonnet-4-5","path":{"cwd":"/nowhere/w","root":"/nowhere/w"},"tokens":{"input":10,"output":5,"reasoning":2,"cache":{"read":100,"write":0}}}"#;
+//! let part = br#"{"type":"text","text":"Done."}"#;
+//! let rec = envelope("msg_1", "ses_1", None, "/nowhere", "", data, &[part]);
+//! let mut got = Vec::new();
+//! OpenCodeAdapter::default().decode(&rec, LinePos { offset: 0, line: 1 }, &mut from_fn(|e: &Entry<'_>| {
+//!     let u = e.usage.as_ref().unwrap();
+//!     got.push((e.kind, e.cwd.as_deref().map(String::from), e.time.as_str().map(String::from),
+//!               e.texts.concat(), u.model.as_deref().map(String::from), u.tokens.unwrap().total()));
+//! })).unwrap();
+//! assert_eq!(got, [(Some(EntryKind::Assistant), Some("/nowhere/w".into()),
+//!     Some("2026-01-01T00:00:00.000Z".into()), "Done.".into(),
+//!     Some("anthropic/claude-sonnet-4-5".into()), 117)]);
+//! ```
+#![warn(missing_docs)]
+
+pub mod agent;
+pub mod db;
+pub mod layout;
+pub mod record;
+pub mod tree;
+pub mod write;
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::path::Path;
+
+use transcope_core::adapter::{
+    Adapter, AdapterFactory, Confidence, EntrySink, Framing, Layout, Skip,
+};
+use transcope_core::records::{RecordError, RecordSource};
+use transcope_core::{Entry, EntryKind, LinePos, TimeValue, Usage};
+
+pub use layout::OpenCodeLayout;
+
+use crate::layout::Place;
+use crate::record::{tokens, Envelope};
+
+/// The first bytes of every SQLite database file.
+pub const SQLITE_HEADER: &[u8] = b"SQLite format 3\0";
+
+/// Decodes OpenCode envelopes. It keeps, per read, the branch of each folder it has
+/// asked the repository about.
+#[derive(Debug, Default)]
+pub struct OpenCodeAdapter {
+    branches: HashMap<String, Option<String>>,
+}
+
+impl OpenCodeAdapter {
+    /// The branch of `folder`'s repository when the folder exists and is in one.
+    fn branch(&mut self, folder: &str) -> Option<String> {
+        self.branches
+            .entry(folder.to_owned())
+            .or_insert_with(|| {
+                let p = Path::new(folder);
+                if !p.is_absolute() || !p.is_dir() {
+                    return None;
+                }
+                Some(transcope_identity::live_branch(p)).filter(|b| !b.is_empty())
+            })
+            .clone()
+    }
+}
+
+/// The folder of a message: the assistant's `path.cwd`, else the session's
+/// directory, each when it is a folder (not empty, not `/`); else the project's
+/// worktree; else what there is.
+fn folder<'a>(e: &'a Envelope<'a>) -> Option<&'a str> {
+    let real = |s: &&str| !s.is_empty() && *s != "/";
+    let cwd = e.data.path.as_ref().and_then(|p| p.cwd.as_deref());
+    let dir = e.directory.as_deref();
+    cwd.filter(real)
+        .or(dir.filter(real))
+        .or(e.worktree.as_deref().filter(real))
+        .or(dir.filter(|d| !d.is_empty()))
+        .or(cwd.filter(|c| !c.is_empty()))
+}
+
+/// `ms` (epoch milliseconds) as ISO 8601 UTC with milliseconds (`…T10:00:00.000Z`).
+pub fn iso_ms(ms: f64) -> Option<String> {
+    if !ms.is_finite() || ms < 0.0 {
+        return None;
+    }
+    let t = time::OffsetDateTime::from_unix_timestamp_nanos(ms as i128 * 1_000_000).ok()?;
+    Some(format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+        t.year(),
+        u8::from(t.month()),
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second(),
+        t.millisecond()
+    ))
+}
+
+impl Adapter for OpenCodeAdapter {
+    fn decode(&mut self, line: &[u8], pos: LinePos, sink: &mut dyn EntrySink) -> Result<(), Skip> {
+        let text = std::str::from_utf8(line).map_err(|_| Skip::InvalidUtf8)?;
+        if text.trim().is_empty() {
+            return Err(Skip::Blank);
+        }
+        if !text.trim_start().starts_with('{') {
+            return Err(match serde_json::from_str::<serde::de::IgnoredAny>(text) {
+                Ok(_) => Skip::NotObject,
+                Err(_) => Skip::InvalidJson,
+            });
+        }
+        let e: Envelope<'_> = serde_json::from_str(text).map_err(|err| match err.classify() {
+            serde_json::error::Category::Data => Skip::WrongType,
+            _ => Skip::InvalidJson,
+        })?;
+        let kind = match e.data.role.as_deref() {
+            Some("user") => EntryKind::User,
+            Some("assistant") => EntryKind::Assistant,
+            _ => EntryKind::Other,
+        };
+        let cwd = folder(&e).map(str::to_owned);
+        let branch = cwd.as_deref().and_then(|c| self.branch(c));
+        let time = e
+            .data
+            .time
+            .created
+            .and_then(iso_ms)
+            .map_or(TimeValue::Missing, |t| TimeValue::Str(Cow::Owned(t)));
+        if kind == EntryKind::Other && cwd.is_none() && matches!(time, TimeValue::Missing) {
+            return Err(Skip::Ignored);
+        }
+        let mut entry = Entry {
+            kind: Some(kind),
+            time,
+            cwd: cwd.map(Cow::Owned),
+            branch: branch.map(Cow::Owned),
+            session_id: Some(e.session.clone()),
+            uuid: Some(e.id.clone()),
+            parent_uuid: e.data.parent_id.clone(),
+            is_sidechain: e.parent.as_deref().is_some_and(|p| !p.is_empty()),
+            offset: pos.offset,
+            line: pos.line,
+            ..Entry::default()
+        };
+        if kind == EntryKind::Assistant {
+            entry.texts = e
+                .parts
+                .iter()
+                .filter(|p| p.ty.as_deref() == Some("text") && p.synthetic != Some(true))
+                .filter_map(|p| p.text.clone())
+                .filter(|t| !t.is_empty())
+                .collect();
+            let model = match (e.data.provider_id.as_deref(), e.data.model_id.as_deref()) {
+                (Some(p), Some(m)) if !p.is_empty() && !m.is_empty() => Some(format!("{p}/{m}")),
+                (_, Some(m)) if !m.is_empty() => Some(m.to_owned()),
+                _ => None,
+            };
+            let counted = e.data.tokens.as_ref().and_then(tokens);
+            if counted.is_some() || model.is_some() {
+                entry.usage = Some(Usage {
+                    message_id: Some(e.id.clone()),
+                    request_id: None,
+                    model: model.map(Cow::Owned),
+                    tokens: counted,
+                    cumulative: false,
+                });
+            }
+        }
+        sink.entry(&entry);
+        Ok(())
+    }
+}
+
+/// The `opencode` format: detection, layout, record sources, adapter and declaration.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct OpenCodeFactory;
+
+impl AdapterFactory for OpenCodeFactory {
+    fn name(&self) -> &'static str {
+        "opencode"
+    }
+
+    /// Certain of a SQLite database (its header: no other agent's transcript is one)
+    /// and of a legacy session file by its place ([`layout::place`]); else not this
+    /// format.
+    fn sniff(&self, path: &Path, first_line: &[u8]) -> Option<Confidence> {
+        let sqlite = first_line.starts_with(SQLITE_HEADER);
+        let legacy = matches!(layout::place(path), Some(Place::Session { .. }));
+        (sqlite || legacy).then_some(Confidence::Certain)
+    }
+
+    /// Every file this format is detected in is a container of records.
+    fn framing(&self, _path: &Path) -> Framing {
+        Framing::Records
+    }
+
+    fn records(&self, path: &Path) -> Result<Box<dyn RecordSource>, RecordError> {
+        match layout::place(path) {
+            Some(Place::Session { id, storage }) => {
+                Ok(Box::new(tree::TreeSource::open(path, storage, id)?))
+            }
+            _ => Ok(Box::new(db::DbSource::open(path)?)),
+        }
+    }
+
+    fn layout(&self) -> Option<&dyn Layout> {
+        Some(&OpenCodeLayout)
+    }
+
+    fn build(&self) -> Box<dyn Adapter> {
+        Box::new(OpenCodeAdapter::default())
+    }
+
+    fn agent(&self) -> transcope_core::agent::AgentInfo {
+        agent::INFO
+    }
+}
