@@ -423,3 +423,70 @@ pub fn sample(data: &Path, repo: &Path, elsewhere: &str) -> rusqlite::Result<Sam
         replies,
     })
 }
+
+/// Write the database at `db` out as the legacy JSON tree under `storage` (the files
+/// OpenCode's import reads, each row's ids put back in its JSON): the same sessions
+/// in the older layout, for tests that read both.
+pub fn export_tree(db: &Path, storage: &Path) -> std::io::Result<()> {
+    let conn = Connection::open(db).map_err(std::io::Error::other)?;
+    let put = |rel: std::path::PathBuf, v: serde_json::Value| -> std::io::Result<()> {
+        let path = storage.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap_or(storage))?;
+        std::fs::write(
+            path,
+            serde_json::to_vec_pretty(&v).map_err(std::io::Error::other)?,
+        )
+    };
+    let rows = |sql: &str| -> std::io::Result<Vec<Vec<String>>> {
+        let mut st = conn.prepare(sql).map_err(std::io::Error::other)?;
+        let n = st.column_count();
+        let got = st
+            .query_map([], |r| {
+                (0..n)
+                    .map(|i| r.get::<_, Option<String>>(i).map(Option::unwrap_or_default))
+                    .collect()
+            })
+            .and_then(|rows| rows.collect::<Result<Vec<Vec<String>>, _>>())
+            .map_err(std::io::Error::other)?;
+        Ok(got)
+    };
+    let object = |data: &str, ids: serde_json::Value| {
+        let mut v: serde_json::Value = serde_json::from_str(data).unwrap_or(json!({}));
+        if let (Some(o), Some(ids)) = (v.as_object_mut(), ids.as_object()) {
+            for (k, x) in ids {
+                o.insert(k.clone(), x.clone());
+            }
+        }
+        v
+    };
+    for r in rows("SELECT id, worktree FROM project")? {
+        put(
+            format!("project/{}.json", r[0]).into(),
+            json!({"id": r[0], "worktree": r[1], "vcs": "git", "time": {"created": 0}}),
+        )?;
+    }
+    for r in rows("SELECT id, project_id, coalesce(parent_id, ''), directory, CAST(time_created AS TEXT), CAST(time_updated AS TEXT) FROM session")? {
+        let mut v = json!({"id": r[0], "slug": r[0], "projectID": r[1], "directory": r[3], "title": "New session", "version": "1.1.0",
+            "time": {"created": r[4].parse::<i64>().unwrap_or(0), "updated": r[5].parse::<i64>().unwrap_or(0)}});
+        if !r[2].is_empty() {
+            v["parentID"] = json!(r[2]);
+        }
+        put(format!("session/{}/{}.json", r[1], r[0]).into(), v)?;
+    }
+    for r in rows("SELECT id, session_id, data FROM message")? {
+        put(
+            format!("message/{}/{}.json", r[1], r[0]).into(),
+            object(&r[2], json!({"id": r[0], "sessionID": r[1]})),
+        )?;
+    }
+    for r in rows("SELECT id, message_id, session_id, data FROM part")? {
+        put(
+            format!("part/{}/{}.json", r[1], r[0]).into(),
+            object(
+                &r[3],
+                json!({"id": r[0], "messageID": r[1], "sessionID": r[2]}),
+            ),
+        )?;
+    }
+    Ok(())
+}

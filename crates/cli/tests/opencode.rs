@@ -260,3 +260,54 @@ fn shards_split_a_database_by_family_and_keep_a_task_with_its_parent() {
         "the task's session with its parent's"
     );
 }
+
+#[test]
+fn a_legacy_json_tree_is_backfilled_like_the_database() {
+    let sb = Sandbox::new();
+    let data = sb.user.join(".local/share/opencode");
+    let scratch = tempfile::tempdir().unwrap();
+    let s = sample(
+        &scratch.path().join("db"),
+        &sb.user.join("work/repo"),
+        "/srv/elsewhere",
+    )
+    .unwrap();
+    write::export_tree(&s.db, &data.join("storage")).unwrap();
+    let out = run(sb.cmd(&["backfill", "--json"]), b"");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (summary["files"].as_u64(), summary["errors"].as_u64()),
+        (Some(3), Some(0)),
+        "{summary}"
+    );
+    let sessions: BTreeMap<String, Value> =
+        parse_json_lines(&stdout_of(&sb, &["sessions", "--json", "--no-sync"]))
+            .into_iter()
+            .map(|v| (v["session"].as_str().unwrap().to_owned(), v))
+            .collect();
+    assert_eq!(sessions.len(), 3);
+    assert_eq!(sessions[s.child]["parent"], s.main);
+    assert!(sessions[s.main]["transcript"]
+        .as_str()
+        .unwrap()
+        .ends_with("storage/session/p_repo/ses_main.json"));
+    let out = run(
+        sb.cmd(&["usage", "--by", "session", "--json", "--no-sync"]),
+        b"",
+    );
+    let got: BTreeMap<String, u64> = parse_json_lines(&text(&out.stdout))
+        .into_iter()
+        .map(|v| {
+            (
+                v["session"].as_str().unwrap().to_owned(),
+                v["total_tokens"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let want: BTreeMap<String, u64> = own_totals(&s.db)
+        .into_iter()
+        .map(|(k, v)| (k, v.0))
+        .collect();
+    assert_eq!(got, want);
+}
