@@ -178,7 +178,7 @@ impl<'r> AdapterKit<'r> {
 
 /// Collects every entry the engine gives, as an owned value.
 #[derive(Default)]
-struct Collect(Vec<Entry<'static>>);
+pub(super) struct Collect(pub(super) Vec<Entry<'static>>);
 
 impl EntrySink for Collect {
     fn entry(&mut self, e: &Entry<'_>) {
