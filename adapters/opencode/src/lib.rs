@@ -14,7 +14,8 @@
 //! ```text
 //! container ──source.read(session, from ordinal)──► envelope ──decode──► Entry {
 //!     kind: user | assistant, time: time.created (epoch ms → ISO 8601 UTC),
-//!     cwd: path.cwd, else session.directory, else project.worktree (for "/" or ""),
+//!     cwd: path.cwd, else the last reply's path.cwd, else session.directory,
+//!          else project.worktree (for "/" or ""),
 //!     branch: the folder's repository's branch now (OpenCode records none),
 //!     uuid: message id, parent_uuid: parentID, session_id, is_sidechain (a child session),
 //!     texts: the assistant's text parts, usage: tokens by agent.rs, model provider/model }
@@ -82,11 +83,15 @@ use crate::record::{tokens, Envelope};
 /// The first bytes of every SQLite database file.
 pub const SQLITE_HEADER: &[u8] = b"SQLite format 3\0";
 
-/// Decodes OpenCode envelopes. It keeps, per read, the branch of each folder it has
-/// asked the repository about.
+/// Decodes OpenCode envelopes. It keeps the folder the session's last reply worked in
+/// (a user message, which records none, is in it: [`Adapter::checkpoint`] carries it
+/// across reads), and, per read, the branch of each folder it has asked the repository
+/// about.
 #[derive(Debug, Default)]
 pub struct OpenCodeAdapter {
     branches: HashMap<String, Option<String>>,
+    /// The last reply's `path.cwd` (when it is a folder), for the messages after it.
+    last_cwd: Option<String>,
 }
 
 impl OpenCodeAdapter {
@@ -105,14 +110,19 @@ impl OpenCodeAdapter {
     }
 }
 
-/// The folder of a message: the assistant's `path.cwd`, else the session's
-/// directory, each when it is a folder (not empty, not `/`); else the project's
-/// worktree; else what there is.
-fn folder<'a>(e: &'a Envelope<'a>) -> Option<&'a str> {
-    let real = |s: &&str| !s.is_empty() && *s != "/";
+/// Whether `s` names a folder a session works in (not empty, not `/`).
+fn real(s: &&str) -> bool {
+    !s.is_empty() && *s != "/"
+}
+
+/// The folder of a message: the assistant's `path.cwd`, else (a user message) the
+/// folder the last reply worked in, else the session's directory, each when it is a
+/// folder ([`real`]); else the project's worktree; else what there is.
+fn folder<'a>(e: &'a Envelope<'a>, last: Option<&'a str>) -> Option<&'a str> {
     let cwd = e.data.path.as_ref().and_then(|p| p.cwd.as_deref());
     let dir = e.directory.as_deref();
     cwd.filter(real)
+        .or(last.filter(real))
         .or(dir.filter(real))
         .or(e.worktree.as_deref().filter(real))
         .or(dir.filter(|d| !d.is_empty()))
@@ -158,7 +168,16 @@ impl Adapter for OpenCodeAdapter {
             Some("assistant") => EntryKind::Assistant,
             _ => EntryKind::Other,
         };
-        let cwd = folder(&e).map(str::to_owned);
+        let cwd = folder(&e, self.last_cwd.as_deref()).map(str::to_owned);
+        if let Some(c) = e
+            .data
+            .path
+            .as_ref()
+            .and_then(|p| p.cwd.as_deref())
+            .filter(real)
+        {
+            self.last_cwd = Some(c.to_owned());
+        }
         let branch = cwd.as_deref().and_then(|c| self.branch(c));
         let time = e
             .data
@@ -208,6 +227,39 @@ impl Adapter for OpenCodeAdapter {
         }
         sink.entry(&entry);
         Ok(())
+    }
+
+    fn open(&mut self, _path: &Path) {
+        self.last_cwd = None;
+    }
+
+    fn reset(&mut self) {
+        self.last_cwd = None;
+    }
+
+    /// The last reply's folder (`Null` before any).
+    fn checkpoint(&self) -> serde_json::Value {
+        match &self.last_cwd {
+            Some(c) => serde_json::json!({ "cwd": c }),
+            None => serde_json::Value::Null,
+        }
+    }
+
+    fn restore(&mut self, checkpoint: &serde_json::Value) -> bool {
+        match checkpoint {
+            serde_json::Value::Null => {
+                self.last_cwd = None;
+                true
+            }
+            serde_json::Value::Object(o) if o.len() == 1 => match o.get("cwd") {
+                Some(serde_json::Value::String(c)) => {
+                    self.last_cwd = Some(c.clone());
+                    true
+                }
+                _ => false,
+            },
+            _ => false,
+        }
     }
 }
 

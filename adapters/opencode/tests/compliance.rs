@@ -59,8 +59,8 @@ fn messages(session: &str, n: usize, cwd: &str) -> Vec<Message> {
                     cache_write: 7,
                 };
                 let model = ("anthropic", "claude-sonnet-4-5");
-                // The folder moves at the third reply.
-                let cwd = if i >= 5 {
+                // The folder moves at the second reply; the user message after it stays there.
+                let cwd = if i >= 3 {
                     format!("{cwd}/pkg")
                 } else {
                     cwd.to_owned()
@@ -98,7 +98,9 @@ impl OpenCodeDb {
         let path = dir.join("opencode.db");
         let db = Db::create(&path).map_err(err)?;
         // Thousands of one-row changes: not synced (a test's database).
-        db.conn().pragma_update(None, "synchronous", "off").map_err(err)?;
+        db.conn()
+            .pragma_update(None, "synchronous", "off")
+            .map_err(err)?;
         db.project("p1", "/work/app").map_err(err)?;
         db.session("ses_a", "p1", None, "/work/app", 1)
             .map_err(err)?;

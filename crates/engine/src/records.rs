@@ -130,17 +130,9 @@ impl Pipeline {
             })
             .map_err(|e| failed(e.reason));
         let times = fan.times;
-        let read = match read {
-            Ok(read) => read,
-            Err(e) => {
-                // Nothing is made of a read that failed half-way: the stages end with
-                // nothing to make durable, and the old cursor stays.
-                for s in stages.iter_mut() {
-                    let _ = s.prepare();
-                }
-                return Err(e);
-            }
-        };
+        // A read that failed half-way makes nothing (as a line read that fails): the
+        // stages are dropped unfinished, and the old cursor stays.
+        let read = read?;
         report.bytes = read.bytes;
         report.resume = resume(read.end.ordinal);
         report.cut = cut;

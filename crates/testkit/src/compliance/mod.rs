@@ -23,7 +23,7 @@
 //!   takes it; every session written one record a transaction and read after each
 //!   gives the one pass; a record being written is not passed and is read once
 //!   complete; every one-byte change of a record's JSON is a counted skip at most,
-//!   never a panic, the other records untouched.
+//!   never a panic, the records before it untouched.
 //! * [`check_stage`] checks a stage over a sequence of entries, through a
 //!   [`StageHarness`] that says how to build it and what its output is: for every entry
 //!   boundary `k`, a read of the first `k` entries, a checkpoint, a fresh stage

@@ -16,8 +16,9 @@
 //! * **being written**: a session's last record left half-written is not passed (the
 //!   cursor stops before it), and once complete it is read, the total the one pass's;
 //! * **every one-byte change** of a record's JSON (three substitutes at every byte of
-//!   the first records, never the last): no panic, every record still counted, at
-//!   most one skip, and every other record's entries unchanged.
+//!   the records just before the last, never the last): no panic, every record still counted, at
+//!   most one skip, and the entries of the records before it unchanged (those after
+//!   may follow it: an adapter may carry a record's folder to the next).
 
 use std::collections::BTreeMap;
 use std::io;
@@ -84,7 +85,8 @@ impl<'r> RecordsKit<'r> {
         }
     }
 
-    /// How many of a session's first records get every one-byte change (default 2).
+    /// How many of a session's records (those just before its last) get every one-byte
+    /// change (default 2).
     pub fn mutated_rows(mut self, n: usize) -> Self {
         self.rows = n;
         self
@@ -197,14 +199,15 @@ impl<'r> RecordsKit<'r> {
             }
         }
 
-        // Every one-byte change of the first records' JSON, read whole (no cursors).
+        // Every one-byte change of the records before the last, read whole (no cursors).
         let whole = Pipeline::builder((self.registry)()).build();
         for (key, n) in &sessions {
-            for ordinal in 0..self.rows.min(n.saturating_sub(1)) {
+            let last = n.saturating_sub(1);
+            for ordinal in last.saturating_sub(self.rows)..last {
                 let row = full.row(key, ordinal).map_err(|e| self.setup(e))?;
-                let others: Vec<&Entry<'static>> = one[key]
+                let before: Vec<&Entry<'static>> = one[key]
                     .iter()
-                    .filter(|e| e.line != ordinal as u64 + 1)
+                    .filter(|e| e.line <= ordinal as u64)
                     .collect();
                 for i in 0..row.len() {
                     for sub in [b'x', b'"', 0xff] {
@@ -235,9 +238,9 @@ impl<'r> RecordsKit<'r> {
                         }
                         let kept: Vec<&Entry<'static>> = entries
                             .iter()
-                            .filter(|e| e.line != ordinal as u64 + 1)
+                            .filter(|e| e.line <= ordinal as u64)
                             .collect();
-                        if let Some(d) = first_difference(&others, &kept) {
+                        if let Some(d) = first_difference(&before, &kept) {
                             return Err(self.fail(Check::Skips, case, d));
                         }
                     }
