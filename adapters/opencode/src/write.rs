@@ -490,3 +490,85 @@ pub fn export_tree(db: &Path, storage: &Path) -> std::io::Result<()> {
     }
     Ok(())
 }
+
+/// A generated database at `path` of `sessions` sessions shaped like a working
+/// week's (every fourth a task's child of the one before; 30 exchanges each: a user
+/// message with its text, a reply with a reasoning part, a text part and a tool call
+/// whose output is 2–12 KB; the folder moving to a sub-folder half-way), written in one
+/// transaction, unsynced. Deterministic: the same arguments give the same rows.
+pub fn generated(path: &Path, sessions: usize) -> rusqlite::Result<()> {
+    const T0: i64 = 1_777_629_600_000;
+    let db = Db::create(path)?;
+    db.conn().pragma_update(None, "synchronous", "off")?;
+    db.conn().execute_batch("BEGIN")?;
+    db.project("p_gen", "/work/gen")?;
+    // A small linear congruential generator: sizes vary, runs repeat.
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move |n: u64| {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1);
+        (state >> 33) % n
+    };
+    let filler = "fn handler(req: Request) -> Response { let body = parse(req); respond(body) }\n";
+    for s in 0..sessions {
+        let sid = format!("ses_gen{s:05}");
+        let parent = (s % 4 == 3).then(|| format!("ses_gen{:05}", s - 1));
+        let start = T0 + s as i64 * 3_600_000;
+        let dir = format!("/work/gen/app{}", s % 7);
+        db.session(&sid, "p_gen", parent.as_deref(), &dir, start)?;
+        for x in 0..30i64 {
+            let at = start + x * 60_000;
+            let uid = format!("msg_{sid}_{x:02}u");
+            db.message(&uid, &sid, at, &user(at))?;
+            db.part(
+                &format!("prt_{uid}"),
+                &uid,
+                &sid,
+                at,
+                &text_part("Please look at the failing test and fix it."),
+            )?;
+            let aid = format!("msg_{sid}_{x:02}a");
+            let cwd = if x < 15 {
+                dir.clone()
+            } else {
+                format!("{dir}/pkg")
+            };
+            let t = Tokens {
+                input: 200 + next(2000),
+                output: 100 + next(900),
+                reasoning: next(300),
+                cache_read: 5_000 + next(60_000),
+                cache_write: next(4_000),
+            };
+            let reply = assistant(
+                at + 1_000,
+                Some(at + 20_000),
+                &uid,
+                ("anthropic", "claude-sonnet-4-5"),
+                &cwd,
+                t,
+            );
+            db.message(&aid, &sid, at + 1_000, &reply)?;
+            let reasoning = json!({"type": "reasoning", "text": filler.repeat(8), "time": {"start": 0, "end": 1}}).to_string();
+            db.part(&format!("prt_{aid}_r"), &aid, &sid, at + 1_000, &reasoning)?;
+            let output = filler.repeat(25 + next(125) as usize);
+            db.part(
+                &format!("prt_{aid}_t"),
+                &aid,
+                &sid,
+                at + 1_000,
+                &tool_part("call", "read", &output),
+            )?;
+            db.part(
+                &format!("prt_{aid}_x"),
+                &aid,
+                &sid,
+                at + 1_000,
+                &text_part("Fixed: the handler parses before it responds."),
+            )?;
+        }
+    }
+    db.conn().execute_batch("COMMIT")?;
+    Ok(())
+}
