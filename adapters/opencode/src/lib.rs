@@ -307,3 +307,28 @@ impl AdapterFactory for OpenCodeFactory {
         agent::INFO
     }
 }
+
+/// Every entry of session `key` in `source` from its start, decoded by a fresh
+/// [`OpenCodeAdapter`] without the engine (no cursor, no stages): what a test, a tool
+/// or the corpus's checks read a session with. Each record's ordinal is its entry's
+/// offset (its line one more), as the engine gives them; a record that does not decode
+/// gives nothing. The read's end and family root are handed back.
+pub fn decode_session(
+    source: &mut dyn RecordSource,
+    key: &str,
+    mut f: impl FnMut(&Entry<'_>),
+) -> Result<transcope_core::records::RecordRead, RecordError> {
+    let mut adapter = OpenCodeAdapter::default();
+    source.read(
+        key,
+        &transcope_core::records::RecordPos::START,
+        &mut |ordinal: u64, json: &[u8]| {
+            let pos = LinePos {
+                offset: ordinal,
+                line: ordinal + 1,
+            };
+            let _ = adapter.decode(json, pos, &mut transcope_core::adapter::from_fn(&mut f));
+            true
+        },
+    )
+}

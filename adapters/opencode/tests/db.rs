@@ -8,10 +8,9 @@ use std::process::Command;
 
 use transcope_adapter_opencode::db::DbSource;
 use transcope_adapter_opencode::write::{self, sample, Db, Tokens};
-use transcope_adapter_opencode::{OpenCodeAdapter, OpenCodeFactory};
-use transcope_core::adapter::{from_fn, Adapter, AdapterFactory, Confidence};
+use transcope_adapter_opencode::{decode_session, OpenCodeFactory};
+use transcope_core::adapter::{AdapterFactory, Confidence};
 use transcope_core::records::{RecordPos, RecordSource};
-use transcope_core::{Entry, LinePos};
 use transcope_sqlite::rusqlite;
 
 /// A repository at `dir` on branch `feature/oc` with one commit.
@@ -47,35 +46,21 @@ type Row = (String, String, String, String, String, String, u64);
 
 fn entries(db: &Path, key: &str) -> Vec<Row> {
     let mut source = DbSource::open(db).unwrap();
-    let mut adapter = OpenCodeAdapter::default();
     let mut out = Vec::new();
-    let read = source
-        .read(key, &RecordPos::START, &mut |ordinal: u64, json: &[u8]| {
-            adapter
-                .decode(
-                    json,
-                    LinePos {
-                        offset: ordinal,
-                        line: ordinal + 1,
-                    },
-                    &mut from_fn(|e: &Entry<'_>| {
-                        let s = |c: Option<&str>| c.unwrap_or("").to_owned();
-                        let u = e.usage.as_ref();
-                        out.push((
-                            format!("{:?}", e.kind.unwrap()),
-                            s(e.time.as_str()),
-                            s(e.cwd.as_deref()),
-                            s(e.branch.as_deref()),
-                            e.texts.concat(),
-                            s(u.and_then(|u| u.model.as_deref())),
-                            u.and_then(|u| u.tokens).map_or(0, |t| t.total()),
-                        ));
-                    }),
-                )
-                .unwrap();
-            true
-        })
-        .unwrap();
+    let read = decode_session(&mut source, key, |e| {
+        let s = |c: Option<&str>| c.unwrap_or("").to_owned();
+        let u = e.usage.as_ref();
+        out.push((
+            format!("{:?}", e.kind.unwrap()),
+            s(e.time.as_str()),
+            s(e.cwd.as_deref()),
+            s(e.branch.as_deref()),
+            e.texts.concat(),
+            s(u.and_then(|u| u.model.as_deref())),
+            u.and_then(|u| u.tokens).map_or(0, |t| t.total()),
+        ));
+    })
+    .unwrap();
     assert!(!read.held);
     out
 }
@@ -159,24 +144,13 @@ fn usage_totals_equal_the_sum_of_the_five_disjoint_counts() {
     assert_eq!(read, s.replies.iter().map(|r| r.2.total()).sum::<u64>());
     // Reasoning is inside the output, never added twice; cache counts apart.
     let mut source = DbSource::open(&s.db).unwrap();
-    let mut adapter = OpenCodeAdapter::default();
     let mut first = None;
-    source
-        .read(s.main, &RecordPos::START, &mut |_: u64, json: &[u8]| {
-            adapter
-                .decode(
-                    json,
-                    LinePos::default(),
-                    &mut from_fn(|e: &Entry<'_>| {
-                        if let (None, Some(t)) = (&first, e.usage.as_ref().and_then(|u| u.tokens)) {
-                            first = Some(t);
-                        }
-                    }),
-                )
-                .unwrap();
-            true
-        })
-        .unwrap();
+    decode_session(&mut source, s.main, |e| {
+        if let (None, Some(t)) = (&first, e.usage.as_ref().and_then(|u| u.tokens)) {
+            first = Some(t);
+        }
+    })
+    .unwrap();
     let t = first.unwrap();
     assert_eq!(
         (

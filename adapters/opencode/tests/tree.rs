@@ -5,32 +5,16 @@
 use std::path::Path;
 
 use transcope_adapter_opencode::write::{export_tree, sample};
-use transcope_adapter_opencode::{OpenCodeAdapter, OpenCodeFactory};
-use transcope_core::adapter::{from_fn, Adapter, AdapterFactory, Confidence};
+use transcope_adapter_opencode::{decode_session, OpenCodeFactory};
+use transcope_core::adapter::{AdapterFactory, Confidence};
 use transcope_core::records::{RecordPos, RecordSource};
-use transcope_core::{Entry, LinePos};
 
 /// Every entry of `key` in the container at `path`, as debug text, and the read's
 /// parent.
 fn read(path: &Path, key: &str) -> (Vec<String>, Option<String>) {
     let mut source = OpenCodeFactory.records(path).unwrap();
-    let mut adapter = OpenCodeAdapter::default();
     let mut out = Vec::new();
-    let read = source
-        .read(key, &RecordPos::START, &mut |o: u64, json: &[u8]| {
-            adapter
-                .decode(
-                    json,
-                    LinePos {
-                        offset: o,
-                        line: o + 1,
-                    },
-                    &mut from_fn(|e: &Entry<'_>| out.push(format!("{e:?}"))),
-                )
-                .unwrap();
-            true
-        })
-        .unwrap();
+    let read = decode_session(source.as_mut(), key, |e| out.push(format!("{e:?}"))).unwrap();
     (out, read.parent)
 }
 

@@ -32,6 +32,10 @@ struct Args {
     /// Share of Codex sessions in the legacy (pre-envelope) format (0–1).
     #[arg(long, default_value_t = 0.08)]
     legacy_share: f64,
+    /// OpenCode sessions in a database under OUT/opencode, as a share of the number of
+    /// the other sessions (0 writes none).
+    #[arg(long, default_value_t = 0.0)]
+    opencode_share: f64,
     /// Number of git repositories to create under OUT/repos.
     #[arg(long, default_value_t = 16)]
     repos: usize,
@@ -101,6 +105,7 @@ fn main() -> Result<()> {
         codex_share: args.codex_share,
         gemini_share: args.gemini_share,
         legacy_share: args.legacy_share,
+        opencode_share: args.opencode_share,
         repos: args.repos,
         max_tool_output: usize::try_from(max_tool_output).context("--max-tool-output too large")?,
     };
