@@ -456,7 +456,7 @@ impl Pipeline {
         // A session of a container read by its records: no byte offsets, no head.
         if let Some(c) = saved.as_ref().filter(|c| c.records) {
             if let Some(factory) = self.inner.registry.by_name(&c.adapter) {
-                let held = Held { on_disk, saved };
+                let held = Loaded { on_disk, saved };
                 return self.observe_records(req, factory, (store, held), obs, stages);
             }
         }
@@ -483,7 +483,7 @@ impl Pipeline {
             &self.inner.framer,
         )?;
         if let Some(factory) = source.as_ref().and_then(Source::records) {
-            let held = Held { on_disk, saved };
+            let held = Loaded { on_disk, saved };
             return self.observe_records(req, factory, (store, held), obs, stages);
         }
         // The head's fingerprint for the new cursor: the saved one when it covers the
@@ -666,7 +666,7 @@ fn restore_adapter(c: &Cursor, source: Option<&mut Source<'_>>) -> bool {
 
 /// The cursor a read found: as it is on disk, and the one it resumes from (its intent
 /// resolved).
-struct Held {
+struct Loaded {
     on_disk: Option<Cursor>,
     saved: Option<Cursor>,
 }

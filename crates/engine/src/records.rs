@@ -33,7 +33,7 @@ use transcope_core::{Entry, TimeValue};
 
 use crate::cursor::{Cursor, CURSOR_VERSION};
 use crate::scan::{decode_one, Resume, ScanError, ScanReport};
-use crate::{prepare, Fan, Held, Observation, Pipeline, Request, Store};
+use crate::{prepare, Fan, Loaded, Observation, Pipeline, Request, Store};
 
 impl Pipeline {
     /// [`Pipeline::observe`] of `req.key`'s records in the container at `req.path`,
@@ -43,7 +43,7 @@ impl Pipeline {
         &self,
         req: &Request<'_>,
         factory: &dyn AdapterFactory,
-        (store, held): (Option<Store<'_>>, Held),
+        (store, held): (Option<Store<'_>>, Loaded),
         mut obs: Observation,
         stages: &mut [&mut (dyn Stage + '_)],
     ) -> Result<Observation, ScanError> {
@@ -62,7 +62,7 @@ impl Pipeline {
             obs.up_to_date = true;
             return Ok(obs);
         };
-        let Held { on_disk, saved } = held;
+        let Loaded { on_disk, saved } = held;
         let mut saved = saved.filter(|c| c.records && c.adapter == factory.name());
         if let Some(c) = &saved {
             if c.marker == marker && obs.recovered != Some(true) {
