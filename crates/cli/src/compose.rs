@@ -22,6 +22,7 @@ pub fn adapters() -> AdapterRegistry {
     let mut r = AdapterRegistry::new();
     r.register(Box::new(transcope_adapter_qwen::QwenFactory));
     r.register(Box::new(transcope_adapter_copilot::CopilotFactory));
+    r.register(Box::new(transcope_adapter_opencode::OpenCodeFactory));
     r.register(Box::new(transcope_adapter_claude::ClaudeFactory));
     r.register(Box::new(transcope_adapter_codex::CodexFactory));
     r.register(Box::new(transcope_adapter_gemini::GeminiFactory));

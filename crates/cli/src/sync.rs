@@ -81,7 +81,11 @@ pub(crate) fn sync(home: &Path, how: Sync) -> Result<(Index, Synced)> {
         let changed: Vec<_> = listed
             .iter()
             .filter(|j| match j {
-                Ok(job) => seen.get(seen_key(&job.path)) != Some(&job.stamp()),
+                // A container's session is asked its change marker instead (its
+                // database's own stamp does not move while its write-ahead log grows).
+                Ok(job) => {
+                    job.session.is_some() || seen.get(seen_key(&job.path)) != Some(&job.stamp())
+                }
                 Err(_) => true,
             })
             .collect();
@@ -101,7 +105,7 @@ pub(crate) fn sync(home: &Path, how: Sync) -> Result<(Index, Synced)> {
             .iter()
             .filter(|_| !index_failed)
             .filter_map(|j| j.as_ref().ok())
-            .filter(|j| !failed.contains(seen_key(&j.path)))
+            .filter(|j| j.session.is_none() && !failed.contains(seen_key(&j.path)))
             .map(|j| (seen_key(&j.path), j.stamp()))
             .collect();
         let here: rustc_hash::FxHashSet<&[u8]> =

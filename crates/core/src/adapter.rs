@@ -3,7 +3,7 @@
 //! Adapters are push-model: [`Adapter::decode`] hands each entry to an [`EntrySink`]
 //! instead of returning a collection, so no `Vec` is built per line and entries can
 //! borrow from the line. Format detection is separate ([`AdapterFactory::sniff`]), and
-//! so are framing ([`Framing`]: lines, or one document per file) and the agent's
+//! so are framing ([`Framing`]: lines, one document per file, or the records of a container of sessions) and the agent's
 //! on-disk [`Layout`] (its default folders, which files it claims, a file's scope-log
 //! key, a sub-agent's parent, a fork's source), so a third-party crate adds a format by
 //! implementing these traits and registering its factory in an [`AdapterRegistry`] —
@@ -38,6 +38,7 @@ use serde_json::Value;
 use crate::agent::{AgentInfo, Hooks, McpServers};
 use crate::entry::{Entry, LinePos};
 use crate::head::Head;
+use crate::records::{RecordError, RecordSource};
 
 /// Receives decoded entries.
 pub trait EntrySink {
@@ -222,6 +223,12 @@ pub enum Framing {
     /// One JSON document per file, rewritten as the session grows: decoded whole, and
     /// a later read skips the entries an earlier read already gave.
     Document,
+    /// A container of many sessions' records (a database, a tree of documents), read
+    /// through the [`RecordSource`](crate::records::RecordSource) the factory opens
+    /// ([`AdapterFactory::records`]): one session at a time, each record's JSON
+    /// decoded like a line, resumed from an ordinal, "nothing new" told by a change
+    /// marker ([`crate::records`]).
+    Records,
 }
 
 /// Where an agent keeps its transcripts, and how a file maps to a session: the
@@ -291,6 +298,15 @@ pub trait AdapterFactory: Send + Sync {
     fn framing(&self, path: &Path) -> Framing {
         let _ = path;
         Framing::Lines
+    }
+    /// The container at `path` opened as a record source, for a format framed as
+    /// [`Framing::Records`] there; the default has none.
+    fn records(&self, path: &Path) -> Result<Box<dyn RecordSource>, RecordError> {
+        Err(RecordError::new(format!(
+            "{}: the {} format keeps no records there",
+            path.display(),
+            self.name()
+        )))
     }
     /// Where this agent keeps its files and how they name sessions, when it has a
     /// layout a batch can walk.

@@ -11,6 +11,8 @@
 //! * [`entry`] and [`adapter`]: the neutral [`Entry`](entry::Entry) every adapter emits,
 //!   the push-model [`Adapter`](adapter::Adapter) trait, framing and the agent's
 //!   [`Layout`](adapter::Layout);
+//! * [`records`]: containers of session records (a database, a tree of documents) read
+//!   through the third framing, `Framing::Records`, by an ordinal and a change marker;
 //! * [`agent`]: what an adapter declares of its agent beyond the format — its token
 //!   usage shape, its hook wiring and home folder, its pricing provider;
 //! * [`stage`]: the [`Stage`](stage::Stage) trait (entries in, outputs pushed to a
@@ -42,6 +44,7 @@ pub mod head;
 pub mod marker;
 pub mod py;
 pub mod quote;
+pub mod records;
 pub mod scope;
 pub mod session;
 pub mod stage;

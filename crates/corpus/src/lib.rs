@@ -86,11 +86,14 @@ mod gemini;
 mod git;
 mod json;
 mod qwen;
+mod opencode;
 mod rng;
 pub use rng::Rng;
 mod sink;
 mod text;
 mod world;
+
+pub use opencode::Expected as OpenCodeExpected;
 
 use std::fs;
 use std::io;
@@ -140,6 +143,11 @@ pub struct CorpusSpec {
     pub copilot_share: f64,
     /// Of the Codex sessions, the share written in the legacy (pre-envelope) format.
     pub legacy_share: f64,
+    /// OpenCode sessions written to a database (`opencode/`, its expectations in
+    /// `opencode/sessions.json`: [`OpenCodeExpected`]), as a share of the number of
+    /// the other sessions (above 1: more than they). 0, the default, writes none and changes nothing else.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub opencode_share: f64,
     /// Number of git repositories to create under `repos/` (plus about a quarter as many plain
     /// folders).
     pub repos: usize,
@@ -159,6 +167,7 @@ impl CorpusSpec {
             qwen_share: 0.0,
             copilot_share: 0.0,
             legacy_share: 0.08,
+            opencode_share: 0.0,
             repos: 16,
             max_tool_output: 1 << 20,
         }
@@ -726,6 +735,8 @@ pub fn generate(spec: &CorpusSpec, out: &Path) -> io::Result<Manifest> {
     }
 
     gemini::write_records(&root, &projects, &entries)?;
+    let opencode = (sessions as f64 * spec.opencode_share).round() as u64;
+    opencode::write_sessions(&root, &world, spec.seed, opencode)?;
 
     let manifest = Manifest {
         format: 1,

@@ -53,6 +53,19 @@ pub struct Cursor {
     /// SHA-256 over those entries' times and texts, hex (empty for lines).
     #[serde(default, skip_serializing_if = "is_default")]
     pub entries_sha256: String,
+    /// A container's session read through its records (`Framing::Records`): `offset`
+    /// is then the ordinal of the next record, `line` one past it, and the file's size
+    /// and head say nothing (a database is rewritten in place).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub records: bool,
+    /// The session's change marker when it was read (records only): the same marker
+    /// again is nothing new.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub marker: String,
+    /// The id of the last record read (records only): the read resumes after it only
+    /// while it is still the record before `offset`.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub anchor: String,
     /// Each stage's checkpoint, by stage name.
     #[serde(default)]
     pub stages: BTreeMap<String, Value>,

@@ -85,6 +85,7 @@
 #![warn(missing_docs)]
 
 pub mod cursor;
+mod records;
 pub mod scan;
 /// The cursor store, `<home>/transcope/cursors.sqlite`: the backend crate
 /// `transcope-cursor-store` (the only one here that knows SQLite), re-exported where it
@@ -463,7 +464,14 @@ impl Pipeline {
             // Not made: the read before it stands (itself perhaps an intent).
             saved = intent.prev;
         }
-        saved = saved.filter(|c| cursor::still_valid(c, &file, size, &known));
+        // A session of a container read by its records: no byte offsets, no head.
+        if let Some(c) = saved.as_ref().filter(|c| c.records) {
+            if let Some(factory) = self.inner.registry.by_name(&c.adapter) {
+                let held = Loaded { on_disk, saved };
+                return self.observe_records(req, factory, (store, held), obs, stages);
+            }
+        }
+        saved = saved.filter(|c| !c.records && cursor::still_valid(c, &file, size, &known));
         // Only a file read whole is told unchanged by its modification time.
         let saved_mtime = saved.as_ref().filter(|c| c.whole).map(|_| mtime_ns(&file));
         if let Some(c) = &saved {
@@ -485,6 +493,10 @@ impl Pipeline {
             saved.as_ref().map(|c| c.adapter.as_str()),
             &self.inner.framer,
         )?;
+        if let Some(factory) = source.as_ref().and_then(Source::records) {
+            let held = Loaded { on_disk, saved };
+            return self.observe_records(req, factory, (store, held), obs, stages);
+        }
         // The head's fingerprint for the new cursor: the saved one when it covers the
         // same bytes (it was just checked), else of the bytes read to sniff the file,
         // before the file is read.
@@ -565,11 +577,7 @@ impl Pipeline {
                 obs.resumed = false;
             }
         }
-        let tokens: BTreeMap<String, Value> = stages
-            .iter_mut()
-            .map(|s| (s.name().to_owned(), s.prepare()))
-            .filter(|(_, t)| !t.is_null())
-            .collect();
+        let tokens = prepare(stages);
         let next = match (&store, head_sha256) {
             (Some(st), Some(head_sha256)) if !obs.scan.adapter.is_empty() => next_cursor(
                 Read {
@@ -589,28 +597,52 @@ impl Pipeline {
             ),
             _ => None,
         };
+        self.conclude(
+            req,
+            (store.as_ref(), on_disk.as_ref()),
+            &mut obs,
+            stages,
+            &ctx,
+            (tokens, next),
+        );
+        Ok(obs)
+    }
+
+    /// What every read ends with, once its entries are fed and each stage's token
+    /// taken ([`prepare`]) and its checkpoint put in `next` (the cursor of the read's
+    /// end): the intent stored beside the new cursor, `finish`, and the cursor handed
+    /// back to be saved (or what was on disk put back when a stage failed).
+    fn conclude(
+        &self,
+        req: &Request<'_>,
+        (store, on_disk): (Option<&Store<'_>>, Option<&Cursor>),
+        obs: &mut Observation,
+        stages: &mut [&mut (dyn Stage + '_)],
+        ctx: &FileContext<'_>,
+        (tokens, next): (BTreeMap<String, Value>, Option<Cursor>),
+    ) {
         // Encoded once, for the intent and the cursor saved after it.
         let next = next.and_then(|n| Encoded::new(&n).ok());
         // The intent: what finish is about to make durable, beside both cursors.
         let journaled = !tokens.is_empty() && !req.committed_after;
-        if let (Some(n), Some(st), true) = (&next, &store, journaled) {
+        if let (Some(n), Some(st), true) = (&next, store, journaled) {
             let intent = Intent {
                 // What stands if this read is stopped: the cursor as it was on disk,
                 // its own unresolved intent included.
-                prev: on_disk.clone(),
+                prev: on_disk.cloned(),
                 tokens,
             };
             // Not synced: a kill (the case it serves) keeps the page cache.
             let _ = st.store.put_intent(st.key, req.path, n, &intent);
         }
         for s in stages.iter_mut() {
-            s.finish(&ctx);
+            s.finish(ctx);
         }
         obs.failed = stages.iter().any(|s| s.failed());
         if obs.failed {
             // Put back what was on disk: these bytes are read again next time.
-            if let Some(st) = &store {
-                let _ = st.store.reset(st.key, req.path, on_disk.as_ref());
+            if let Some(st) = store {
+                let _ = st.store.reset(st.key, req.path, on_disk);
             }
         } else if let (Some(n), Some(st)) = (next, store) {
             obs.pending = Some(PendingCursor {
@@ -620,8 +652,17 @@ impl Pipeline {
                 cursor: n,
             });
         }
-        Ok(obs)
     }
+}
+
+/// Each stage's token of what its `finish` is about to make durable, by stage name
+/// (`Null` tokens left out).
+fn prepare(stages: &mut [&mut (dyn Stage + '_)]) -> BTreeMap<String, Value> {
+    stages
+        .iter_mut()
+        .map(|s| (s.name().to_owned(), s.prepare()))
+        .filter(|(_, t)| !t.is_null())
+        .collect()
 }
 
 /// Make the adapter of a line read resumed from `c` ready in the state `c` left it in
@@ -632,6 +673,13 @@ fn restore_adapter(c: &Cursor, source: Option<&mut Source<'_>>) -> bool {
         Some(src) if !c.whole => src.resume_adapter(Resume::from(c), &c.adapter_checkpoint),
         _ => true,
     }
+}
+
+/// The cursor a read found: as it is on disk, and the one it resumes from (its intent
+/// resolved).
+struct Loaded {
+    on_disk: Option<Cursor>,
+    saved: Option<Cursor>,
 }
 
 /// Where one read's cursor lives.
@@ -687,6 +735,9 @@ fn next_cursor(
             _ => String::new(),
         },
         whole,
+        records: false,
+        marker: String::new(),
+        anchor: String::new(),
         stages,
         adapter_checkpoint: if whole {
             Value::Null

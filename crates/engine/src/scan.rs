@@ -62,12 +62,16 @@ pub struct ScanReport {
     /// goes on as if this one had reached the end.
     pub cut: bool,
     /// The first and last record times of the bytes read, found as they were framed
-    /// ([`transcope_core::times`]).
+    /// ([`transcope_core::times`]); of a container's records, its first and last
+    /// entries' times.
     pub times: transcope_core::times::Times,
+    /// The family root of the session read, when its container records it (a
+    /// sub-agent session's top parent: `transcope_core::records::RecordRead::parent`).
+    pub parent: Option<String>,
 }
 
 impl ScanReport {
-    fn skip(&mut self, s: Skip) {
+    pub(crate) fn skip(&mut self, s: Skip) {
         match self.skipped.iter_mut().find(|(k, _)| *k == s) {
             Some((_, n)) => *n += 1,
             None => self.skipped.push((s, 1)),
@@ -306,7 +310,7 @@ fn resume_after(from: Resume, bytes: u64, lines: u64, report: &ScanReport) -> Re
     }
 }
 
-fn decode_one(
+pub(crate) fn decode_one(
     bytes: &[u8],
     offset: u64,
     number: u64,
@@ -367,6 +371,15 @@ pub enum ScanError {
     /// Not a regular file (a directory, FIFO, device…).
     #[error("{0} is not a regular file")]
     NotAFile(String),
+    /// A container of records could not be read (locked past the wait, damaged, not
+    /// the format), or was asked for no session.
+    #[error("while reading {path}: {reason}")]
+    Records {
+        /// The container.
+        path: String,
+        /// Why.
+        reason: String,
+    },
 }
 
 /// Open `path` for reading only if it is a regular file (never blocks on a FIFO), with
@@ -490,6 +503,12 @@ impl<'a> Source<'a> {
     pub fn until(mut self, until: Option<std::time::Instant>) -> Self {
         self.until = until;
         self
+    }
+
+    /// The factory, when its format is a container of records at this path
+    /// ([`Framing::Records`]): the file is read through its record source, not framed.
+    pub fn records(&self) -> Option<&'a dyn AdapterFactory> {
+        (self.factory.framing(self.path) == Framing::Records).then_some(self.factory)
     }
 
     /// The adapter's name.

@@ -15,6 +15,11 @@
 //! * **versioned:** [`migrate`] runs the migrations past `PRAGMA user_version` in one
 //!   `BEGIN IMMEDIATE` transaction, and refuses a database a newer transcope made or
 //!   one that holds another program's tables;
+//! * **another program's, read only** ([`open_foreign`]): a database an agent keeps
+//!   (OpenCode's `opencode.db`) is opened read-only and never written, its
+//!   write-ahead log honoured (a running agent's last commits are seen; no
+//!   `immutable`), with the same busy timeout, so an adapter reads it while the agent
+//!   writes without taking a dependency on SQLite's client of its own;
 //! * **whole or refused** ([`open_whole`], the index's way): a new database is made
 //!   under a temporary name, given its schema and only then linked into place, so a
 //!   database that is there is never legitimately empty; a link, a non-file, an empty
@@ -292,6 +297,32 @@ fn create_file(path: &Path) -> io::Result<bool> {
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
         Err(e) => Err(e),
     }
+}
+
+/// Open another program's database at `path` to read it while that program may be
+/// writing it: read-only (`SQLITE_OPEN_READ_ONLY`, `PRAGMA query_only`), its
+/// write-ahead log read like any reader's (no `immutable=1`: a database being written is
+/// not immutable), waiting up to [`BUSY_TIMEOUT`] for a writer's lock. Nothing is created:
+/// a missing file is an error. Whether it is the program's database (its tables) is
+/// the caller's to check.
+///
+/// ```
+/// let dir = tempfile::tempdir().unwrap();
+/// let db = dir.path().join("other.db");
+/// let w = transcope_sqlite::rusqlite::Connection::open(&db).unwrap();
+/// w.execute_batch("CREATE TABLE t (a); INSERT INTO t VALUES (1);").unwrap();
+/// let conn = transcope_sqlite::open_foreign(&db).unwrap();
+/// let n: i64 = conn.query_row("SELECT count(*) FROM t", [], |r| r.get(0)).unwrap();
+/// assert_eq!(n, 1);
+/// assert!(conn.execute("INSERT INTO t VALUES (2)", []).is_err());
+/// assert!(transcope_sqlite::open_foreign(&dir.path().join("none.db")).is_err());
+/// ```
+pub fn open_foreign(path: &Path) -> Result<Connection, Error> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags)?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.pragma_update(None, "query_only", true)?;
+    Ok(conn)
 }
 
 /// Put `conn`'s database in WAL mode (a no-op when it is), the log emptied past 1 MiB.

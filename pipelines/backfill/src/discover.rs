@@ -4,12 +4,22 @@
 //! knowledge (their [`Layout`](transcope_core::adapter::Layout)s): the walk keeps the
 //! files some registered layout claims, and [`scope_key`] asks the layouts; [`family`]
 //! adds the root of the file's family, which a [`Shard`] goes by.
+//!
+//! A container of many sessions' records (a database: its format framed as
+//! [`Framing::Records`]) is one file but many reads: the walk opens it as its factory's
+//! record source and yields one [`Job`] per session it holds, each named already
+//! ([`Job::session`]: its key and its family's root), so the reads of one database are
+//! spread over the workers and a shard keeps a family together like any other. A
+//! container that cannot be listed (locked past the wait, damaged) is one `Err`: the
+//! run reports it and goes on.
 
+use std::collections::VecDeque;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use transcope_core::adapter::AdapterRegistry;
+use transcope_core::adapter::{AdapterFactory, AdapterRegistry, Framing};
 use transcope_core::head::Head;
+use transcope_core::records::Held;
 use transcope_engine::Handoff;
 
 use crate::Shard;
@@ -26,6 +36,10 @@ pub struct Job {
     /// Its modification time in nanoseconds and its inode, to tell it unchanged
     /// since a listing ([`Job::stamp`]).
     pub stamp: (i128, u64),
+    /// The one session of a container of records this job reads (its key and its
+    /// family's root), named when the walk listed the container; `None` for a
+    /// transcript file, named from its head.
+    pub session: Option<Held>,
 }
 
 impl Job {
@@ -75,6 +89,7 @@ pub fn walk<'r>(paths: &[PathBuf], registry: &'r AdapterRegistry) -> Walk<'r> {
         roots: roots.into_iter(),
         folders: Vec::new(),
         stack: Vec::new(),
+        expanded: VecDeque::new(),
     }
 }
 
@@ -86,6 +101,8 @@ pub struct Walk<'r> {
     folders: Vec<PathBuf>,
     /// The listings being walked, outermost first; each yields in name order.
     stack: Vec<std::vec::IntoIter<Listed>>,
+    /// The sessions of the container listed last, yielded before the walk goes on.
+    expanded: VecDeque<Result<Job, Problem>>,
 }
 
 /// A folder entry worth yielding or entering.
@@ -122,6 +139,9 @@ impl Iterator for Walk<'_> {
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
+            if let Some(item) = self.expanded.pop_front() {
+                return Some(item);
+            }
             if let Some(top) = self.stack.last_mut() {
                 match top.next() {
                     Some(Listed::Folder(p)) => match list(&p, self.registry) {
@@ -131,7 +151,10 @@ impl Iterator for Walk<'_> {
                     Some(Listed::Transcript(p)) => {
                         // Gone or changed since listed: skipped, as a listing race.
                         if let Ok(m) = fs::metadata(&p) {
-                            return Some(Ok(job(p, &m)));
+                            match container(self.registry, &p, false) {
+                                Some(f) => self.expanded = sessions(f, job(p, &m)),
+                                None => return Some(Ok(job(p, &m))),
+                            }
                         }
                     }
                     None => {
@@ -147,7 +170,10 @@ impl Iterator for Walk<'_> {
             // The type from the metadata, never from opening it: a FIFO's open would
             // wait for a writer.
             match fs::metadata(&root) {
-                Ok(m) if m.is_file() => return Some(Ok(job(root, &m))),
+                Ok(m) if m.is_file() => match container(self.registry, &root, true) {
+                    Some(f) => self.expanded = sessions(f, job(root, &m)),
+                    None => return Some(Ok(job(root, &m))),
+                },
                 Ok(m) if !m.is_dir() => {
                     return Some(Err(Problem {
                         reason: format!("not a regular file or folder: {}", kind_of(&m)),
@@ -189,6 +215,56 @@ fn kind_of(m: &fs::Metadata) -> &'static str {
     }
 }
 
+/// The factory whose format is a container of records at `path` ([`Framing::Records`]):
+/// the one whose layout claims it, else (`named`: a file given by name, which no layout
+/// need claim) the one its head is sniffed as.
+fn container<'r>(
+    registry: &'r AdapterRegistry,
+    path: &Path,
+    named: bool,
+) -> Option<&'r dyn AdapterFactory> {
+    let records = |f: &&dyn AdapterFactory| f.framing(path) == Framing::Records;
+    if let Some(f) = registry.claiming(path) {
+        return Some(f).filter(records);
+    }
+    if !named {
+        return None;
+    }
+    let mut head = Vec::with_capacity(512);
+    let (file, _) = transcope_jsonl::open_regular(path).ok()?;
+    std::io::Read::read_to_end(&mut std::io::Read::take(&file, 512), &mut head).ok()?;
+    registry
+        .detect(path, transcope_engine::scan::first_line(&head))
+        .filter(records)
+}
+
+/// One job per session the container `whole` lists, in its order (the container's
+/// size shared out among them, for the run's estimate of what is left), or the
+/// container's problem.
+fn sessions(factory: &dyn AdapterFactory, whole: Job) -> VecDeque<Result<Job, Problem>> {
+    let listed = factory
+        .records(&whole.path)
+        .and_then(|mut source| source.sessions());
+    match listed {
+        Ok(held) => {
+            let n = held.len().max(1) as u64;
+            held.into_iter()
+                .map(|h| {
+                    Ok(Job {
+                        size: whole.size / n,
+                        session: Some(h),
+                        ..whole.clone()
+                    })
+                })
+                .collect()
+        }
+        Err(e) => VecDeque::from([Err(Problem {
+            reason: format!("its sessions could not be listed: {e}"),
+            path: whole.path,
+        })]),
+    }
+}
+
 fn job(path: PathBuf, m: &fs::Metadata) -> Job {
     use std::os::unix::fs::MetadataExt;
     let since = m
@@ -200,6 +276,7 @@ fn job(path: PathBuf, m: &fs::Metadata) -> Job {
         size: m.len(),
         modified: since.map_or(0, |d| d.as_secs()),
         stamp: (since.map_or(0, |d| d.as_nanos() as i128), m.ino()),
+        session: None,
     }
 }
 
@@ -232,10 +309,18 @@ pub(crate) enum Named {
     Keyless(String),
 }
 
-/// The scope-log key of `path` ([`scope_key`]) when its family is `shard`'s (every
-/// file's without a shard). A file without a key goes to shard 0 (its problem is
-/// reported once, whatever the number of shards).
-pub(crate) fn name_opened(registry: &AdapterRegistry, path: &Path, shard: Option<Shard>) -> Named {
+/// The scope-log key of `job`'s file ([`scope_key`]) when its family is `shard`'s
+/// (every file's without a shard). A file without a key goes to shard 0 (its problem is
+/// reported once, whatever the number of shards). A container's session is named
+/// already ([`Job::session`]), and is not opened here.
+pub(crate) fn name_opened(registry: &AdapterRegistry, job: &Job, shard: Option<Shard>) -> Named {
+    if let Some(held) = &job.session {
+        if shard.is_some_and(|s| !s.is_whole() && !s.takes(&held.root)) {
+            return Named::OtherShard;
+        }
+        return Named::Key(held.key.clone(), None);
+    }
+    let path = job.path.as_path();
     let (head, size) = match transcope_jsonl::open_regular(path) {
         Ok((file, size)) => (Head::with_file(path, file), size),
         Err(_) => (Head::unopened(path), 0),

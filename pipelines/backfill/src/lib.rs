@@ -457,7 +457,7 @@ where
                 return None;
             }
         };
-        let named = discover::name_opened(opts.pipeline.registry(), &job.path, opts.shard);
+        let named = discover::name_opened(opts.pipeline.registry(), &job, opts.shard);
         let (key, opened) = match named {
             discover::Named::Key(key, opened) => (key, opened),
             discover::Named::OtherShard => {
@@ -980,8 +980,10 @@ fn process_file(
     policy: ReadPolicy,
 ) -> (FileOutcome, Option<Waiting>) {
     let mut o = FileOutcome::default();
-    // The evidence first: the file's new bytes kept before anything is derived.
-    if let Some(a) = &opts.archive {
+    // The evidence first: the file's new bytes kept before anything is derived. A
+    // container of records (a database, rewritten in place) is not an append-only
+    // transcript the archive can keep by its new bytes: it is read, not archived.
+    if let Some(a) = opts.archive.as_ref().filter(|_| job.session.is_none()) {
         match a.keep(&job.path, Some(key)) {
             Ok(k) => {
                 o.archived = k.added;

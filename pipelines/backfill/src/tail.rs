@@ -178,6 +178,7 @@ mod tests {
             size,
             modified: 0,
             stamp: (0, 0),
+            session: None,
         })
     }
 

@@ -265,11 +265,15 @@ pub fn observed(
     }
     let scan = &report.scan;
     let key = o.log.session();
-    let parent = pipeline
-        .registry()
-        .by_name(scan.adapter)
-        .and_then(|f| f.layout())
-        .and_then(|l| l.parent(key));
+    // A container that records the session's family says so in the read; else the
+    // layout tells it from the key.
+    let parent = scan.parent.clone().or_else(|| {
+        pipeline
+            .registry()
+            .by_name(scan.adapter)
+            .and_then(|f| f.layout())
+            .and_then(|l| l.parent(key))
+    });
     Some(Observed {
         session: key.to_owned(),
         parent,

@@ -42,6 +42,10 @@ struct Args {
     /// Share of Codex sessions in the legacy (pre-envelope) format (0–1).
     #[arg(long, default_value_t = 0.08)]
     legacy_share: f64,
+    /// OpenCode sessions in a database under OUT/opencode, as a share of the number of
+    /// the other sessions (0 writes none).
+    #[arg(long, default_value_t = 0.0)]
+    opencode_share: f64,
     /// Number of git repositories to create under OUT/repos.
     #[arg(long, default_value_t = 16)]
     repos: usize,
@@ -119,6 +123,7 @@ fn main() -> Result<()> {
         qwen_share: args.qwen_share,
         copilot_share: args.copilot_share,
         legacy_share: args.legacy_share,
+        opencode_share: args.opencode_share,
         repos: args.repos,
         max_tool_output: usize::try_from(max_tool_output).context("--max-tool-output too large")?,
     };

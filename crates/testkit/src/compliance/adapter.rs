@@ -178,7 +178,7 @@ impl<'r> AdapterKit<'r> {
 
 /// Collects every entry the engine gives, as an owned value.
 #[derive(Default)]
-struct Collect(Vec<Entry<'static>>);
+pub(super) struct Collect(pub(super) Vec<Entry<'static>>);
 
 impl EntrySink for Collect {
     fn entry(&mut self, e: &Entry<'_>) {
@@ -344,6 +344,8 @@ impl<'k> Case<'k> {
         report.splits += match self.fx.framing {
             Framing::Lines => self.line_framed(&one, &scan)?,
             Framing::Document => self.growth(&one)?,
+            // No fixture file is a container: containers have a kit of their own.
+            Framing::Records => 0,
         };
         report.reads += self.reads;
         Ok(())

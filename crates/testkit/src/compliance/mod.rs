@@ -18,6 +18,12 @@
 //!   inserted give the same entries and exactly one skip each, of the reason the
 //!   [`Skip`](transcope_core::adapter::Skip) contract names; the adapter's own
 //!   checkpoint round-trips and garbage is refused.
+//! * [`RecordsKit`] checks an adapter whose format is a container of many sessions'
+//!   records (a database), over a [`Container`] its test writes: the factory alone
+//!   takes it; every session written one record a transaction and read after each
+//!   gives the one pass; a record being written is not passed and is read once
+//!   complete; every one-byte change of a record's JSON is a counted skip at most,
+//!   never a panic, the records before it untouched.
 //! * [`check_stage`] checks a stage over a sequence of entries, through a
 //!   [`StageHarness`] that says how to build it and what its output is: for every entry
 //!   boundary `k`, a read of the first `k` entries, a checkpoint, a fresh stage
@@ -65,12 +71,14 @@
 
 mod adapter;
 mod others;
+mod records;
 mod stage;
 
 use std::fmt::Debug;
 
 pub use adapter::{AdapterKit, AdapterReport, Fixture};
 pub use others::{other_agents_lines, others_untouched};
+pub use records::{Container, RecordsKit, RecordsReport};
 pub use stage::{check_stage, fixture_entries, StageHarness, StageReport};
 
 /// Which part of the contract a [`Violation`] breaks.
