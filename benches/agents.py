@@ -39,13 +39,15 @@ AGENTS = [
     ("gemini", ["--gemini-share", "1"], "GEMINI_CLI_HOME", "gemini"),
     ("qwen", ["--qwen-share", "1"], "QWEN_HOME", "qwen/.qwen"),
     ("copilot", ["--copilot-share", "1"], "COPILOT_HOME", "copilot/.copilot"),
+    # A database beside a small Claude archive (not read: HOME is elsewhere).
+    ("opencode", ["--codex-share", "0", "--opencode-share", "4"], "XDG_DATA_HOME", "opencode/.local/share"),
 ]
 
 
 def transcripts(folder):
-    """The transcript files under `folder` (sorted), and their bytes."""
+    """The transcript files (and databases) under `folder` (sorted), and their bytes."""
     files = sorted(os.path.join(b, f) for b, _, fs in os.walk(folder) for f in fs
-                   if f.endswith((".jsonl", ".json")))
+                   if f.endswith((".jsonl", ".json", ".db")))
     return files, sum(os.path.getsize(f) for f in files)
 
 

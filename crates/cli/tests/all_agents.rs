@@ -1,5 +1,5 @@
-//! Every agent side by side (issue 38): a generated archive of all five agents
-//! (`transcope-corpus` with Gemini CLI, Qwen Code and Copilot CLI shares), backfilled
+//! Every agent side by side (issue 38): a generated archive of all six agents
+//! (`transcope-corpus` with Gemini CLI, Qwen Code, Copilot CLI and OpenCode shares), backfilled
 //! from the agents' default folders by the real binary, then asked every question a
 //! person asks of several agents at once:
 //!
@@ -22,7 +22,7 @@ use common::reliability::*;
 use serde_json::Value;
 use transcope_corpus::{CorpusSpec, FileKind, Manifest};
 
-const AGENTS: [&str; 5] = ["claude", "codex", "copilot", "gemini", "qwen"];
+const AGENTS: [&str; 6] = ["claude", "codex", "copilot", "gemini", "opencode", "qwen"];
 
 fn agent_of_kind(kind: FileKind) -> &'static str {
     use FileKind::*;
@@ -43,6 +43,7 @@ fn agent_of_kind(kind: FileKind) -> &'static str {
 fn backfilled(corpus: &Path) -> (Sandbox, Manifest) {
     let mut spec = CorpusSpec::new(3803, 6_000_000);
     (spec.gemini_share, spec.qwen_share, spec.copilot_share) = (0.15, 0.25, 0.3);
+    spec.opencode_share = 0.2;
     let m = transcope_corpus::generate(&spec, corpus).unwrap();
     let root = Path::new(&m.root);
     let sb = Sandbox::new();

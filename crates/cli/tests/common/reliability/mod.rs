@@ -70,7 +70,8 @@ impl Sandbox {
             .env("CODEX_HOME", root.join("codex"))
             .env("GEMINI_CLI_HOME", root.join("gemini"))
             .env("QWEN_HOME", root.join("qwen/.qwen"))
-            .env("COPILOT_HOME", root.join("copilot/.copilot"));
+            .env("COPILOT_HOME", root.join("copilot/.copilot"))
+            .env("XDG_DATA_HOME", root.join("opencode/.local/share"));
         c
     }
 
