@@ -183,3 +183,21 @@ fn copilot_usage_is_the_last_shutdowns_cumulative_totals_counted_once() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(usage_by(&sb, "model", "model"), models);
 }
+
+/// Copilot CLI names its models with a dotted version (`claude-sonnet-4.5`): priced as
+/// the list's `claude-sonnet-4-5`, as `gpt-5-mini` is as itself.
+#[test]
+fn copilot_models_are_priced_as_the_list_names_them() {
+    let sb = home();
+    let out = run(
+        sb.cmd(&["usage", "--by", "model", "--json", "--no-sync"]),
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let rows = parse_json_lines(&text(&out.stdout));
+    for model in ["claude-sonnet-4.5", "gpt-5-mini"] {
+        let row = rows.iter().find(|r| r["model"] == model).unwrap();
+        assert!(row["cost_usd"].as_f64().is_some_and(|c| c > 0.0), "{row}");
+        assert_eq!(row["unpriced_messages"], 0, "{row}");
+    }
+}

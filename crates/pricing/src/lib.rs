@@ -422,7 +422,11 @@ impl Prices {
     ///    trailing date (`-20250514`, `@20240620`, `-2025-04-14`);
     /// 4. without a trailing `-latest`;
     /// 5. the newest dated entry of that name (`claude-sonnet-4` →
-    ///    `claude-sonnet-4-20250514`).
+    ///    `claude-sonnet-4-20250514`);
+    /// 6. when nothing matched, each dot between two digits written as a hyphen, and
+    ///    the steps again: a version as Copilot CLI and OpenCode spell it
+    ///    (`claude-sonnet-4.5`) is the list's `claude-sonnet-4-5` (a name the list has
+    ///    with its dot, `gpt-4.1`, is found by step 1 first).
     ///
     /// Nothing else: no prefix or similarity matching, so a model of one family is never
     /// priced as another, and an unknown model gives `None`.
@@ -452,7 +456,25 @@ impl Prices {
         if let Some(hit) = self.named(stem) {
             return Some(hit);
         }
-        self.newest_dated(stem)
+        if let Some(hit) = self.newest_dated(stem) {
+            return Some(hit);
+        }
+        let b = name.as_bytes();
+        let dotted = |i: usize| {
+            b[i] == b'.'
+                && i > 0
+                && i + 1 < b.len()
+                && b[i - 1].is_ascii_digit()
+                && b[i + 1].is_ascii_digit()
+        };
+        if (0..b.len()).any(dotted) {
+            let hyphened: String = name
+                .char_indices()
+                .map(|(i, c)| if c == '.' && dotted(i) { '-' } else { c })
+                .collect();
+            return self.resolve(&hyphened);
+        }
+        None
     }
 
     fn exact(&self, name: &str) -> Option<(&str, &ModelPrice)> {

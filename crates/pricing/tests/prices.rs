@@ -523,3 +523,20 @@ fn namespaces_come_from_the_declared_providers() {
     // Only a provider's own-named models are looked up under it.
     assert_eq!(resolved("large"), None);
 }
+
+/// A version written with a dot (Copilot CLI's and OpenCode's `claude-sonnet-4.5`) is
+/// the list's hyphened name; a name the list has with its dot keeps it; a dotted name
+/// the list has in neither spelling stays unpriced.
+#[test]
+fn a_dotted_version_is_the_lists_hyphened_name() {
+    let p = shipped();
+    let (name, _) = p
+        .resolve("claude-sonnet-4.5")
+        .expect("claude-sonnet-4.5 is priced");
+    assert_eq!(name, "claude-sonnet-4-5");
+    let (name, _) = p.resolve("anthropic/claude-sonnet-4.5").unwrap();
+    assert_eq!(name, "claude-sonnet-4-5");
+    assert_eq!(p.resolve("gpt-4.1").unwrap().0, "gpt-4.1");
+    assert!(p.resolve("claude-sonnet-9.5").is_none());
+    assert!(p.resolve("v1.2.3-unknown").is_none());
+}
