@@ -15,8 +15,8 @@
 use transcope_adapter_common::message::MessageUsage;
 use transcope_adapter_common::usage::Shape;
 use transcope_core::agent::{
-    AgentHome, AgentInfo, Cleanup, HookRun, Hooks, JsonHooks, McpFile, McpFormat, McpServers,
-    RequestKey, SettingsFormat, UsageShape,
+    AgentHome, AgentInfo, Cleanup, HookPayload, HookRun, Hooks, JsonHooks, McpFile, McpFormat,
+    McpServers, RequestKey, SettingsFormat, UsageShape,
 };
 
 /// Everything the adapter declares of Claude Code.
@@ -74,6 +74,7 @@ pub const HOOKS: Hooks = Hooks {
         setting: "cleanupPeriodDays",
         default_days: 30,
     }),
+    payload: HookPayload::Transcript,
 };
 
 /// The price list's provider of Claude Code's models.

@@ -18,7 +18,7 @@ use serde::de::MapAccess;
 use transcope_adapter_common::de::{skip_value, FromMap, Obj};
 use transcope_adapter_common::usage::{Counted, Shape};
 use transcope_core::agent::{
-    AgentHome, AgentInfo, HookRun, Hooks, McpFile, McpFormat, McpServers, RequestKey,
+    AgentHome, AgentInfo, HookPayload, HookRun, Hooks, McpFile, McpFormat, McpServers, RequestKey,
     SettingsFormat, TokenShape, UsageShape,
 };
 use transcope_core::{Tokens, Usage};
@@ -79,6 +79,7 @@ pub const HOOKS: Hooks = Hooks {
     ],
     wired_by_default: false,
     cleanup: None,
+    payload: HookPayload::Transcript,
 };
 
 /// The price list's provider of Codex's models.

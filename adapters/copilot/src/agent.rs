@@ -13,16 +13,22 @@
 //!   their sum. `assistant.message.outputTokens` is the same spending seen a turn at a
 //!   time (output only) and is not read.
 //! * Home: `$COPILOT_HOME` (the folder itself), else `~/.copilot` ([`HOME`]).
-//! * Hooks: not wired. Copilot CLI reads hook files of its own dialect
-//!   (`{"version":1,"hooks":{<event>:[{"type":"command","bash",…}]}}` in
-//!   `.github/hooks/*.json` or `~/.copilot/hooks/*.json`), which transcope does not
-//!   write yet.
+//! * Hooks: a file of transcope's own in the user's hooks folder,
+//!   `<home>/hooks/transcope.json` ([`SettingsFormat::HookFile`]:
+//!   `{"version":1,"hooks":{<event>:[{"type":"command","bash",…,"timeoutSec"}]}}`;
+//!   Copilot CLI reads every `*.json` there): `sessionStart`, `agentStop` and
+//!   `subagentStop` (a sub-agent writes into its parent's file, so its stop reads
+//!   that file). The payload is camelCase and names the session by `sessionId` alone
+//!   ([`HookPayload::SessionId`]): the command says `--agent=copilot`, and the file is
+//!   found and checked by the layout
+//!   ([`CopilotLayout::session_file`](crate::layout::CopilotLayout)).
 //! * Pricing: none declared. Copilot bills premium requests, not tokens, and its
 //!   models come from several providers.
 
 use transcope_adapter_common::usage::Shape;
 use transcope_core::agent::{
-    AgentHome, AgentInfo, McpFile, McpFormat, McpServers, RequestKey, TokenShape, UsageShape,
+    AgentHome, AgentInfo, HookPayload, HookRun, Hooks, McpFile, McpFormat, McpServers, RequestKey,
+    SettingsFormat, TokenShape, UsageShape,
 };
 
 /// A `modelMetrics.<model>.usage` object of `session.shutdown`.
@@ -43,9 +49,27 @@ impl Shape for CopilotTokens {
 /// Everything the adapter declares of Copilot CLI.
 pub const INFO: AgentInfo = AgentInfo {
     usage: USAGE,
-    hooks: None,
+    hooks: Some(HOOKS),
     pricing: None,
     mcp: Some(MCP),
+};
+
+/// How transcope's hooks are wired into Copilot CLI (see the module docs).
+pub const HOOKS: Hooks = Hooks {
+    title: "Copilot CLI",
+    about: "GitHub Copilot CLI",
+    home: HOME,
+    settings: "hooks/transcope.json",
+    canonical_home: false,
+    format: SettingsFormat::HookFile,
+    events: &[
+        ("sessionStart", HookRun::SessionStart),
+        ("agentStop", HookRun::Stop),
+        ("subagentStop", HookRun::Stop),
+    ],
+    wired_by_default: false,
+    cleanup: None,
+    payload: HookPayload::SessionId("sessionId"),
 };
 
 /// Where MCP servers are registered for Copilot CLI: `mcpServers` of

@@ -14,8 +14,8 @@
 
 use transcope_adapter_common::usage::Shape;
 use transcope_core::agent::{
-    AgentHome, AgentInfo, HookRun, Hooks, JsonHooks, McpFile, McpFormat, McpServers, RequestKey,
-    SettingsFormat, TimeUnit, TokenShape, UsageShape,
+    AgentHome, AgentInfo, HookPayload, HookRun, Hooks, JsonHooks, McpFile, McpFormat, McpServers,
+    RequestKey, SettingsFormat, TimeUnit, TokenShape, UsageShape,
 };
 
 /// Gemini CLI's message `tokens`.
@@ -80,6 +80,7 @@ pub const HOOKS: Hooks = Hooks {
     ],
     wired_by_default: false,
     cleanup: None,
+    payload: HookPayload::Transcript,
 };
 
 /// The price list's provider of Gemini CLI's models.

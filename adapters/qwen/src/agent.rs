@@ -24,8 +24,8 @@
 
 use transcope_adapter_common::usage::Shape;
 use transcope_core::agent::{
-    AgentHome, AgentInfo, HookRun, Hooks, JsonHooks, McpServers, RequestKey, SettingsFormat,
-    TimeUnit, TokenShape, UsageShape,
+    AgentHome, AgentInfo, HookPayload, HookRun, Hooks, JsonHooks, McpServers, RequestKey,
+    SettingsFormat, TimeUnit, TokenShape, UsageShape,
 };
 
 /// Qwen Code's `usageMetadata` (Gemini's `GenerateContentResponseUsageMetadata`, as
@@ -91,6 +91,7 @@ pub const HOOKS: Hooks = Hooks {
     ],
     wired_by_default: false,
     cleanup: None,
+    payload: HookPayload::Transcript,
 };
 
 /// The price list's provider of Qwen's models (litellm files them under

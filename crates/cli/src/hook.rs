@@ -1,6 +1,11 @@
-//! `transcope hook session-start|stop`: the hooks an agent runs (Claude Code, Codex and
-//! Gemini CLI send the same payload fields). They never block or fail the agent: every
-//! problem is one line on stderr and the exit status is 0 (unless `--strict`).
+//! `transcope hook session-start|stop`: the hooks an agent runs (Claude Code, Codex,
+//! Gemini CLI and Qwen Code send the same payload fields). An agent whose payload
+//! names its session but not its transcript (Copilot CLI's camelCase `sessionId`,
+//! [`HookPayload::SessionId`]) is named by `--agent=<name>`: the transcript is found
+//! by that agent's layout under its roots and checked to be the session's
+//! ([`Layout::session_file`](transcope_core::adapter::Layout::session_file)), then the
+//! hook runs as for the others. They never block or fail the agent: every problem is
+//! one line on stderr and the exit status is 0 (unless `--strict`).
 //! `transcope hook install|uninstall` wires them into the agents' settings
 //! ([`crate::install`]).
 
@@ -12,6 +17,7 @@ use serde_json::{json, Value};
 use transcope_brain::BrainConfig;
 use transcope_caller::{caller, HookInput};
 use transcope_change_detect::Env;
+use transcope_core::agent::HookPayload;
 use transcope_core::Instant;
 use transcope_identity::ProjectResolver;
 use transcope_scopelog::{LockWait, ScopeLog};
@@ -52,6 +58,10 @@ pub struct HookArgs {
     /// Print the summary on stdout instead of stderr.
     #[arg(long)]
     json: bool,
+    /// The agent whose hook this is, when its payload names no transcript (Copilot
+    /// CLI's): the transcript is found by the agent's layout and checked.
+    #[arg(long, value_name = "AGENT")]
+    agent: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -64,8 +74,9 @@ pub struct CodexNotifyArgs {
 }
 
 impl HookCommand {
-    /// The hook command line `[--home DIR] hook stop|session-start [--strict] [--json]`
-    /// (each flag at most once, `--home` anywhere, as `--home DIR` or `--home=DIR`),
+    /// The hook command line `[--home DIR] hook stop|session-start [--strict] [--json]
+    /// [--agent=NAME]` (each flag at most once, `--home` anywhere, as `--home DIR` or
+    /// `--home=DIR`),
     /// read without clap: a hook runs at every turn of every session, and building
     /// clap's command tree for all of `transcope` was a tenth of a Stop with nothing
     /// new. `None` for anything else (clap then reads it, errors and help included).
@@ -74,6 +85,7 @@ impl HookCommand {
     ) -> Option<(Option<std::path::PathBuf>, HookCommand)> {
         let mut args = args.into_iter().skip(1);
         let (mut home, mut words, mut strict, mut json) = (None, Vec::new(), false, false);
+        let mut agent: Option<String> = None;
         while let Some(arg) = args.next() {
             let value = if arg == "--home" {
                 Some(args.next()?)
@@ -90,7 +102,15 @@ impl HookCommand {
                 home = Some(std::path::PathBuf::from(v));
                 continue;
             }
-            match arg.to_str()? {
+            let arg = arg.to_str()?;
+            if let Some(name) = arg.strip_prefix("--agent=") {
+                if words.len() != 2 || agent.is_some() || name.is_empty() {
+                    return None;
+                }
+                agent = Some(name.to_owned());
+                continue;
+            }
+            match arg {
                 "--strict" if words.len() == 2 && !strict => strict = true,
                 "--json" if words.len() == 2 && !json => json = true,
                 "hook" if words.is_empty() => words.push("hook"),
@@ -99,7 +119,11 @@ impl HookCommand {
                 _ => return None,
             }
         }
-        let args = HookArgs { strict, json };
+        let args = HookArgs {
+            strict,
+            json,
+            agent,
+        };
         match words.as_slice() {
             ["hook", "stop"] => Some((home, HookCommand::Stop(args))),
             ["hook", "session-start"] => Some((home, HookCommand::SessionStart(args))),
@@ -195,9 +219,19 @@ pub fn run_hook(home: &Path, cmd: HookCommand) -> anyhow::Result<u8> {
         return report(&n.hook, &summary);
     }
     let read = read_payload();
+    let stop_hook = matches!(cmd, HookCommand::Stop(_));
     let (args, summary) = match cmd {
         HookCommand::SessionStart(args) | HookCommand::Stop(args) if read.error.is_some() => {
             (args, error_summary(read.error.clone().unwrap_or_default()))
+        }
+        HookCommand::SessionStart(args) | HookCommand::Stop(args) if args.agent.is_some() => {
+            let agent = args.agent.as_deref().unwrap_or_default();
+            let summary = match agent_payload(agent, &read.input, stop_hook) {
+                Err(e) => error_summary(format!("{e}; nothing written")),
+                Ok(input) if stop_hook => stop(home, &input, started),
+                Ok(input) => session_start(home, &input),
+            };
+            (args, summary)
         }
         HookCommand::SessionStart(args) => (args, session_start(home, &read.input)),
         HookCommand::Stop(args) => (args, stop(home, &read.input, started)),
@@ -297,6 +331,65 @@ fn codex_rollout(thread: &str) -> Option<std::path::PathBuf> {
         }
     }
     None
+}
+
+/// The payload of `agent`'s hook (`--agent`) as the common one: for an agent whose
+/// payload names its session by a key of its own ([`HookPayload::SessionId`]), the id
+/// (a valid session id) and the transcript its layout finds under its roots and checks
+/// to be that session's; a Stop needs that transcript, a SessionStart only the id
+/// (its file may not be written yet, and one that is there must be the session's).
+/// An agent whose payload is already the common one passes as it is.
+fn agent_payload(agent: &str, input: &HookInput, stop_hook: bool) -> Result<HookInput, String> {
+    let adapters = crate::compose::adapters();
+    let hooks = adapters
+        .hooks()
+        .find(|(name, _)| *name == agent)
+        .map(|(_, h)| h)
+        .ok_or_else(|| format!("--agent={agent} names no agent with hooks"))?;
+    let HookPayload::SessionId(key) = hooks.payload else {
+        return Ok(input.clone());
+    };
+    let raw = &input.raw;
+    let id = raw.get(key).and_then(Value::as_str).unwrap_or_default();
+    if !transcope_core::session::is_valid_session_id(id) {
+        return Err(format!(
+            "{} payload's {key} is not a session id: {}",
+            hooks.title,
+            transcope_core::quote::quote(id)
+        ));
+    }
+    let layout = adapters
+        .by_name(agent)
+        .and_then(|f| f.layout())
+        .ok_or_else(|| format!("{} has no layout to find its transcripts by", hooks.title))?;
+    let lookup = |k: &str| std::env::var(k).ok();
+    let roots = layout.default_roots(&lookup, &crate::user_home());
+    let mut found = None;
+    for root in &roots {
+        if let Some(f) = layout
+            .session_file(root, id)
+            .map_err(|e| format!("refused: {e}"))?
+        {
+            found = Some(f);
+            break;
+        }
+    }
+    if found.is_none() && stop_hook {
+        let under: Vec<String> = roots.iter().map(|r| r.display().to_string()).collect();
+        return Err(format!(
+            "no transcript of {} session {id} under {}",
+            hooks.title,
+            under.join(", ")
+        ));
+    }
+    let mut payload = json!({
+        "session_id": id,
+        "cwd": raw.get("cwd").and_then(Value::as_str).unwrap_or_default(),
+    });
+    if let Some(f) = found {
+        payload["transcript_path"] = json!(f);
+    }
+    Ok(HookInput::parse(payload.to_string().as_bytes()))
 }
 
 fn error_summary(msg: String) -> Value {
@@ -412,4 +505,39 @@ pub fn run_identity() -> anyhow::Result<u8> {
     let c = caller(&read.input, &process_env());
     println_out(&mut std::io::stdout().lock(), &serde_json::to_string(&c)?)?;
     Ok(exit::OK)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plain(args: &[&str]) -> Option<HookCommand> {
+        let args = std::iter::once("transcope")
+            .chain(args.iter().copied())
+            .map(std::ffi::OsString::from);
+        HookCommand::from_plain_args(args).map(|(_, c)| c)
+    }
+
+    /// The command installed for Copilot CLI stays on the fast path; a repeated or
+    /// misplaced `--agent` is left to clap.
+    #[test]
+    fn an_agents_hook_is_read_without_clap() {
+        let Some(HookCommand::Stop(a)) = plain(&["hook", "stop", "--agent=copilot"]) else {
+            panic!("not a stop");
+        };
+        assert_eq!(a.agent.as_deref(), Some("copilot"));
+        let Some(HookCommand::SessionStart(a)) =
+            plain(&["hook", "session-start", "--strict", "--agent=copilot"])
+        else {
+            panic!("not a session-start");
+        };
+        assert!(a.strict && a.agent.as_deref() == Some("copilot"));
+        assert!(matches!(
+            plain(&["hook", "stop"]),
+            Some(HookCommand::Stop(HookArgs { agent: None, .. }))
+        ));
+        assert!(plain(&["hook", "--agent=copilot", "stop"]).is_none());
+        assert!(plain(&["hook", "stop", "--agent=a", "--agent=b"]).is_none());
+        assert!(plain(&["hook", "stop", "--agent="]).is_none());
+    }
 }

@@ -7,8 +7,11 @@
 //! lists them): the agents here are the registered adapters that declare a wiring
 //! ([`Agent::all`]), in their order. What is left here of one agent is a settings
 //! dialect's editor (the trusted-TOML dialect, which Codex uses: its trust hashes and
-//! `[features]`) and Codex's older `notify` program below; which agent uses a dialect
-//! is the adapter's declaration.
+//! `[features]`; the hook-file dialect, Copilot CLI's: a file of transcope's own in the
+//! agent's hooks folder, removed by uninstall once empty) and Codex's older `notify`
+//! program below; which agent uses a dialect is the adapter's declaration. An agent
+//! whose payload names no transcript has its name in the command
+//! (`hook stop --agent=<name>`, [`Agent::command`]).
 //!
 //! The JSON files are edited as text ([`crate::jsontext`]): transcope's groups are
 //! spliced in and out, and every other byte stays as it was; the TOML file is edited
@@ -31,7 +34,7 @@ use clap::Args;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 use toml_edit::{ArrayOfTables, DocumentMut, Item, Table};
-use transcope_core::agent::{HookRun, Hooks, JsonHooks, SettingsFormat, TimeUnit};
+use transcope_core::agent::{HookPayload, HookRun, Hooks, JsonHooks, SettingsFormat, TimeUnit};
 
 use crate::jsontext::{self, Kind, Node, Style};
 use crate::settings_file::{replace_edited, Words};
@@ -98,24 +101,39 @@ impl Agent {
         self.hooks.title
     }
 
-    /// The agent's settings file: in its home folder, found from the environment by
-    /// the one rule every reader of the variable applies
-    /// ([`AgentHome`](transcope_core::agent::AgentHome)), else under `$HOME`.
-    pub fn settings_path(&self) -> PathBuf {
+    /// The agent's home folder, found from the environment by the one rule every
+    /// reader of the variable applies ([`AgentHome`](transcope_core::agent::AgentHome)),
+    /// else under `$HOME`.
+    pub fn home_folder(&self) -> PathBuf {
         let lookup = |k: &str| std::env::var(k).ok();
         let home = &self.hooks.home;
-        let folder = match home.from_env(&lookup) {
+        match home.from_env(&lookup) {
             // The agent reads its variable canonicalised; its hook keys name that path.
             Some(h) if self.hooks.canonical_home => fs::canonicalize(&h).unwrap_or(h),
             Some(h) => h,
             None => user_home().join(home.folder),
-        };
-        folder.join(self.hooks.settings)
+        }
     }
 
-    /// Whether the agent is installed here: its settings folder exists.
+    /// The agent's settings file, in its home folder.
+    pub fn settings_path(&self) -> PathBuf {
+        self.home_folder().join(self.hooks.settings)
+    }
+
+    /// Whether the agent is installed here: its home folder exists (the settings
+    /// file's folder may not yet: Copilot CLI's `hooks/`).
     pub fn installed(&self) -> bool {
-        self.settings_path().parent().is_some_and(Path::is_dir)
+        self.home_folder().is_dir()
+    }
+
+    /// The command a hook of this agent runs: `<program> hook <sub>`, and
+    /// `--agent=<name>` when the agent's payload names no transcript (the hook then
+    /// finds it by the agent's layout).
+    pub fn command(&self, program: &str, sub: &str) -> String {
+        match self.hooks.payload {
+            HookPayload::Transcript => format!("{program} hook {sub}"),
+            HookPayload::SessionId(_) => format!("{program} hook {sub} --agent={}", self.name),
+        }
     }
 
     /// The hooks transcope wires for this agent: (event, hook subcommand).
@@ -252,8 +270,19 @@ fn edit_file(agent: Agent, path: &Path, args: &InstallArgs, install: bool) -> Re
             &|text, path| match agent.hooks.format {
                 SettingsFormat::TrustedToml => edit_codex(&agent, text, path, args, install),
                 SettingsFormat::Json(json) => edit_json(&agent, json, text, &args.program, install),
+                SettingsFormat::HookFile => edit_hook_file(&agent, text, &args.program, install),
             },
         )?;
+    if let (false, SettingsFormat::HookFile, Some(text)) = (install, agent.hooks.format, &written) {
+        if hook_file_is_empty(text) {
+            // Transcope's own file, holding nothing now: what install created goes.
+            let path = fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+            if fs::read_to_string(&path).is_ok_and(|t| t == *text) {
+                fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
+                msg.push_str("; the file held nothing else, so it is removed");
+            }
+        }
+    }
     if let (true, SettingsFormat::TrustedToml, Some(text)) = (install, agent.hooks.format, &written)
     {
         if let Some(note) = codex_feature_note(text) {
@@ -281,11 +310,6 @@ fn events_of(agent: &Agent) -> String {
         .join(", ")
 }
 
-/// The command a hook runs: `<program> hook <sub>`.
-fn command_for(program: &str, sub: &str) -> String {
-    format!("{program} hook {sub}")
-}
-
 /// Whether `command` is a transcope hook command running `hook <sub>`: its program is
 /// named `transcope` (anywhere) or is `program`, and only flags follow `hook <sub>`.
 pub fn is_transcope_hook(command: &str, sub: &str, program: &str) -> bool {
@@ -308,13 +332,13 @@ pub fn is_transcope_hook(command: &str, sub: &str, program: &str) -> bool {
 
 /// The hook entry transcope adds for `sub` in the agent's JSON (a name when the agent
 /// shows one, a timeout in its unit unless its default is long enough).
-fn json_hook(json: JsonHooks, program: &str, sub: &str) -> Value {
+fn json_hook(agent: &Agent, json: JsonHooks, program: &str, sub: &str) -> Value {
     let mut handler = Map::new();
     if json.named {
         handler.insert("name".into(), json!(format!("transcope-{sub}")));
     }
     handler.insert("type".into(), json!("command"));
-    handler.insert("command".into(), json!(command_for(program, sub)));
+    handler.insert("command".into(), json!(agent.command(program, sub)));
     if let Some(unit) = json.timeout {
         let timeout = match unit {
             TimeUnit::Seconds => HOOK_TIMEOUT_SECS,
@@ -356,6 +380,23 @@ fn edit_json(
     program: &str,
     install: bool,
 ) -> Result<Option<String>> {
+    edit_json_text(text, &|text, root, style| {
+        if install {
+            json_install_step(agent, json, text, root, style, program)
+        } else {
+            Ok(json_uninstall_step(agent, text, root, program))
+        }
+    })
+}
+
+/// One step of an edit of a JSON file: the text, its parse and layout → the text
+/// with one more change, or `None` when done.
+type EditStep<'a> = dyn Fn(&str, &Node, &Style) -> Result<Option<String>> + 'a;
+
+/// A JSON object's text edited by `step` (the text, its parse, its layout) one item at
+/// a time until it returns `None`, or `None` when the first step does: in place
+/// ([`crate::jsontext`]), every byte outside the items edited kept.
+fn edit_json_text(text: &str, step: &EditStep<'_>) -> Result<Option<String>> {
     let text = if text.trim().is_empty() { "{}\n" } else { text };
     serde_json::from_str::<serde::de::IgnoredAny>(text)
         .context("the file is not plain JSON (comments are not kept)")?;
@@ -367,12 +408,7 @@ fn edit_json(
         if !matches!(root.kind, Kind::Object(_)) {
             bail!("the file is not a JSON object");
         }
-        let step = if install {
-            json_install_step(agent, json, &text, &root, &style, program)?
-        } else {
-            json_uninstall_step(agent, &text, &root, program)
-        };
-        match step {
+        match step(&text, &root, &style)? {
             Some(t) => {
                 text = t;
                 changed = true;
@@ -397,11 +433,26 @@ fn json_install_step(
     style: &Style,
     program: &str,
 ) -> Result<Option<String>> {
-    let group = |sub: &str| json!({"hooks": [json_hook(json, program, sub)]});
+    let group = |sub: &str| json!({"hooks": [json_hook(agent, json, program, sub)]});
+    let ours = |g: &Node, sub: &str| group_has(text, g, sub, program);
+    add_one(agent, text, root, style, &group, &ours)
+}
+
+/// `text` with one more of transcope's entries (`entry` of a hook subcommand: a group,
+/// a handler) in `hooks.<event>` (and the `hooks` object, when missing), or `None` when
+/// every event has one that is `ours`.
+fn add_one(
+    agent: &Agent,
+    text: &str,
+    root: &Node,
+    style: &Style,
+    entry: &dyn Fn(&str) -> Value,
+    ours: &dyn Fn(&Node, &str) -> bool,
+) -> Result<Option<String>> {
     let Some((_, hooks)) = root.member("hooks") else {
         let mut all = Map::new();
         for (event, sub) in agent.events() {
-            all.insert(event.to_owned(), json!([group(sub)]));
+            all.insert(event.to_owned(), json!([entry(sub)]));
         }
         let all = Value::Object(all);
         return Ok(Some(jsontext::append_member(
@@ -413,23 +464,23 @@ fn json_install_step(
         bail!("\"hooks\" is not a JSON object");
     }
     for (event, sub) in agent.events() {
-        let Some((_, groups)) = hooks.member(event) else {
-            let groups = json!([group(sub)]);
+        let Some((_, entries)) = hooks.member(event) else {
+            let entries = json!([entry(sub)]);
             return Ok(Some(jsontext::append_member(
-                text, hooks, style, event, &groups,
+                text, hooks, style, event, &entries,
             )));
         };
-        let Kind::Array(gs) = &groups.value.kind else {
+        let Kind::Array(es) = &entries.value.kind else {
             bail!("\"hooks.{event}\" is not a JSON array");
         };
-        if gs.iter().any(|g| group_has(text, g, sub, program)) {
+        if es.iter().any(|e| ours(e, sub)) {
             continue;
         }
         return Ok(Some(jsontext::append_element(
             text,
-            &groups.value,
+            &entries.value,
             style,
-            &group(sub),
+            &entry(sub),
         )));
     }
     Ok(None)
@@ -467,6 +518,112 @@ fn json_uninstall_step(agent: &Agent, text: &str, root: &Node, program: &str) ->
                 jsontext::remove(text, root, hooks_at)
             });
         }
+    }
+    None
+}
+
+// ---------------------------------------------------------------------------------
+// Copilot CLI: a hooks file of transcope's own, `{"version": 1, "hooks": {<event>:
+// [handler]}}`, a handler `{"type": "command", "bash": …, "timeoutSec": …}`.
+
+/// The handler transcope adds for `sub` to a hook file.
+fn hook_file_handler(agent: &Agent, program: &str, sub: &str) -> Value {
+    json!({
+        "type": "command",
+        "bash": agent.command(program, sub),
+        "timeoutSec": HOOK_TIMEOUT_SECS,
+    })
+}
+
+/// A hook-file handler's `"bash"`, read from the text alone.
+fn bash_of(text: &str, handler: &Node) -> Option<String> {
+    let (_, m) = handler.member("bash")?;
+    serde_json::from_str(&text[m.value.span.clone()]).ok()
+}
+
+/// Whether a hook-file handler runs transcope's `hook <sub>`.
+fn handler_is(text: &str, handler: &Node, sub: &str, program: &str) -> bool {
+    bash_of(text, handler).is_some_and(|c| is_transcope_hook(&c, sub, program))
+}
+
+/// Whether a hook file holds nothing but `version` and an empty `hooks` (all that
+/// install put there besides its handlers).
+fn hook_file_is_empty(text: &str) -> bool {
+    let Ok(Value::Object(root)) = serde_json::from_str::<Value>(text) else {
+        return false;
+    };
+    root.iter().all(|(k, v)| match k.as_str() {
+        "version" => true,
+        "hooks" => v.as_object().is_some_and(Map::is_empty),
+        _ => false,
+    })
+}
+
+/// The hook file's text with transcope's handlers added (or removed), or `None` when
+/// it would not change; edited in place like the JSON settings ([`edit_json`]).
+fn edit_hook_file(
+    agent: &Agent,
+    text: &str,
+    program: &str,
+    install: bool,
+) -> Result<Option<String>> {
+    edit_json_text(text, &|text, root, style| {
+        if install {
+            hook_file_install_step(agent, text, root, style, program)
+        } else {
+            Ok(hook_file_uninstall_step(agent, text, root, program))
+        }
+    })
+}
+
+/// `text` with `version`, `hooks` or one more of transcope's handlers added, or
+/// `None` when every event has one.
+fn hook_file_install_step(
+    agent: &Agent,
+    text: &str,
+    root: &Node,
+    style: &Style,
+    program: &str,
+) -> Result<Option<String>> {
+    if root.member("version").is_none() {
+        return Ok(Some(jsontext::append_member(
+            text,
+            root,
+            style,
+            "version",
+            &json!(1),
+        )));
+    }
+    let handler = |sub: &str| hook_file_handler(agent, program, sub);
+    let ours = |h: &Node, sub: &str| handler_is(text, h, sub, program);
+    add_one(agent, text, root, style, &handler, &ours)
+}
+
+/// `text` with one of transcope's handlers taken out (with its event when it held
+/// only that), or `None` when there is none.
+fn hook_file_uninstall_step(
+    agent: &Agent,
+    text: &str,
+    root: &Node,
+    program: &str,
+) -> Option<String> {
+    let (_, hooks) = root.member("hooks")?;
+    let hooks = &hooks.value;
+    for (event, sub) in agent.events() {
+        let Some((event_at, handlers)) = hooks.member(event) else {
+            continue;
+        };
+        let Kind::Array(hs) = &handlers.value.kind else {
+            continue;
+        };
+        let Some(hi) = hs.iter().position(|h| handler_is(text, h, sub, program)) else {
+            continue;
+        };
+        return Some(if hs.len() > 1 {
+            jsontext::remove(text, &handlers.value, hi)
+        } else {
+            jsontext::remove(text, hooks, event_at)
+        });
     }
     None
 }
@@ -641,7 +798,7 @@ fn codex_install(agent: &Agent, doc: &mut DocumentMut, path: &Path, program: &st
                 c.as_deref()
                     .is_some_and(|c| is_transcope_hook(c, sub, program))
             });
-            let command = command_for(program, sub);
+            let command = agent.command(program, sub);
             let index = match ours {
                 Some(i) => i,
                 None => {
@@ -841,6 +998,21 @@ pub struct Wiring {
     pub problems: Vec<String>,
 }
 
+/// The JSON file's parse for `doctor`, or `None` with the problem noted.
+fn json_root(text: &str, path: &Path, w: &mut Wiring) -> Option<Node> {
+    let root = serde_json::from_str::<serde::de::IgnoredAny>(text)
+        .map_err(|e| e.to_string())
+        .and_then(|_| jsontext::parse(text));
+    match root {
+        Ok(r) => Some(r),
+        Err(e) => {
+            w.problems
+                .push(format!("{} is not valid JSON: {e}", path.display()));
+            None
+        }
+    }
+}
+
 /// Read `agent`'s settings at `path` for `doctor`.
 pub fn wiring(agent: &Agent, path: &Path) -> Wiring {
     let mut w = Wiring::default();
@@ -859,17 +1031,7 @@ pub fn wiring(agent: &Agent, path: &Path) -> Wiring {
     };
     match agent.hooks.format {
         SettingsFormat::Json(json) => {
-            let root = serde_json::from_str::<serde::de::IgnoredAny>(&text)
-                .map_err(|e| e.to_string())
-                .and_then(|_| jsontext::parse(&text));
-            let root = match root {
-                Ok(r) => Some(r),
-                Err(e) => {
-                    w.problems
-                        .push(format!("{} is not valid JSON: {e}", path.display()));
-                    None
-                }
-            };
+            let root = json_root(&text, path, &mut w);
             let hooks = root.as_ref().and_then(|r| r.member("hooks"));
             for (event, sub) in agent.events() {
                 let command = hooks
@@ -894,6 +1056,30 @@ pub fn wiring(agent: &Agent, path: &Path) -> Wiring {
                         agent.title()
                     ));
                 }
+            }
+        }
+        SettingsFormat::HookFile => {
+            let root = json_root(&text, path, &mut w);
+            let hooks = root.as_ref().and_then(|r| r.member("hooks"));
+            for (event, sub) in agent.events() {
+                let command = hooks
+                    .and_then(|(_, h)| h.value.member(event))
+                    .map_or(&[][..], |(_, hs)| hs.value.elements())
+                    .iter()
+                    .filter_map(|h| bash_of(&text, h))
+                    .find(|c| is_transcope_hook(c, sub, "transcope"));
+                found(&mut w, event, command);
+            }
+            let version = root
+                .as_ref()
+                .and_then(|r| r.member("version"))
+                .map(|(_, v)| &text[v.value.span.clone()]);
+            if root.is_some() && version != Some("1") {
+                w.problems.push(format!(
+                    "{} has no `\"version\": 1`: {} may not read it",
+                    path.display(),
+                    agent.title()
+                ));
             }
         }
         SettingsFormat::TrustedToml => {

@@ -290,12 +290,13 @@ fn doctor_reads_each_registration_back() {
                 .contains("hook install --mcp --agent codex"),
         "{c}"
     );
+    // Copilot CLI has hooks too now, so the advice names it like the others.
     let copilot = find(&before, "Copilot CLI MCP server");
     assert!(
         copilot["detail"]
             .as_str()
             .unwrap()
-            .contains("`transcope hook install --mcp`"),
+            .contains("`transcope hook install --mcp --agent copilot`"),
         "{copilot}"
     );
 

@@ -262,6 +262,18 @@ pub trait Layout: Send + Sync {
         self.key_of(&Head::new(path))
     }
 
+    /// The transcript of session `id` under `root` (one of
+    /// [`Layout::default_roots`]), for a hook whose payload names the session but not
+    /// its file ([`HookPayload::SessionId`](crate::agent::HookPayload::SessionId)):
+    /// `Ok(Some)` only for a file whose own records name that session, `Ok(None)` when
+    /// there is none (or it names no session yet), `Err` saying why a file found there
+    /// is refused (it names another session). A guess is checked, never trusted. The
+    /// default finds nothing.
+    fn session_file(&self, root: &Path, id: &str) -> Result<Option<PathBuf>, String> {
+        let _ = (root, id);
+        Ok(None)
+    }
+
     /// The root session's key of a sub-agent's `key`, else `None`.
     fn parent(&self, key: &str) -> Option<String> {
         let _ = key;

@@ -410,6 +410,25 @@ pub enum SettingsFormat {
     /// handlers) run only when trusted by a hash in `[hooks.state]`, and only with
     /// `[features] hooks` on (Codex's `config.toml`).
     TrustedToml,
+    /// A JSON file of the agent's hooks folder that is transcope's own, every file there
+    /// read by the agent: `{"version": 1, "hooks": {<event>: [handler]}}`, a handler
+    /// `{"type": "command", "bash": …, "timeoutSec": …}` (Copilot CLI's
+    /// `hooks/*.json`). Uninstall removes the file once nothing else is in it.
+    HookFile,
+}
+
+/// What the agent's hook payload (on stdin) names, and so how a hook finds the
+/// session's transcript.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HookPayload {
+    /// `session_id`, `transcript_path` and `cwd` (Claude Code's keys, which Codex,
+    /// Gemini CLI and Qwen Code send too): the command is `hook stop`.
+    Transcript,
+    /// The session's id under this key and `cwd`, no transcript path: the command
+    /// names the agent (`hook stop --agent=<name>`), and the transcript is found by the
+    /// agent's layout ([`Layout::session_file`](crate::adapter::Layout::session_file)),
+    /// which checks that the file is that session's.
+    SessionId(&'static str),
 }
 
 /// A setting of the agent's that deletes transcripts older than a number of days.
@@ -444,6 +463,8 @@ pub struct Hooks {
     pub wired_by_default: bool,
     /// A setting of the agent's that deletes old transcripts, which `doctor` reports.
     pub cleanup: Option<Cleanup>,
+    /// What its hook payload names.
+    pub payload: HookPayload,
 }
 
 #[cfg(test)]
