@@ -66,7 +66,7 @@ pub fn place(path: &Path) -> Option<String> {
 const START_WITHIN: u64 = 1 << 20;
 
 /// The `sessionId` the file's `session.start` event names (looked for among its
-/// first lines, [`START_WITHIN`] bytes at most); `None` when it has none there (not
+/// first lines, 1 MiB at most); `None` when it has none there (not
 /// written yet) or the file cannot be read.
 pub fn started_as(path: &Path) -> Option<String> {
     let file = std::fs::File::open(path).ok()?;
