@@ -51,7 +51,7 @@ report() {
   env -u AGENTIHOOKS_HOME -u AGENTIHOOKS_PROJECT_ID -u BRAIN_URL -u QWEN_RUNTIME_DIR \
     HOME="$user" CLAUDE_CONFIG_DIR="$archive/claude" CODEX_HOME="$archive/codex" \
     GEMINI_CLI_HOME="$archive/gemini" QWEN_HOME="$archive/qwen/.qwen" \
-    COPILOT_HOME="$archive/copilot/.copilot" \
+    COPILOT_HOME="$archive/copilot/.copilot" XDG_DATA_HOME="$archive/opencode/.local/share" \
     "$BIN" --home "$home" report --html "$ARTIFACTS/$name.html" --json
   HOME="$user" node crates/report/browser/check.mjs --bin "$BIN" --home "$home" \
     --html "$ARTIFACTS/$name.html" --name "$name" --out "$ARTIFACTS"
@@ -60,7 +60,7 @@ report() {
 report sample "$PWD/testdata/sample-archive"
 
 "$GEN" --out "$WORK/generated-archive" --size "$GENERATED_SIZE" --max-tool-output 2KiB \
-  --repos 10 --seed 17 --gemini-share 0.1 --qwen-share 0.15 --copilot-share 0.15 >/dev/null
+  --repos 10 --seed 17 --gemini-share 0.1 --qwen-share 0.15 --copilot-share 0.15 --opencode-share 0.2 >/dev/null
 report generated "$WORK/generated-archive"
 
 echo "-- report artifacts in $ARTIFACTS"
