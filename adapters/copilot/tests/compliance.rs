@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use transcope_adapter_copilot::{is_copilot_line, CopilotLayout};
 use transcope_core::adapter::Layout;
 use transcope_testkit::compliance::{
-    other_agents_lines, others_untouched, AdapterKit, Check, Fixture,
+    no_other_agents_line_is, others_untouched, AdapterKit, Check, Fixture,
 };
 use transcope_testkit::first_non_empty_line;
 
@@ -64,14 +64,7 @@ fn every_other_agents_public_file_is_detected_and_named_as_before() {
 
 #[test]
 fn no_line_of_another_agents_file_is_a_copilot_line() {
-    let seen = other_agents_lines("copilot", |path, line| {
-        assert!(
-            !is_copilot_line(line),
-            "{}: {}",
-            path.display(),
-            String::from_utf8_lossy(&line[..line.len().min(200)])
-        );
-    });
+    let seen = no_other_agents_line_is("copilot", is_copilot_line);
     assert!(seen > 1000, "{seen}");
 }
 

@@ -77,7 +77,7 @@ mod stage;
 use std::fmt::Debug;
 
 pub use adapter::{AdapterKit, AdapterReport, Fixture};
-pub use others::{other_agents_lines, others_untouched};
+pub use others::{no_other_agents_line_is, others_untouched};
 pub use records::{Container, RecordsKit, RecordsReport};
 pub use stage::{check_stage, fixture_entries, StageHarness, StageReport};
 

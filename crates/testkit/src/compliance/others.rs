@@ -3,7 +3,7 @@
 //! named and claimed with the adapter registered exactly as without it, and none of
 //! their lines is the adapter's.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use transcope_core::head::Head;
 
@@ -60,15 +60,21 @@ pub fn others_untouched(name: &str) -> usize {
     files.len()
 }
 
-/// Every non-empty line of every other agent's public transcript (not `name`'s),
-/// shown to `f` with its file; how many.
-pub fn other_agents_lines(name: &str, mut f: impl FnMut(&Path, &[u8])) -> usize {
+/// Every non-empty line of every other agent's public transcript (not `name`'s) is
+/// not one of `name`'s by `is_own` (its adapter's own test of a line); panics naming
+/// the first that is. Returns how many lines were shown.
+pub fn no_other_agents_line_is(name: &str, is_own: impl Fn(&[u8]) -> bool) -> usize {
     let files = others_files(name);
     let mut seen = 0;
     for path in &files {
         let data = std::fs::read(path).unwrap();
         for line in data.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
-            f(path, line);
+            assert!(
+                !is_own(line),
+                "{}: {}",
+                path.display(),
+                String::from_utf8_lossy(&line[..line.len().min(200)])
+            );
             seen += 1;
         }
     }
