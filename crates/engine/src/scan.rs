@@ -628,6 +628,7 @@ impl<'a> Source<'a> {
             decoder.until = until;
             let summary = tail
                 .framer(framer)
+                .sized_for(len)
                 .frame_reader(
                     known.chain((&mut file).take(len - known.len() as u64)),
                     data,

@@ -138,6 +138,7 @@ pub fn read_regular<S: LineSink>(
 ) -> Result<Summary, Error<S::Error>> {
     use std::io::Read;
     let (file, len) = crate::open_regular(path).map_err(|e| Error::io(path, e))?;
+    let framer = &framer.clone().sized_for(len);
     with_buffer(framer.buffer_size(), |buf| {
         framer.frame_reader(file.take(len), buf, 0, 1, &mut sink)
     })

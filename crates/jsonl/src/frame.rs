@@ -393,6 +393,25 @@ impl Framer {
         self.buffer_size
     }
 
+    /// This framer for a stream known to hold at most `len` bytes: its buffer no
+    /// larger than they need (a page at least). A Stop's read of one new turn, a few
+    /// KiB, then zeroes and faults in a few pages, not [`DEFAULT_BUFFER_SIZE`].
+    ///
+    /// ```
+    /// use transcope_jsonl::{Framer, DEFAULT_BUFFER_SIZE};
+    /// assert_eq!(Framer::default().sized_for(5_000).buffer_size(), 8192);
+    /// assert_eq!(Framer::default().sized_for(1 << 40).buffer_size(), DEFAULT_BUFFER_SIZE);
+    /// ```
+    pub fn sized_for(mut self, len: u64) -> Framer {
+        const PAGE: u64 = 4096;
+        // One byte past `len`: the first read takes every byte, the second sees the end.
+        let need = len.saturating_add(1).div_ceil(PAGE).saturating_mul(PAGE);
+        if need < self.buffer_size as u64 {
+            self.buffer_size = need as usize;
+        }
+        self
+    }
+
     /// A copy of this framer with a different final-line policy.
     pub fn with_final_line(&self, final_line: FinalLine) -> Framer {
         Framer {

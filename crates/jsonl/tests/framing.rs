@@ -602,3 +602,48 @@ fn reused_buffer_gives_same_results() {
         assert_eq!(a.events, b.events);
     }
 }
+
+/// A framer sized for a stream of `len` bytes frames it as the default framer does,
+/// with a buffer of a page or a few (not the default 256 KiB: a Stop's read of one
+/// turn zeroed and faulted in all of it), grown only for a line longer than that.
+#[test]
+fn a_framer_sized_for_a_short_stream_frames_it_alike_in_a_small_buffer() {
+    let turn: Vec<u8> = (0..40)
+        .flat_map(|i| format!("{{\"n\":{i},\"pad\":\"{}\"}}\n", "x".repeat(i * 7)).into_bytes())
+        .collect();
+    let mut long = turn.clone();
+    long.extend(std::iter::repeat_n(b'y', 20_000));
+    long.extend_from_slice(b"\n{\"tail\":1}");
+    for data in [
+        &b""[..],
+        b"{}\n",
+        &turn[..4095],
+        &turn[..4096],
+        &turn,
+        &long,
+    ] {
+        for policy in [FinalLine::Hold, FinalLine::Yield] {
+            let default = Framer::builder().final_line(policy).build();
+            let sized = default.clone().sized_for(data.len() as u64);
+            assert!(sized.buffer_size() <= 8192.max(data.len().div_ceil(4096) * 4096));
+            assert_eq!(sized.buffer_size() % 4096, 0);
+            let run = |f: &Framer| {
+                let (mut rec, mut buf) = (Recorder::default(), Vec::new());
+                let s = f.frame_reader(data, &mut buf, 0, 1, &mut rec).unwrap();
+                (rec.events, s, buf.len())
+            };
+            let (want, want_summary, _) = run(&default);
+            let (got, got_summary, buffer) = run(&sized);
+            assert_eq!(got, want, "{} bytes, {policy:?}", data.len());
+            assert_eq!(got_summary, want_summary);
+            assert!(buffer < DEFAULT_BUFFER_SIZE / 8, "a {buffer}-byte buffer");
+        }
+    }
+    // Never larger than the framer's own buffer.
+    assert_eq!(
+        Framer::default().sized_for(u64::MAX).buffer_size(),
+        DEFAULT_BUFFER_SIZE
+    );
+    let small = Framer::builder().buffer_size(100).build();
+    assert_eq!(small.sized_for(10_000).buffer_size(), 100);
+}

@@ -231,7 +231,10 @@ fn scan_range(
     };
     while !eof {
         let start = buf.len();
-        buf.resize(start + CHUNK, 0);
+        // No more than what is left to read (and one byte to see the end): a short log
+        // zeroes a page, not a whole chunk.
+        let left = usize::try_from(file.limit()).unwrap_or(CHUNK);
+        buf.resize(start + CHUNK.min(left.saturating_add(1)), 0);
         let n = loop {
             match file.read(&mut buf[start..]) {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
