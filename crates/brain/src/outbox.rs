@@ -57,12 +57,18 @@ impl Listing {
             .map(|start| format!("{start}{suffix}"))
     }
 
-    /// Remember `name` (the first name listed for an end wins).
+    /// Remember `name` (the first name listed for an end wins): its end is from its
+    /// second-last `-` on. A Stop lists the whole outbox, so this runs once a waiting
+    /// file (the string searcher `rmatch_indices` builds cost more than the rest).
     fn add(&mut self, name: &str) {
-        if let Some(i) = name.rmatch_indices('-').nth(1).map(|(i, _)| i) {
-            self.ends
-                .entry(name[i..].into())
-                .or_insert_with(|| name[..i].into());
+        let b = name.as_bytes();
+        let Some(last) = b.iter().rposition(|&c| c == b'-') else {
+            return;
+        };
+        if let Some(i) = b[..last].iter().rposition(|&c| c == b'-') {
+            if !self.ends.contains_key(&name[i..]) {
+                self.ends.insert(name[i..].into(), name[..i].into());
+            }
         }
     }
 }
