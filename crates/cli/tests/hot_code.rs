@@ -1,0 +1,123 @@
+//! `benches/hot_code.py`, which writes `crates/cli/hot-code.txt` (the functions a
+//! hook's Stops run, placed first by the binary's link: `crates/cli/build.rs`): every
+//! instruction address callgrind saw in the binary goes to the function section that
+//! holds it, and the list names those functions in link order.
+
+use std::path::Path;
+use std::process::Command;
+
+const MAP: &str = "\
+             VMA              LMA     Size Align Out     In      Symbol
+          401000           401000      200    16 .text
+          401000           401000       10    16         /x/crt1.o:(.text)
+          401000           401000        0     1                 _start
+          401010           401010       20    16         /x/a.o:(.text._ZN1a3one17h0000000000000001E)
+          401010           401010       20     1                 a::one
+          401030           401030       30    16         /x/sqlite3.o:(.text.sqlite3Step)
+          401030           401030       30     1                 sqlite3Step
+          401060           401060       40    16         /x/b.o:(.text.unlikely._ZN1b3two17h0000000000000002E)
+          401060           401060       40     1                 b::two
+          4010a0           4010a0       10    16         /x/b.o:(.text._ZN1b5three17h0000000000000003E)
+          4010a0           4010a0       10     1                 b::three
+          4010b0           4010b0        0    16         /x/c.o:(.text.empty)
+";
+
+/// Two runs: one in another object at the same addresses (not the binary's), one in
+/// the binary with absolute, relative and repeated positions and a call.
+const RUN_OTHER: &str = "\
+# callgrind format
+positions: instr line
+events: Ir
+ob=(1) /lib/other.so
+fn=(1) x
+0x401030 1 5
++0x70 2 1
+";
+const RUN_BINARY: &str = "\
+# callgrind format
+positions: instr line
+events: Ir
+ob=(1) /lib/other.so
+fn=(1) x
+0x401030 1 5
+ob=(2) /bin/transcope
+fn=(2) 0x401000
+0x401000 1 2
+fn=(3) 0x401010
+0x401011 3 4
++2 * 1
+cfn=(4) 0x4010a0
+calls=1 0x4010a0 9
+* * 5
+fn=(5) 0x401060
+0x40109f 1 1
+ob=(1)
+fn=(1)
+0x401031 1 1
+";
+
+#[test]
+fn the_list_names_each_executed_function_of_the_binary_once_in_link_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    };
+    let map = file("transcope.map", MAP);
+    let runs = [file("a.out", RUN_OTHER), file("b.out", RUN_BINARY)];
+    let out = dir.path().join("hot-code.txt");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../benches/hot_code.py");
+    let done = Command::new("python3")
+        .arg(&script)
+        .arg(&map)
+        .arg("/bin/transcope")
+        .arg(&out)
+        .args(&runs)
+        .output()
+        .expect("python3 runs");
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    // The start-up file's `.text` has no symbol to order by; sqlite3Step and b::three
+    // ran only in another object, or were only called (their own code never ran).
+    assert_eq!(
+        std::fs::read_to_string(&out).unwrap(),
+        "_ZN1a3one17h0000000000000001E\n_ZN1b3two17h0000000000000002E\n"
+    );
+    // Runs that never touch the binary write nothing and say so.
+    let none = Command::new("python3")
+        .arg(&script)
+        .arg(&map)
+        .arg("/bin/transcope")
+        .arg(dir.path().join("none.txt"))
+        .arg(&runs[0])
+        .output()
+        .unwrap();
+    assert!(!none.status.success());
+    assert!(String::from_utf8_lossy(&none.stderr).contains("nothing written"));
+    assert!(!dir.path().join("none.txt").exists());
+}
+
+/// The list the build uses names functions, one a line, and is not empty: a broken
+/// regeneration would silently cost every hook its start-up gain.
+#[test]
+fn the_checked_in_list_is_a_list_of_symbols() {
+    let list = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("hot-code.txt"))
+        .unwrap();
+    let names: Vec<&str> = list.lines().collect();
+    assert!(names.len() > 500, "{} names", names.len());
+    assert!(names
+        .iter()
+        .all(|n| !n.is_empty() && !n.contains(char::is_whitespace)));
+    assert!(
+        names.iter().any(|n| n.contains("run_stop")),
+        "the Stop itself is listed"
+    );
+    assert!(
+        names.iter().any(|n| n.starts_with("sqlite3")),
+        "and the SQLite it runs"
+    );
+}
