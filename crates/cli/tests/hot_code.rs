@@ -24,22 +24,22 @@ const MAP: &str = "\
 
 /// Two runs: one in another object at the same addresses (not the binary's), one in
 /// the binary with absolute, relative and repeated positions and a call.
-const RUN_OTHER: &str = "\
+macro_rules! in_other_object {
+    () => {
+        "\
 # callgrind format
 positions: instr line
 events: Ir
 ob=(1) /lib/other.so
 fn=(1) x
 0x401030 1 5
-+0x70 2 1
-";
-const RUN_BINARY: &str = "\
-# callgrind format
-positions: instr line
-events: Ir
-ob=(1) /lib/other.so
-fn=(1) x
-0x401030 1 5
+"
+    };
+}
+const RUN_OTHER: &str = concat!(in_other_object!(), "+0x70 2 1\n");
+const RUN_BINARY: &str = concat!(
+    in_other_object!(),
+    "\
 ob=(2) /bin/transcope
 fn=(2) 0x401000
 0x401000 1 2
@@ -54,7 +54,8 @@ fn=(5) 0x401060
 ob=(1)
 fn=(1)
 0x401031 1 1
-";
+"
+);
 
 #[test]
 fn the_list_names_each_executed_function_of_the_binary_once_in_link_order() {
