@@ -261,12 +261,11 @@ impl Index {
         lease: &Lease,
         now_us: i64,
     ) -> Result<Claimed, IndexError> {
-        let until = now_us.saturating_add(lease.length.as_micros().min(i64::MAX as u128) as i64);
         let run = |conn: &mut Connection| -> rusqlite::Result<Claimed> {
             // A claim lost to a crash only leaves rows pending: no sync needed.
             conn.pragma_update(None, "synchronous", "NORMAL")?;
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let claimed = claim_in(&tx, take, lease.owner(), now_us, until)?;
+            let claimed = claim_in_tx(&tx, take, lease, now_us)?;
             tx.commit()?;
             Ok(claimed)
         };
@@ -352,6 +351,18 @@ impl Index {
 /// Pending, matching `take`, and held by no lease that is still running at `now`.
 const ELIGIBLE: &str = "state = 'pending' AND (lease_until IS NULL OR lease_until <= ?1)
     AND (?2 IS NULL OR session = ?2) AND (?3 IS NULL OR origin = ?3) AND rowid > ?4";
+
+/// The claim of `take` under `lease` at `now_us`, inside `tx` (which holds the write
+/// lock: taken at `BEGIN IMMEDIATE`).
+pub(crate) fn claim_in_tx(
+    tx: &rusqlite::Transaction<'_>,
+    take: &Take<'_>,
+    lease: &Lease,
+    now_us: i64,
+) -> rusqlite::Result<Claimed> {
+    let until = now_us.saturating_add(lease.length.as_micros().min(i64::MAX as u128) as i64);
+    claim_in(tx, take, lease.owner(), now_us, until)
+}
 
 /// The claim's reads and writes, inside its transaction.
 fn claim_in(

@@ -353,12 +353,45 @@ impl Index {
         origin: Origin,
         sync: bool,
     ) -> Result<Vec<Recorded>, IndexError> {
+        self.record_in(items, origin, sync, None)
+            .map(|(done, _)| done)
+    }
+
+    /// [`Index::record`] `items`, then [`Index::claim`] the rows `take` names under
+    /// `lease`, in one transaction: a Stop that records what it read and takes the
+    /// markers it delivers commits once (its write lock taken at `BEGIN`, as a claim's
+    /// is), not twice. The claim sees the rows just recorded.
+    pub fn record_and_claim(
+        &mut self,
+        items: &[Observed],
+        origin: Origin,
+        sync: bool,
+        take: &Take<'_>,
+        lease: &Lease,
+    ) -> Result<(Vec<Recorded>, Claimed), IndexError> {
+        let (done, claimed) = self.record_in(items, origin, sync, Some((take, lease)))?;
+        Ok((done, claimed.unwrap_or_default()))
+    }
+
+    fn record_in(
+        &mut self,
+        items: &[Observed],
+        origin: Origin,
+        sync: bool,
+        claim: Option<(&Take<'_>, &Lease)>,
+    ) -> Result<(Vec<Recorded>, Option<Claimed>), IndexError> {
         let now = transcope_core::Instant::now().unix_micros();
         let ids = &self.ids;
         let mut fresh_ids = Ids::default();
-        let run = |conn: &mut Connection, fresh_ids: &mut Ids| -> rusqlite::Result<Vec<Recorded>> {
+        type Done = (Vec<Recorded>, Option<Claimed>);
+        let run = |conn: &mut Connection, fresh_ids: &mut Ids| -> rusqlite::Result<Done> {
             conn.pragma_update(None, "synchronous", if sync { "FULL" } else { "NORMAL" })?;
-            let tx = conn.transaction()?;
+            let tx = match claim {
+                Some(_) => {
+                    conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?
+                }
+                None => conn.transaction()?,
+            };
             next_change(&tx)?;
             let mut out = Vec::with_capacity(items.len());
             {
@@ -421,8 +454,12 @@ impl Index {
                 batch.add(item, order, item.usage.iter().cloned());
             }
             usage::write(&tx, ids, fresh_ids, &mut batch)?;
+            let claimed = match claim {
+                Some((take, lease)) => Some(deliver::claim_in_tx(&tx, take, lease, now)?),
+                None => None,
+            };
             tx.commit()?;
-            Ok(out)
+            Ok((out, claimed))
         };
         let out = run(&mut self.conn, &mut fresh_ids).map_err(|e| self.sqlite(e))?;
         // Committed: the new ids are known from now on (a rolled-back batch's are not).

@@ -17,6 +17,12 @@ fn key(i: u64) -> String {
 
 /// A session's `n` markers (keys `key(from)`…), recorded by `origin`.
 fn record(ix: &mut Index, session: &str, from: u64, n: u64, origin: Origin) {
+    ix.record(&[observed(session, from, n)], origin, false)
+        .unwrap();
+}
+
+/// What a read of a session's `n` markers (keys `key(from)`…) found.
+fn observed(session: &str, from: u64, n: u64) -> Observed {
     let markers = (from..from + n)
         .map(|i| Found {
             record: MarkerRecord {
@@ -28,11 +34,10 @@ fn record(ix: &mut Index, session: &str, from: u64, n: u64, origin: Origin) {
             at: None,
         })
         .collect();
-    let item = Observed {
+    Observed {
         markers,
         ..Observed::new(session)
-    };
-    ix.record(&[item], origin, false).unwrap();
+    }
 }
 
 fn keys(rows: &[transcope_index::LedgerRow]) -> Vec<String> {
@@ -372,4 +377,78 @@ fn a_sessions_pending_count_is_read_from_the_index_alone_and_is_right() {
             .any(|p| p.contains("USING COVERING INDEX markers_session")),
         "{plan:?}"
     );
+}
+
+/// A Stop records what it read and claims what it delivers in one transaction: the
+/// claim sees the rows just recorded (oldest first, its session and origin only),
+/// holds them from every other claim, and what the record wrote is there as with
+/// `record`; with concurrent recorders, each row is claimed once.
+#[test]
+fn recording_and_claiming_in_one_transaction_takes_the_rows_just_recorded_once() {
+    let home = tempfile::tempdir().unwrap();
+    let mut ix = Index::open(home.path()).unwrap();
+    record(&mut ix, "s1", 0, 2, Origin::Hook);
+    record(&mut ix, "s2", 2, 1, Origin::Hook);
+    let take = Take {
+        session: Some("s1"),
+        origin: Some(Origin::Hook),
+        limit: Some(3),
+        ..Take::default()
+    };
+    let lease = Lease::new();
+    let (done, claimed) = ix
+        .record_and_claim(&[observed("s1", 10, 2)], Origin::Hook, true, &take, &lease)
+        .unwrap();
+    assert_eq!(done[0].new, [true, true]);
+    // The two older rows of s1, then the first just recorded; one left; not s2's.
+    assert_eq!(keys(&claimed.rows), [key(0), key(1), key(10)]);
+    assert_eq!(claimed.left, 1);
+    // Held: another claim of the session takes only what this one left.
+    let other = ix.claim(&take, &Lease::new()).unwrap();
+    assert_eq!(keys(&other.rows), [key(11)]);
+    // Recorded as `record` does: every row, pending.
+    let all = states(&ix);
+    assert_eq!(all.len(), 5);
+    assert!(all.iter().all(|(_, s)| *s == State::Pending));
+    // The same markers again: nothing new, and nothing left to claim.
+    let (again, none) = ix
+        .record_and_claim(
+            &[observed("s1", 10, 2)],
+            Origin::Hook,
+            true,
+            &take,
+            &Lease::new(),
+        )
+        .unwrap();
+    assert_eq!(again[0].new, [false, false]);
+    assert!(none.rows.is_empty());
+    drop(ix);
+    // Four recorders at once, each recording a turn and claiming: each row once.
+    let taken: Vec<Vec<String>> = std::thread::scope(|s| {
+        let runs: Vec<_> = (0..4u64)
+            .map(|t| {
+                let home = home.path();
+                s.spawn(move || {
+                    let mut ix = Index::open(home).unwrap();
+                    let take = Take {
+                        session: Some("s3"),
+                        origin: Some(Origin::Hook),
+                        limit: Some(50),
+                        ..Take::default()
+                    };
+                    let turn = observed("s3", 100 + 10 * t, 10);
+                    let (_, c) = ix
+                        .record_and_claim(&[turn], Origin::Hook, false, &take, &Lease::new())
+                        .unwrap();
+                    keys(&c.rows)
+                })
+            })
+            .collect();
+        runs.into_iter().map(|r| r.join().unwrap()).collect()
+    });
+    let mut all: Vec<String> = taken.concat();
+    all.sort();
+    let n = all.len();
+    all.dedup();
+    assert_eq!((n, all.len()), (40, 40), "{taken:?}");
 }

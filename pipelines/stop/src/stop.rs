@@ -13,7 +13,8 @@ use transcope_change_detect::{scope_enabled, Env, Resolving};
 use transcope_core::{Found, Instant, Marker};
 use transcope_engine::{Buffers, PendingCursor, Pipeline, Request};
 use transcope_index::{
-    deliver, pending_flag, set_pending_flag, Change, Index, Lease, Observed, Origin, State, Take,
+    deliver, pending_flag, set_pending_flag, Change, Claimed, Index, Lease, Observed, Origin,
+    State, Take,
 };
 use transcope_markers::markers_of_message;
 use transcope_scopelog::ScopeLog;
@@ -289,10 +290,26 @@ pub fn run_stop(
     }
     let mut recorded = !something;
     let mut new_keys = Vec::new();
+    // With the writer on and a session, the markers this Stop delivers (its session's
+    // oldest pending) are claimed in the transaction that records what it read: one
+    // commit, not two.
+    let mut claimed = None;
     if let (Some(ix), true) = (index.as_mut(), something) {
         let mut item = observed.unwrap_or_else(|| Observed::new(key.unwrap_or("")));
         item.markers = found.clone();
-        match ix.record(std::slice::from_ref(&item), Origin::Hook, true) {
+        let items = std::slice::from_ref(&item);
+        let done = match key.filter(|_| brain.enabled) {
+            Some(k) => {
+                let lease = Lease::new();
+                ix.record_and_claim(items, Origin::Hook, true, &session_take(k, brain), &lease)
+                    .map(|(done, c)| {
+                        claimed = Some((c, lease));
+                        done
+                    })
+            }
+            None => ix.record(items, Origin::Hook, true),
+        };
+        match done {
             Ok(done) => {
                 recorded = true;
                 sum.recorded = done[0].new_markers();
@@ -329,7 +346,10 @@ pub fn run_stop(
             }
         };
         match index.as_mut().filter(|_| recorded) {
-            Some(ix) => deliver_pending(ix, key, &new_keys, brain.max_markers, sink, &mut sum),
+            Some(ix) => match &claimed {
+                Some((c, lease)) => deliver_claimed(ix, c, lease, sink, &mut sum),
+                None => deliver_pending(ix, key, &new_keys, brain, sink, &mut sum),
+            },
             // No ledger: deliver directly, as before it (the first `max` through the
             // sink, the rest to the outbox), so nothing found is lost.
             None => deliver_direct(&records, brain, sink, &mut sum),
@@ -371,6 +391,17 @@ fn drained_states(d: &DrainReport) -> Vec<Change> {
     sent.chain(refused).collect()
 }
 
+/// What a Stop of session `key` delivers: the oldest pending markers its hooks
+/// recorded, at most `BRAIN_WRITER_MAX_MARKERS`.
+fn session_take<'a>(key: &'a str, brain: &BrainConfig) -> Take<'a> {
+    Take {
+        session: Some(key),
+        origin: Some(Origin::Hook),
+        limit: Some(brain.max_markers),
+        ..Take::default()
+    }
+}
+
 /// Deliver the oldest pending markers of `key` that hooks recorded (or, with no
 /// session, the ones this Stop recorded), at most `max`: claimed first, as `deliver`
 /// claims them, so a marker another run is sending is not sent twice.
@@ -378,34 +409,36 @@ fn deliver_pending(
     ix: &mut Index,
     key: Option<&str>,
     new_keys: &[String],
-    max: usize,
+    brain: &BrainConfig,
     sink: &mut dyn Sink,
     sum: &mut StopSummary,
 ) {
     let take = match key {
-        Some(k) => Take {
-            session: Some(k),
-            origin: Some(Origin::Hook),
-            limit: Some(max),
-            ..Take::default()
-        },
+        Some(k) => session_take(k, brain),
         None => Take {
             keys: Some(new_keys),
-            limit: Some(max),
+            limit: Some(brain.max_markers),
             ..Take::default()
         },
     };
     let lease = Lease::new();
-    let claimed = match ix.claim(&take, &lease) {
-        Ok(c) => c,
-        Err(e) => {
-            sum.errors.push(e.to_string());
-            return;
-        }
-    };
+    match ix.claim(&take, &lease) {
+        Ok(claimed) => deliver_claimed(ix, &claimed, &lease, sink, sum),
+        Err(e) => sum.errors.push(e.to_string()),
+    }
+}
+
+/// Deliver the rows `claimed` under `lease` through `sink` and settle them.
+fn deliver_claimed(
+    ix: &mut Index,
+    claimed: &Claimed,
+    lease: &Lease,
+    sink: &mut dyn Sink,
+    sum: &mut StopSummary,
+) {
     sum.over_cap = claimed.left;
     let rows = &claimed.rows;
-    match deliver(ix, &claimed, &lease, sink) {
+    match deliver(ix, claimed, lease, sink) {
         Ok(report) => {
             sum.http += report.sent;
             sum.outbox += report.outbox;
