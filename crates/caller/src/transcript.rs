@@ -533,6 +533,19 @@ pub(crate) fn any_entry_holding(
     }
 }
 
+/// Whether `line` holds `cwd` in any case (ASCII: no other character folds to these
+/// letters). Found from each `w`, the rarest of them, by `memchr`: a byte-by-byte
+/// window over the lines before a transcript's first `cwd` was a tenth of a Stop.
+fn names_cwd(line: &[u8]) -> bool {
+    memchr::memchr2_iter(b'w', b'W', line).any(|i| {
+        i > 0
+            && line[i - 1].eq_ignore_ascii_case(&b'c')
+            && line
+                .get(i + 1)
+                .is_some_and(|d| d.eq_ignore_ascii_case(&b'd'))
+    })
+}
+
 /// `transcript.StartCwd`: the `cwd` of the first record naming one; `""` when none does.
 ///
 /// # Errors
@@ -541,10 +554,7 @@ pub fn start_cwd(path: &Path) -> Result<String, TranscriptError> {
     let mut found = String::new();
     let result = scan_lines(path, |line| {
         // Cheap filter: a line naming a cwd holds the letters of the key.
-        if !line.windows(3).any(|w| w.eq_ignore_ascii_case(b"cwd"))
-            && memchr::memchr(b'\\', line).is_none()
-            && line.is_ascii()
-        {
+        if !names_cwd(line) && memchr::memchr(b'\\', line).is_none() && line.is_ascii() {
             return ControlFlow::Continue(());
         }
         match Entry::parse(line) {
@@ -564,6 +574,56 @@ pub fn start_cwd(path: &Path) -> Result<String, TranscriptError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_cwd_finds_the_key_in_any_case_and_nothing_else() {
+        let yes = [
+            &b"cwd"[..],
+            b"{\"CWD\":1}",
+            b"xcWd",
+            b"wcwd",
+            b"cwdw",
+            b"CwD",
+        ];
+        let no = [
+            &b""[..],
+            b"w",
+            b"cw",
+            b"wd",
+            b"c w d",
+            b"cwx",
+            b"xwd",
+            b"cdw",
+            b"dwc",
+        ];
+        let cases = yes
+            .iter()
+            .map(|l| (l, true))
+            .chain(no.iter().map(|l| (l, false)));
+        for (line, want) in cases {
+            assert_eq!(names_cwd(line), want, "{}", String::from_utf8_lossy(line));
+        }
+        // The same answer as a window over every three bytes, on every short line of
+        // these letters.
+        let letters = b"cwdCWDx";
+        let mut line = Vec::new();
+        for n in 0..5u32 {
+            for mut k in 0..(letters.len() as u32).pow(n) {
+                line.clear();
+                for _ in 0..n {
+                    line.push(letters[(k % letters.len() as u32) as usize]);
+                    k /= letters.len() as u32;
+                }
+                let window = line.windows(3).any(|w| w.eq_ignore_ascii_case(b"cwd"));
+                assert_eq!(
+                    names_cwd(&line),
+                    window,
+                    "{}",
+                    String::from_utf8_lossy(&line)
+                );
+            }
+        }
+    }
 
     #[test]
     fn go_decoding_rules() {
