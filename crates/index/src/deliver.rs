@@ -209,9 +209,21 @@ pub fn deliver(
     lease: &Lease,
     sink: &mut dyn Sink,
 ) -> Result<DeliverReport, IndexError> {
+    let (mut report, changes) = deliver_rows(&claimed.rows, sink);
+    index.settle(lease, &claimed.rows, &changes)?;
+    report.keys = changes.into_iter().map(|(k, s, _)| (k, s)).collect();
+    Ok(report)
+}
+
+/// Each of `rows` through `sink`, in order: what it did, and the state each row it
+/// took now has (a row it failed has none: it stays pending).
+pub(crate) fn deliver_rows(
+    rows: &[LedgerRow],
+    sink: &mut dyn Sink,
+) -> (DeliverReport, Vec<Change>) {
     let mut report = DeliverReport::default();
-    let mut changes = Vec::with_capacity(claimed.rows.len());
-    for row in &claimed.rows {
+    let mut changes = Vec::with_capacity(rows.len());
+    for row in rows {
         let key = row.idempotency_key.clone();
         match sink.deliver(&row.record()) {
             Ok(Delivery::Sent) => {
@@ -236,9 +248,7 @@ pub fn deliver(
             }
         }
     }
-    index.settle(lease, &claimed.rows, &changes)?;
-    report.keys = changes.into_iter().map(|(k, s, _)| (k, s)).collect();
-    Ok(report)
+    (report, changes)
 }
 
 /// A row's state change: key, new state, detail.
@@ -306,38 +316,11 @@ impl Index {
         if changes.is_empty() && claimed.is_empty() {
             return Ok(());
         }
-        let only = match from {
-            [] => String::new(),
-            states => {
-                let names: Vec<String> =
-                    states.iter().map(|s| format!("'{}'", s.as_str())).collect();
-                format!(" AND state IN ({})", names.join(", "))
-            }
-        };
         let now = transcope_core::Instant::now().unix_micros();
         let run = |conn: &mut Connection| -> rusqlite::Result<()> {
             conn.pragma_update(None, "synchronous", "FULL")?;
             let tx = conn.transaction()?;
-            crate::next_change(&tx)?;
-            {
-                let mut set = tx.prepare_cached(&format!(
-                    "UPDATE markers SET state = ?2, detail = ?3, changed_us = ?4, changed = (SELECT v FROM usage_meta WHERE k = 'changes'),
-                         lease_owner = NULL, lease_until = NULL
-                     WHERE idempotency_key = ?1{only}"
-                ))?;
-                for (key, state, detail) in changes {
-                    set.execute(params![key, state.as_str(), detail, now])?;
-                }
-                let mut release = tx.prepare_cached(
-                    "UPDATE markers SET lease_owner = NULL, lease_until = NULL
-                     WHERE idempotency_key = ?1 AND lease_owner = ?2",
-                )?;
-                if let Some((lease, rows)) = free {
-                    for row in rows {
-                        release.execute(params![row.idempotency_key, lease.owner()])?;
-                    }
-                }
-            }
+            change_states_in(&tx, changes, from, free, now)?;
             tx.commit()
         };
         run(&mut self.conn).map_err(|e| self.sqlite(e))?;
@@ -351,6 +334,42 @@ impl Index {
 /// Pending, matching `take`, and held by no lease that is still running at `now`.
 const ELIGIBLE: &str = "state = 'pending' AND (lease_until IS NULL OR lease_until <= ?1)
     AND (?2 IS NULL OR session = ?2) AND (?3 IS NULL OR origin = ?3) AND rowid > ?4";
+
+/// [`Index::change_states`]' writes, inside `tx`.
+pub(crate) fn change_states_in(
+    tx: &rusqlite::Transaction<'_>,
+    changes: &[Change],
+    from: &[State],
+    free: Option<(&Lease, &[LedgerRow])>,
+    now: i64,
+) -> rusqlite::Result<()> {
+    let only = match from {
+        [] => String::new(),
+        states => {
+            let names: Vec<String> = states.iter().map(|s| format!("'{}'", s.as_str())).collect();
+            format!(" AND state IN ({})", names.join(", "))
+        }
+    };
+    crate::next_change(tx)?;
+    let mut set = tx.prepare_cached(&format!(
+        "UPDATE markers SET state = ?2, detail = ?3, changed_us = ?4, changed = (SELECT v FROM usage_meta WHERE k = 'changes'),
+             lease_owner = NULL, lease_until = NULL
+         WHERE idempotency_key = ?1{only}"
+    ))?;
+    for (key, state, detail) in changes {
+        set.execute(params![key, state.as_str(), detail, now])?;
+    }
+    let mut release = tx.prepare_cached(
+        "UPDATE markers SET lease_owner = NULL, lease_until = NULL
+         WHERE idempotency_key = ?1 AND lease_owner = ?2",
+    )?;
+    if let Some((lease, rows)) = free {
+        for row in rows {
+            release.execute(params![row.idempotency_key, lease.owner()])?;
+        }
+    }
+    Ok(())
+}
 
 /// The claim of `take` under `lease` at `now_us`, inside `tx` (which holds the write
 /// lock: taken at `BEGIN IMMEDIATE`).

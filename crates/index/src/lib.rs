@@ -264,6 +264,18 @@ pub struct Index {
     ids: Ids,
 }
 
+/// What [`Index::record_in`] recorded, claimed and delivered.
+type RecordedThen = (Vec<Recorded>, Option<Claimed>, Option<DeliverReport>);
+
+/// What [`Index::record_in`] does after recording, in the same transaction: claim
+/// `take` under `lease`, and with a `sink`, deliver the rows claimed and record what
+/// it did.
+struct Then<'t, 's> {
+    take: &'t Take<'t>,
+    lease: &'t Lease,
+    sink: Option<&'s mut dyn transcope_brain::Sink>,
+}
+
 /// Scope and model ids by their text (ids are never reused or removed).
 #[derive(Default)]
 pub(crate) struct Ids {
@@ -354,7 +366,7 @@ impl Index {
         sync: bool,
     ) -> Result<Vec<Recorded>, IndexError> {
         self.record_in(items, origin, sync, None)
-            .map(|(done, _)| done)
+            .map(|(done, _, _)| done)
     }
 
     /// [`Index::record`] `items`, then [`Index::claim`] the rows `take` names under
@@ -369,8 +381,42 @@ impl Index {
         take: &Take<'_>,
         lease: &Lease,
     ) -> Result<(Vec<Recorded>, Claimed), IndexError> {
-        let (done, claimed) = self.record_in(items, origin, sync, Some((take, lease)))?;
+        let then = Then {
+            take,
+            lease,
+            sink: None,
+        };
+        let (done, claimed, _) = self.record_in(items, origin, sync, Some(then))?;
         Ok((done, claimed.unwrap_or_default()))
+    }
+
+    /// [`Index::record_and_claim`], then [`deliver`] the rows claimed through `sink`
+    /// and record what it did with them, all in that one transaction: for a sink that
+    /// answers at once (the outbox, stdout), which then writes while the index's write
+    /// lock is held; a sink that may wait (HTTP) goes through [`deliver`] after the
+    /// commit instead. A run killed after its sink wrote and before the commit records
+    /// nothing: the next run reads, claims and delivers the same markers again, which
+    /// their idempotency keys (and the outbox's check for a file already waiting) make
+    /// harmless.
+    pub fn record_and_deliver(
+        &mut self,
+        items: &[Observed],
+        origin: Origin,
+        sync: bool,
+        (take, lease): (&Take<'_>, &Lease),
+        sink: &mut dyn transcope_brain::Sink,
+    ) -> Result<(Vec<Recorded>, Claimed, DeliverReport), IndexError> {
+        let then = Then {
+            take,
+            lease,
+            sink: Some(sink),
+        };
+        let (done, claimed, report) = self.record_in(items, origin, sync, Some(then))?;
+        Ok((
+            done,
+            claimed.unwrap_or_default(),
+            report.unwrap_or_default(),
+        ))
     }
 
     fn record_in(
@@ -378,15 +424,16 @@ impl Index {
         items: &[Observed],
         origin: Origin,
         sync: bool,
-        claim: Option<(&Take<'_>, &Lease)>,
-    ) -> Result<(Vec<Recorded>, Option<Claimed>), IndexError> {
+        mut then: Option<Then<'_, '_>>,
+    ) -> Result<RecordedThen, IndexError> {
         let now = transcope_core::Instant::now().unix_micros();
         let ids = &self.ids;
         let mut fresh_ids = Ids::default();
-        type Done = (Vec<Recorded>, Option<Claimed>);
-        let run = |conn: &mut Connection, fresh_ids: &mut Ids| -> rusqlite::Result<Done> {
+        let mut settled = Vec::new();
+        type Done = RecordedThen;
+        let mut run = |conn: &mut Connection, fresh_ids: &mut Ids| -> rusqlite::Result<Done> {
             conn.pragma_update(None, "synchronous", if sync { "FULL" } else { "NORMAL" })?;
-            let tx = match claim {
+            let tx = match then {
                 Some(_) => {
                     conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?
                 }
@@ -454,17 +501,28 @@ impl Index {
                 batch.add(item, order, item.usage.iter().cloned());
             }
             usage::write(&tx, ids, fresh_ids, &mut batch)?;
-            let claimed = match claim {
-                Some((take, lease)) => Some(deliver::claim_in_tx(&tx, take, lease, now)?),
-                None => None,
-            };
+            let (mut claimed, mut report) = (None, None);
+            if let Some(then) = then.as_mut() {
+                let c = deliver::claim_in_tx(&tx, then.take, then.lease, now)?;
+                if let Some(sink) = then.sink.as_mut() {
+                    let (mut r, changes) = deliver::deliver_rows(&c.rows, &mut **sink);
+                    let free = Some((then.lease, &c.rows[..]));
+                    deliver::change_states_in(&tx, &changes, &[State::Pending], free, now)?;
+                    r.keys = changes.iter().map(|(k, s, _)| (k.clone(), *s)).collect();
+                    settled = changes;
+                    report = Some(r);
+                }
+                claimed = Some(c);
+            }
             tx.commit()?;
-            Ok((out, claimed))
+            Ok((out, claimed, report))
         };
         let out = run(&mut self.conn, &mut fresh_ids).map_err(|e| self.sqlite(e))?;
         // Committed: the new ids are known from now on (a rolled-back batch's are not).
         self.ids.scopes.extend(fresh_ids.scopes);
         self.ids.models.extend(fresh_ids.models);
+        // As `change_states` does: what a rebuild of a damaged index carries over.
+        let _ = crate::recover::journal_states(&self.path, &settled);
         Ok(out)
     }
 

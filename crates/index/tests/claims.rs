@@ -452,3 +452,61 @@ fn recording_and_claiming_in_one_transaction_takes_the_rows_just_recorded_once()
     all.dedup();
     assert_eq!((n, all.len()), (40, 40), "{taken:?}");
 }
+
+/// A Stop with no brain to post to records, claims, delivers and records what its sink
+/// did in one transaction: the same states and report as `deliver` after
+/// `record_and_claim`, a row the sink fails pending again and held by none, and the
+/// states journalled for a rebuild.
+#[test]
+fn recording_and_delivering_in_one_transaction_leaves_what_deliver_leaves() {
+    let home = tempfile::tempdir().unwrap();
+    let mut ix = Index::open(home.path()).unwrap();
+    record(&mut ix, "s1", 0, 2, Origin::Hook);
+    let take = Take {
+        session: Some("s1"),
+        origin: Some(Origin::Hook),
+        limit: Some(3),
+        ..Take::default()
+    };
+    let mut sink = Stub {
+        fail: vec!["lesson 1".into()],
+        sent: Vec::new(),
+    };
+    let lease = Lease::new();
+    let (done, claimed, report) = ix
+        .record_and_deliver(
+            &[observed("s1", 10, 2)],
+            Origin::Hook,
+            true,
+            (&take, &lease),
+            &mut sink,
+        )
+        .unwrap();
+    assert_eq!(done[0].new, [true, true]);
+    assert_eq!(keys(&claimed.rows), [key(0), key(1), key(10)]);
+    assert_eq!(claimed.left, 1);
+    assert_eq!(sink.sent, [key(0), key(10)]);
+    assert_eq!((report.sent, report.failed), (2, 1));
+    assert_eq!(
+        report.keys,
+        [(key(0), State::Delivered), (key(10), State::Delivered)]
+    );
+    let want = [
+        (key(0), State::Delivered),
+        (key(1), State::Pending),
+        (key(10), State::Delivered),
+        (key(11), State::Pending),
+    ];
+    assert_eq!(states(&ix), want);
+    // The failed row is held by none: another run takes it, and the one left, at once.
+    let again = Index::open(home.path())
+        .unwrap()
+        .claim(&take, &Lease::new())
+        .unwrap();
+    assert_eq!(keys(&again.rows), [key(1), key(11)]);
+    // Journalled as `deliver`'s settle journals them.
+    let journal = transcope_index::recover::journaled_states(ix.path());
+    assert_eq!(journal.get(&key(0)), Some(&State::Delivered));
+    assert_eq!(journal.get(&key(10)), Some(&State::Delivered));
+    assert_eq!(journal.get(&key(1)), None);
+}

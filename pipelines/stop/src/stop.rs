@@ -13,8 +13,8 @@ use transcope_change_detect::{scope_enabled, Env, Resolving};
 use transcope_core::{Found, Instant, Marker};
 use transcope_engine::{Buffers, PendingCursor, Pipeline, Request};
 use transcope_index::{
-    deliver, pending_flag, set_pending_flag, Change, Claimed, Index, Lease, Observed, Origin,
-    State, Take,
+    deliver, pending_flag, set_pending_flag, Change, Claimed, DeliverReport, Index, Lease,
+    Observed, Origin, State, Take,
 };
 use transcope_markers::markers_of_message;
 use transcope_scopelog::ScopeLog;
@@ -294,11 +294,26 @@ pub fn run_stop(
     // oldest pending) are claimed in the transaction that records what it read: one
     // commit, not two.
     let mut claimed = None;
+    // With no brain to post to, they are delivered there too: the outbox answers at
+    // once, so the index's write lock is not held waiting on it, and what it did is
+    // recorded in the same commit.
+    let mut delivered = None;
+    let local = sink.is_none() && client.is_none();
     if let (Some(ix), true) = (index.as_mut(), something) {
         let mut item = observed.unwrap_or_else(|| Observed::new(key.unwrap_or("")));
         item.markers = found.clone();
         let items = std::slice::from_ref(&item);
         let done = match key.filter(|_| brain.enabled) {
+            Some(k) if local => {
+                let lease = Lease::new();
+                let mut outbox = OutboxSink::new(&brain.outbox, &brain.agent_name, &brain.project);
+                let take = session_take(k, brain);
+                ix.record_and_deliver(items, Origin::Hook, true, (&take, &lease), &mut outbox)
+                    .map(|(done, c, report)| {
+                        delivered = Some((c, report));
+                        done
+                    })
+            }
             Some(k) => {
                 let lease = Lease::new();
                 ix.record_and_claim(items, Origin::Hook, true, &session_take(k, brain), &lease)
@@ -346,9 +361,10 @@ pub fn run_stop(
             }
         };
         match index.as_mut().filter(|_| recorded) {
-            Some(ix) => match &claimed {
-                Some((c, lease)) => deliver_claimed(ix, c, lease, sink, &mut sum),
-                None => deliver_pending(ix, key, &new_keys, brain, sink, &mut sum),
+            Some(ix) => match (&claimed, delivered) {
+                (_, Some((c, report))) => tally(&c, Ok(report), &mut sum),
+                (Some((c, lease)), None) => deliver_claimed(ix, c, lease, sink, &mut sum),
+                (None, None) => deliver_pending(ix, key, &new_keys, brain, sink, &mut sum),
             },
             // No ledger: deliver directly, as before it (the first `max` through the
             // sink, the rest to the outbox), so nothing found is lost.
@@ -436,9 +452,19 @@ fn deliver_claimed(
     sink: &mut dyn Sink,
     sum: &mut StopSummary,
 ) {
+    let report = deliver(ix, claimed, lease, sink);
+    tally(claimed, report, sum);
+}
+
+/// What delivering the rows `claimed` did, in the Stop's summary.
+fn tally(
+    claimed: &Claimed,
+    report: Result<DeliverReport, transcope_index::IndexError>,
+    sum: &mut StopSummary,
+) {
     sum.over_cap = claimed.left;
     let rows = &claimed.rows;
-    match deliver(ix, claimed, lease, sink) {
+    match report {
         Ok(report) => {
             sum.http += report.sent;
             sum.outbox += report.outbox;
