@@ -37,9 +37,9 @@
 
 use std::path::{Path, PathBuf};
 
+use transcope_adapter_common::head::checked_key;
 use transcope_core::adapter::{Confidence, Layout};
 use transcope_core::head::Head;
-use transcope_core::session::is_valid_session_id;
 
 /// The variable that names the database file itself.
 pub const DB_VAR: &str = "OPENCODE_DB";
@@ -135,14 +135,7 @@ impl Layout for OpenCodeLayout {
                 Confidence::Certain,
                 Err("an OpenCode database holds many sessions: each is read by its own key".into()),
             )),
-            Place::Session { id, .. } => Some((
-                Confidence::Certain,
-                if is_valid_session_id(&id) {
-                    Ok(id)
-                } else {
-                    Err(format!("{id:?} is not a valid scope-log key"))
-                },
-            )),
+            Place::Session { id, .. } => Some((Confidence::Certain, checked_key(id))),
         }
     }
 }

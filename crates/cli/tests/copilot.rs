@@ -39,11 +39,7 @@ fn events(file: &Path) -> Vec<Value> {
 #[test]
 fn copilot_sessions_are_found_as_copilot_with_their_transcript() {
     let sb = home();
-    let sessions: BTreeMap<String, Value> =
-        parse_json_lines(&stdout_of(&sb, &["sessions", "--json", "--no-sync"]))
-            .into_iter()
-            .map(|v| (v["session"].as_str().unwrap().to_owned(), v))
-            .collect();
+    let sessions = sessions_by_key(&sb);
     let main = &sessions[SID];
     assert_eq!(main["agent"], "copilot");
     assert_eq!(main["parent"], Value::Null);

@@ -12,8 +12,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use common::parse_json_lines;
 use common::reliability::*;
+use common::{kinds_and_times, parse_json_lines, tokens_and_messages_by_session};
 use serde_json::Value;
 use transcope_adapter_opencode::write::{self, sample, Db, Sample};
 
@@ -78,11 +78,7 @@ fn own_totals(db: &Path) -> BTreeMap<String, (u64, u64)> {
 #[test]
 fn opencode_sessions_are_found_with_their_agent_parent_and_database() {
     let (sb, s) = home();
-    let sessions: BTreeMap<String, Value> =
-        parse_json_lines(&stdout_of(&sb, &["sessions", "--json", "--no-sync"]))
-            .into_iter()
-            .map(|v| (v["session"].as_str().unwrap().to_owned(), v))
-            .collect();
+    let sessions = sessions_by_key(&sb);
     assert_eq!(sessions.len(), 3, "{sessions:?}");
     for v in sessions.values() {
         assert_eq!(v["agent"], "opencode");
@@ -117,10 +113,7 @@ fn scope_follows_the_folder_an_opencode_session_works_in_with_its_branch() {
         &sb,
         &["timeline", "--session", s.main, "--json", "--no-sync"],
     ));
-    let kinds: Vec<(&str, &str)> = timeline
-        .iter()
-        .map(|i| (i["kind"].as_str().unwrap(), i["at"].as_str().unwrap()))
-        .collect();
+    let kinds = kinds_and_times(&timeline);
     assert_eq!(
         kinds,
         [
@@ -147,19 +140,7 @@ fn opencode_usage_is_the_sum_of_its_disjoint_counts_and_a_second_run_reads_only_
         let out = run(sb.cmd(&args), b"");
         assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
         let rows = parse_json_lines(&text(&out.stdout));
-        let got = rows
-            .iter()
-            .map(|v| {
-                (
-                    v["session"].as_str().unwrap().to_owned(),
-                    (
-                        v["total_tokens"].as_u64().unwrap(),
-                        v["messages"].as_u64().unwrap(),
-                    ),
-                )
-            })
-            .collect();
-        (got, rows)
+        (tokens_and_messages_by_session(&rows), rows)
     };
     let usage = |sb: &Sandbox| usage_with(sb, false);
     let usage_synced = |sb: &Sandbox| usage_with(sb, true);

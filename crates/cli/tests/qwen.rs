@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use common::reliability::count::usage_by;
 use common::reliability::*;
-use common::{copy_tree, parse_json_lines};
+use common::{copy_tree, kinds_and_times, parse_json_lines, tokens_and_messages_by_session};
 use serde_json::Value;
 
 const SID: &str = "0a0b0c0d-1111-4222-8333-444455556666";
@@ -72,11 +72,7 @@ fn own_totals(file: &Path) -> (u64, u64, u64) {
 #[test]
 fn qwen_sessions_are_found_with_their_agent_parent_and_transcript() {
     let sb = home();
-    let sessions: BTreeMap<String, Value> =
-        parse_json_lines(&stdout_of(&sb, &["sessions", "--json", "--no-sync"]))
-            .into_iter()
-            .map(|v| (v["session"].as_str().unwrap().to_owned(), v))
-            .collect();
+    let sessions = sessions_by_key(&sb);
     assert_eq!(sessions.len(), 3, "{sessions:?}");
     let projects = sb.user.join(".qwen/projects");
     let main = &sessions[SID];
@@ -149,10 +145,7 @@ fn scope_follows_the_folder_and_branch_a_qwen_session_changes_mid_file() {
         &sb,
         &["timeline", "--session", SID, "--json", "--no-sync"],
     ));
-    let kinds: Vec<(&str, &str)> = timeline
-        .iter()
-        .map(|i| (i["kind"].as_str().unwrap(), i["at"].as_str().unwrap()))
-        .collect();
+    let kinds = kinds_and_times(&timeline);
     assert_eq!(
         kinds,
         [
@@ -194,18 +187,7 @@ fn qwen_usage_is_each_replys_own_total_counted_once() {
         b"",
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let got: BTreeMap<String, (u64, u64)> = parse_json_lines(&text(&out.stdout))
-        .into_iter()
-        .map(|v| {
-            (
-                v["session"].as_str().unwrap().to_owned(),
-                (
-                    v["total_tokens"].as_u64().unwrap(),
-                    v["messages"].as_u64().unwrap(),
-                ),
-            )
-        })
-        .collect();
+    let got = tokens_and_messages_by_session(&parse_json_lines(&text(&out.stdout)));
     assert_eq!(got, want);
 
     // The columns as the CLI counts them: cached tokens out of the prompt, thoughts

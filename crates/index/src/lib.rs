@@ -430,93 +430,93 @@ impl Index {
         let ids = &self.ids;
         let mut fresh_ids = Ids::default();
         let mut settled = Vec::new();
-        type Done = RecordedThen;
-        let mut run = |conn: &mut Connection, fresh_ids: &mut Ids| -> rusqlite::Result<Done> {
-            conn.pragma_update(None, "synchronous", if sync { "FULL" } else { "NORMAL" })?;
-            let tx = match then {
-                Some(_) => {
-                    conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?
+        let mut run =
+            |conn: &mut Connection, fresh_ids: &mut Ids| -> rusqlite::Result<RecordedThen> {
+                conn.pragma_update(None, "synchronous", if sync { "FULL" } else { "NORMAL" })?;
+                let tx = match then {
+                    Some(_) => {
+                        conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?
+                    }
+                    None => conn.transaction()?,
+                };
+                next_change(&tx)?;
+                let mut out = Vec::with_capacity(items.len());
+                {
+                    // Each statement prepared when first needed: a Stop after one turn
+                    // has a session and a request, and parsing the statements for rows,
+                    // markers and facts it does not have was a third of its record.
+                    let (mut session, mut row, mut marker, mut fact) = (None, None, None, None);
+                    for item in items {
+                        if !item.session.is_empty() {
+                            let (first, last) = (item.span.first.as_ref(), item.span.last.as_ref());
+                            prepared(&tx, &mut session, UPSERT_SESSION)?.execute(params![
+                                item.session,
+                                item.parent,
+                                item.agent,
+                                item.transcript.as_ref().map(|p| p.to_string_lossy()),
+                                first.map(|s| &s.text),
+                                first.map(|s| s.micros),
+                                last.map(|s| &s.text),
+                                last.map(|s| s.micros),
+                            ])?;
+                        }
+                        for w in &item.rows {
+                            insert_written(
+                                prepared(&tx, &mut row, INSERT_TRANSITION)?,
+                                &item.session,
+                                w,
+                            )?;
+                        }
+                        let mut rec = Recorded::default();
+                        for f in &item.markers {
+                            let n = insert_marker(
+                                prepared(&tx, &mut marker, INSERT_MARKER)?,
+                                f,
+                                origin,
+                                now,
+                            )?;
+                            rec.new.push(n > 0);
+                        }
+                        for n in &item.facts {
+                            let [project, worktree, branch, task, lane] = &*n.scope;
+                            prepared(&tx, &mut fact, INSERT_FACT)?.execute(params![
+                                item.session,
+                                n.stage,
+                                n.key,
+                                n.at_us,
+                                n.value,
+                                project,
+                                worktree,
+                                branch,
+                                task,
+                                lane,
+                            ])?;
+                        }
+                        out.push(rec);
+                    }
                 }
-                None => conn.transaction()?,
+                // One run, the items read in the order given.
+                let mut batch = UsageBatch::default();
+                for (order, item) in (0..).zip(items) {
+                    batch.add(item, order, item.usage.iter().cloned());
+                }
+                usage::write(&tx, ids, fresh_ids, &mut batch)?;
+                let (mut claimed, mut report) = (None, None);
+                if let Some(then) = then.as_mut() {
+                    let c = deliver::claim_in_tx(&tx, then.take, then.lease, now)?;
+                    if let Some(sink) = then.sink.as_mut() {
+                        let (mut r, changes) = deliver::deliver_rows(&c.rows, &mut **sink);
+                        let free = Some((then.lease, &c.rows[..]));
+                        deliver::change_states_in(&tx, &changes, &[State::Pending], free, now)?;
+                        r.keys = changes.iter().map(|(k, s, _)| (k.clone(), *s)).collect();
+                        settled = changes;
+                        report = Some(r);
+                    }
+                    claimed = Some(c);
+                }
+                tx.commit()?;
+                Ok((out, claimed, report))
             };
-            next_change(&tx)?;
-            let mut out = Vec::with_capacity(items.len());
-            {
-                // Each statement prepared when first needed: a Stop after one turn
-                // has a session and a request, and parsing the statements for rows,
-                // markers and facts it does not have was a third of its record.
-                let (mut session, mut row, mut marker, mut fact) = (None, None, None, None);
-                for item in items {
-                    if !item.session.is_empty() {
-                        let (first, last) = (item.span.first.as_ref(), item.span.last.as_ref());
-                        prepared(&tx, &mut session, UPSERT_SESSION)?.execute(params![
-                            item.session,
-                            item.parent,
-                            item.agent,
-                            item.transcript.as_ref().map(|p| p.to_string_lossy()),
-                            first.map(|s| &s.text),
-                            first.map(|s| s.micros),
-                            last.map(|s| &s.text),
-                            last.map(|s| s.micros),
-                        ])?;
-                    }
-                    for w in &item.rows {
-                        insert_written(
-                            prepared(&tx, &mut row, INSERT_TRANSITION)?,
-                            &item.session,
-                            w,
-                        )?;
-                    }
-                    let mut rec = Recorded::default();
-                    for f in &item.markers {
-                        let n = insert_marker(
-                            prepared(&tx, &mut marker, INSERT_MARKER)?,
-                            f,
-                            origin,
-                            now,
-                        )?;
-                        rec.new.push(n > 0);
-                    }
-                    for n in &item.facts {
-                        let [project, worktree, branch, task, lane] = &*n.scope;
-                        prepared(&tx, &mut fact, INSERT_FACT)?.execute(params![
-                            item.session,
-                            n.stage,
-                            n.key,
-                            n.at_us,
-                            n.value,
-                            project,
-                            worktree,
-                            branch,
-                            task,
-                            lane,
-                        ])?;
-                    }
-                    out.push(rec);
-                }
-            }
-            // One run, the items read in the order given.
-            let mut batch = UsageBatch::default();
-            for (order, item) in (0..).zip(items) {
-                batch.add(item, order, item.usage.iter().cloned());
-            }
-            usage::write(&tx, ids, fresh_ids, &mut batch)?;
-            let (mut claimed, mut report) = (None, None);
-            if let Some(then) = then.as_mut() {
-                let c = deliver::claim_in_tx(&tx, then.take, then.lease, now)?;
-                if let Some(sink) = then.sink.as_mut() {
-                    let (mut r, changes) = deliver::deliver_rows(&c.rows, &mut **sink);
-                    let free = Some((then.lease, &c.rows[..]));
-                    deliver::change_states_in(&tx, &changes, &[State::Pending], free, now)?;
-                    r.keys = changes.iter().map(|(k, s, _)| (k.clone(), *s)).collect();
-                    settled = changes;
-                    report = Some(r);
-                }
-                claimed = Some(c);
-            }
-            tx.commit()?;
-            Ok((out, claimed, report))
-        };
         let out = run(&mut self.conn, &mut fresh_ids).map_err(|e| self.sqlite(e))?;
         // Committed: the new ids are known from now on (a rolled-back batch's are not).
         self.ids.scopes.extend(fresh_ids.scopes);

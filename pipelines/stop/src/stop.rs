@@ -304,23 +304,23 @@ pub fn run_stop(
         item.markers = found.clone();
         let items = std::slice::from_ref(&item);
         let done = match key.filter(|_| brain.enabled) {
-            Some(k) if local => {
-                let lease = Lease::new();
-                let mut outbox = OutboxSink::new(&brain.outbox, &brain.agent_name, &brain.project);
-                let take = session_take(k, brain);
-                ix.record_and_deliver(items, Origin::Hook, true, (&take, &lease), &mut outbox)
-                    .map(|(done, c, report)| {
-                        delivered = Some((c, report));
-                        done
-                    })
-            }
             Some(k) => {
-                let lease = Lease::new();
-                ix.record_and_claim(items, Origin::Hook, true, &session_take(k, brain), &lease)
-                    .map(|(done, c)| {
-                        claimed = Some((c, lease));
-                        done
-                    })
+                let (take, lease) = (session_take(k, brain), Lease::new());
+                if local {
+                    let mut outbox =
+                        OutboxSink::new(&brain.outbox, &brain.agent_name, &brain.project);
+                    ix.record_and_deliver(items, Origin::Hook, true, (&take, &lease), &mut outbox)
+                        .map(|(done, c, report)| {
+                            delivered = Some((c, report));
+                            done
+                        })
+                } else {
+                    ix.record_and_claim(items, Origin::Hook, true, &take, &lease)
+                        .map(|(done, c)| {
+                            claimed = Some((c, lease));
+                            done
+                        })
+                }
             }
             None => ix.record(items, Origin::Hook, true),
         };

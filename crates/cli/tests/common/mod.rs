@@ -150,6 +150,27 @@ pub fn parse_json_lines(s: &str) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// `usage --by session --json` rows as session → (total tokens, messages).
+pub fn tokens_and_messages_by_session(
+    rows: &[serde_json::Value],
+) -> std::collections::BTreeMap<String, (u64, u64)> {
+    rows.iter()
+        .map(|v| {
+            let n = |k: &str| v[k].as_u64().unwrap();
+            let session = v["session"].as_str().unwrap().to_owned();
+            (session, (n("total_tokens"), n("messages")))
+        })
+        .collect()
+}
+
+/// `timeline --json` items as (kind, at).
+pub fn kinds_and_times(items: &[serde_json::Value]) -> Vec<(&str, &str)> {
+    items
+        .iter()
+        .map(|i| (i["kind"].as_str().unwrap(), i["at"].as_str().unwrap()))
+        .collect()
+}
+
 pub fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }

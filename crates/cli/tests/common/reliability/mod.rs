@@ -631,6 +631,14 @@ pub fn stdout_of(sb: &Sandbox, args: &[&str]) -> String {
     stdout_in(&sb.home, &sb.user, args)
 }
 
+/// `sessions --json --no-sync` in `sb`: each row by its session key.
+pub fn sessions_by_key(sb: &Sandbox) -> std::collections::BTreeMap<String, Value> {
+    super::parse_json_lines(&stdout_of(sb, &["sessions", "--json", "--no-sync"]))
+        .into_iter()
+        .map(|v| (v["session"].as_str().unwrap().to_owned(), v))
+        .collect()
+}
+
 /// The standard output of `transcope --home HOME args…` ([`cmd_in`]), which must
 /// succeed.
 pub fn stdout_in(home: &Path, user: &Path, args: &[&str]) -> String {
