@@ -4,10 +4,12 @@ import json, os, platform, shutil, statistics, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The binaries bench.sh just built: under CARGO_TARGET_DIR when it is set (a stale
-# target/release would otherwise be measured).
+# target/release would otherwise be measured), in BENCH_BUILD (the static build's
+# x86_64-unknown-linux-gnu/release on x86-64 Linux).
 TARGET = os.environ.get("CARGO_TARGET_DIR") or os.path.join(ROOT, "target")
-BIN = os.path.join(TARGET, "release", "transcope")
-GEN = os.path.join(TARGET, "release", "transcope-corpus")
+BUILD = os.path.join(TARGET, os.environ.get("BENCH_BUILD", "release"))
+BIN = os.path.join(BUILD, "transcope")
+GEN = os.path.join(BUILD, "transcope-corpus")
 SIZE = sys.argv[1] if len(sys.argv) > 1 else "150MB"
 RUNS = int(os.environ.get("RUNS", "7"))
 # BENCH_DIR: where the generated inputs are (another work tree's, to reuse them).
@@ -211,7 +213,24 @@ def one_turn(payload, runs=20, backlog=False):
     return out
 
 
+def interpreter(path):
+    """Whether the ELF executable at `path` names a dynamic loader (a `PT_INTERP`
+    program header): a static build does not."""
+    import struct
+    with open(path, "rb") as fh:
+        head = fh.read(64)
+        if head[:4] != b"\x7fELF" or head[4] != 2:
+            return True  # not a 64-bit ELF: not the static build either
+        phoff, = struct.unpack_from("<Q", head, 32)
+        phentsize, phnum = struct.unpack_from("<HH", head, 54)
+        fh.seek(phoff)
+        table = fh.read(phentsize * phnum)
+    return any(struct.unpack_from("<I", table, i * phentsize)[0] == 3 for i in range(phnum))
+
+
 def main():
+    if "linux-gnu" in BUILD and interpreter(BIN):
+        raise SystemExit(f"{BIN} is dynamically linked: benches/bench.sh times the static build")
     os.makedirs(BENCH, exist_ok=True)
     os.makedirs(HOMES, exist_ok=True)
     if not os.path.exists(os.path.join(CORPUS, "manifest.json")):

@@ -11,7 +11,15 @@
 #   CCUSAGE=BIN     also time an existing transcript reader, ccusage, over the same
 #                   files (npm install ccusage @ccusage/ccusage-linux-x64; BIN is
 #                   node_modules/@ccusage/ccusage-linux-x64/bin/ccusage)
+#   The binary timed is the one a hook should run: on x86-64 Linux the static build
+#   (`cargo build-static`, .cargo/config.toml), elsewhere the release build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release -q -p transcope -p transcope-corpus
+if [[ "$(uname -sm)" == "Linux x86_64" ]]; then
+  cargo build-static -q -p transcope -p transcope-corpus
+  export BENCH_BUILD=x86_64-unknown-linux-gnu/release
+else
+  cargo build --release -q -p transcope -p transcope-corpus
+  export BENCH_BUILD=release
+fi
 exec python3 benches/bench.py "$@"
