@@ -4,7 +4,9 @@
 # a change of toolchain, of dependencies, or of the code a Stop runs; a stale list
 # costs only some of the gain, never correctness.
 #
-# It builds the release binary with its link map, runs it under callgrind (every
+# It builds the binary a hook runs (the static build on x86-64 Linux, as
+# benches/bench.sh times it, so that the C library's hot code is ordered too; the
+# release build elsewhere) with its link map, runs it under callgrind (every
 # instruction's address: valgrind) through a hook's Stops over a generated Claude
 # transcript (the first Stop with the brain writer on, one more turn, nothing new with
 # the writer off and on, a session start), and writes each executed function's symbol
@@ -13,10 +15,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-TRANSCOPE_LINK_MAP="$work/transcope.map" cargo build --release -q -p transcope -p transcope-corpus
+if [[ "$(uname -sm)" == "Linux x86_64" ]]; then
+  build=(build-static) out=x86_64-unknown-linux-gnu/release
+else
+  build=(build --release) out=release
+fi
+TRANSCOPE_LINK_MAP="$work/transcope.map" cargo "${build[@]}" -q -p transcope -p transcope-corpus
 target=${CARGO_TARGET_DIR:-target}
-bin="$target/release/transcope"
-"$target/release/transcope-corpus" --single "$work/full.jsonl" --size 3MB --seed 42 >/dev/null
+bin="$target/$out/transcope"
+"$target/$out/transcope-corpus" --single "$work/full.jsonl" --size 3MB --seed 42 >/dev/null
 # The first Stop reads all but the last five lines; the turn Stop, those five.
 total=$(wc -l < "$work/full.jsonl")
 head -n $((total - 5)) "$work/full.jsonl" > "$work/t.jsonl"

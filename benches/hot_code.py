@@ -7,7 +7,10 @@ MAP is the binary's link map (`-Wl,-Map`), BINARY its path as callgrind saw it, 
 each CALLGRIND_OUT a run with `--dump-instr=yes`. Every executed instruction address of
 BINARY is mapped to the input section (one function each: Rust and the bundled C are
 built with a section per function) that holds it, and the symbols of those sections are
-written to OUT, one a line, in the order the link placed them.
+written to OUT, one a line, in the order the link placed them. A section that holds a
+whole object's code (a static C library's `.text`, `.text.evex`: built without a
+section per function) is named by the first symbol the map lists in it, which moves
+the whole section.
 """
 import bisect
 import re
@@ -15,19 +18,43 @@ import sys
 
 SECTION = re.compile(
     r"^\s*([0-9a-f]+)\s+[0-9a-f]+\s+([0-9a-f]+)\s+\d+\s+\S.*:\((\.text[^)]*)\)\s*$")
+# A symbol the map lists in the input section above it (LLD prints it demangled).
+SYMBOL = re.compile(r"^\s*[0-9a-f]+\s+[0-9a-f]+\s+[0-9a-f]+\s+\d+\s+([^\s.]\S*)\s*$")
 PREFIXES = (".text.unlikely.", ".text.startup.", ".text.hot.", ".text.exit.", ".text.")
 
 
 def sections(map_path):
-    """(start, size, section name) of every code input section, by address."""
-    out = []
+    """(start, size, name to order it by) of every code input section, by address: the
+    function its section is named after, else the first symbol listed in it (None when
+    there is none)."""
+    found = []
     with open(map_path, errors="replace") as fh:
         for line in fh:
             m = SECTION.match(line)
-            if m and int(m.group(2), 16):
-                out.append((int(m.group(1), 16), int(m.group(2), 16), m.group(3)))
+            if m:
+                found.append([int(m.group(1), 16), int(m.group(2), 16), m.group(3), []])
+                continue
+            m = SYMBOL.match(line)
+            if m and found:
+                found[-1][3].append(m.group(1))
+    out = []
+    for start, size, section, symbols in found:
+        if size:
+            out.append((start, size, order_name(section, symbols)))
     out.sort()
     return out
+
+
+def order_name(section, symbols):
+    """The symbol to order `section` by. A section per function is named after it
+    (`.text.` and the mangled name, which the map lists demangled); a section for a
+    whole object's code, by the first symbol listed in it."""
+    prefix = next((p for p in PREFIXES if section.startswith(p)), None)
+    if prefix is not None:
+        name = section[len(prefix):]
+        if name.startswith(("_ZN", "_R")) or name in symbols:
+            return name
+    return symbols[0] if symbols else None
 
 
 def executed(path, binary):
@@ -78,11 +105,10 @@ def main():
     names, size = [], 0
     for i in sorted(hot):
         name = secs[i][2]
-        prefix = next((p for p in PREFIXES if name.startswith(p)), None)
-        if prefix is None:
-            # A whole object's `.text` (start-up files): no symbol to order it by.
+        if name is None:
+            # Code with no symbol in the map: nothing to order it by.
             continue
-        names.append(name[len(prefix):])
+        names.append(name)
         size += secs[i][1]
     with open(out_path, "w") as fh:
         fh.write("\n".join(names) + "\n")

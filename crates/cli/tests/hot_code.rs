@@ -1,7 +1,8 @@
 //! `benches/hot_code.py`, which writes `crates/cli/hot-code.txt` (the functions a
 //! hook's Stops run, placed first by the binary's link: `crates/cli/build.rs`): every
 //! instruction address callgrind saw in the binary goes to the function section that
-//! holds it, and the list names those functions in link order.
+//! holds it, and the list names those functions in link order (a static C library's
+//! object, built without a section per function, by the first symbol in its section).
 
 use std::path::Path;
 use std::process::Command;
@@ -20,6 +21,11 @@ const MAP: &str = "\
           4010a0           4010a0       10    16         /x/b.o:(.text._ZN1b5three17h0000000000000003E)
           4010a0           4010a0       10     1                 b::three
           4010b0           4010b0        0    16         /x/c.o:(.text.empty)
+          4010c0           4010c0       40    64         /x/libc.a(memmove-evex.o):(.text.evex)
+          4010c0           4010c0        8     1                 __mempcpy_evex
+          4010d0           4010d0       30     1                 __memmove_evex
+          401100           401100       40    16         /x/libc.a(nosym.o):(.text)
+          401140           401140      100    16 .rodata
 ";
 
 /// Two runs: one in another object at the same addresses (not the binary's), one in
@@ -51,6 +57,10 @@ calls=1 0x4010a0 9
 * * 5
 fn=(5) 0x401060
 0x40109f 1 1
+fn=(6) 0x4010d0
+0x4010d4 1 1
+fn=(7) 0x401100
+0x401108 1 1
 ob=(1)
 fn=(1)
 0x401031 1 1
@@ -82,11 +92,13 @@ fn the_list_names_each_executed_function_of_the_binary_once_in_link_order() {
         "{}",
         String::from_utf8_lossy(&done.stderr)
     );
-    // The start-up file's `.text` has no symbol to order by; sqlite3Step and b::three
-    // ran only in another object, or were only called (their own code never ran).
+    // A section per function is named after it; a whole object's `.text` (the
+    // start-up file's, the C library's `.text.evex`) by the first symbol in it, and one
+    // with no symbol not at all; sqlite3Step and b::three ran only in another object, or
+    // were only called (their own code never ran).
     assert_eq!(
         std::fs::read_to_string(&out).unwrap(),
-        "_ZN1a3one17h0000000000000001E\n_ZN1b3two17h0000000000000002E\n"
+        "_start\n_ZN1a3one17h0000000000000001E\n_ZN1b3two17h0000000000000002E\n__mempcpy_evex\n"
     );
     // Runs that never touch the binary write nothing and say so.
     let none = Command::new("python3")
