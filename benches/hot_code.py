@@ -10,39 +10,60 @@ built with a section per function) that holds it, and the symbols of those secti
 written to OUT, one a line, in the order the link placed them. A section that holds a
 whole object's code (a static C library's `.text`, `.text.evex`: built without a
 section per function) is named by the first symbol the map lists in it, which moves
-the whole section.
+the whole section. Valgrind has no AVX-512, so of a C library function built in
+several variants (`memchr-avx2.o`, `memchr-evex.o`…) the runs see the AVX2 one: its
+EVEX and AVX-512 variants, which the hardware may pick, are listed with it.
 """
 import bisect
 import re
 import sys
 
 SECTION = re.compile(
-    r"^\s*([0-9a-f]+)\s+[0-9a-f]+\s+([0-9a-f]+)\s+\d+\s+\S.*:\((\.text[^)]*)\)\s*$")
+    r"^\s*([0-9a-f]+)\s+[0-9a-f]+\s+([0-9a-f]+)\s+\d+\s+(\S.*):\((\.text[^)]*)\)\s*$")
+# A C library object built for one instruction set: `memchr-avx2.o`, `strlen-evex.o`,
+# `memmove-avx512-unaligned-erms.o` (the function's stem, then the set).
+VARIANT = re.compile(
+    r"\(([a-z0-9_]+)-(sse2|ssse3|sse4_1|sse4_2|avx|avx2|evex|evex512|avx512|avx512f|avx512bw|avx512vl)"
+    r"(?:-[a-z0-9_-]*)?\.o\)$")
+UNSEEN = ("evex", "evex512", "avx512", "avx512f", "avx512bw", "avx512vl")
 # A symbol the map lists in the input section above it (LLD prints it demangled).
 SYMBOL = re.compile(r"^\s*[0-9a-f]+\s+[0-9a-f]+\s+[0-9a-f]+\s+\d+\s+([^\s.]\S*)\s*$")
 PREFIXES = (".text.unlikely.", ".text.startup.", ".text.hot.", ".text.exit.", ".text.")
 
 
 def sections(map_path):
-    """(start, size, name to order it by) of every code input section, by address: the
-    function its section is named after, else the first symbol listed in it (None when
-    there is none)."""
+    """(start, size, name to order it by, object) of every code input section, by
+    address: the function its section is named after, else the first symbol listed in
+    it (None when there is none)."""
     found = []
     with open(map_path, errors="replace") as fh:
         for line in fh:
             m = SECTION.match(line)
             if m:
-                found.append([int(m.group(1), 16), int(m.group(2), 16), m.group(3), []])
+                found.append([int(m.group(1), 16), int(m.group(2), 16), m.group(4), [],
+                              m.group(3).strip()])
                 continue
             m = SYMBOL.match(line)
             if m and found:
                 found[-1][3].append(m.group(1))
     out = []
-    for start, size, section, symbols in found:
+    for start, size, section, symbols, obj in found:
         if size:
-            out.append((start, size, order_name(section, symbols)))
+            out.append((start, size, order_name(section, symbols), obj))
     out.sort()
     return out
+
+
+def unseen_variants(secs, hot):
+    """The sections of the EVEX and AVX-512 variants of the C library functions whose
+    other variants ran (`hot`: indexes into `secs`)."""
+    stems = set()
+    for i in hot:
+        m = VARIANT.search(secs[i][3])
+        if m:
+            stems.add(m.group(1))
+    return {i for i, s in enumerate(secs)
+            if (m := VARIANT.search(s[3])) and m.group(1) in stems and m.group(2) in UNSEEN}
 
 
 def order_name(section, symbols):
@@ -102,6 +123,7 @@ def main():
                 hot.add(i)
     if not hot:
         sys.exit(f"no instruction of {binary} found in the runs: nothing written")
+    hot |= unseen_variants(secs, hot)
     names, size = [], 0
     for i in sorted(hot):
         name = secs[i][2]
