@@ -577,29 +577,23 @@ mod tests {
 
     #[test]
     fn names_cwd_finds_the_key_in_any_case_and_nothing_else() {
-        let yes = [
-            &b"cwd"[..],
-            b"{\"CWD\":1}",
-            b"xcWd",
-            b"wcwd",
-            b"cwdw",
-            b"CwD",
+        let cases: [(&[u8], bool); 15] = [
+            (b"cwd", true),
+            (b"{\"CWD\":1}", true),
+            (b"xcWd", true),
+            (b"wcwd", true),
+            (b"cwdw", true),
+            (b"CwD", true),
+            (b"", false),
+            (b"w", false),
+            (b"cw", false),
+            (b"wd", false),
+            (b"c w d", false),
+            (b"cwx", false),
+            (b"xwd", false),
+            (b"cdw", false),
+            (b"dwc", false),
         ];
-        let no = [
-            &b""[..],
-            b"w",
-            b"cw",
-            b"wd",
-            b"c w d",
-            b"cwx",
-            b"xwd",
-            b"cdw",
-            b"dwc",
-        ];
-        let cases = yes
-            .iter()
-            .map(|l| (l, true))
-            .chain(no.iter().map(|l| (l, false)));
         for (line, want) in cases {
             assert_eq!(names_cwd(line), want, "{}", String::from_utf8_lossy(line));
         }

@@ -5,8 +5,10 @@
 //! object, built without a section per function, by the first symbol in its section;
 //! the EVEX and AVX-512 variants of a C library function valgrind ran in AVX2 with it).
 
+mod common;
+
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Output};
 
 const MAP: &str = "\
              VMA              LMA     Size Align Out     In      Symbol
@@ -87,20 +89,18 @@ fn the_list_names_each_executed_function_of_the_binary_once_in_link_order() {
     let map = file("transcope.map", MAP);
     let runs = [file("a.out", RUN_OTHER), file("b.out", RUN_BINARY)];
     let out = dir.path().join("hot-code.txt");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../benches/hot_code.py");
-    let done = Command::new("python3")
-        .arg(&script)
-        .arg(&map)
-        .arg("/bin/transcope")
-        .arg(&out)
-        .args(&runs)
-        .output()
-        .expect("python3 runs");
-    assert!(
-        done.status.success(),
-        "{}",
-        String::from_utf8_lossy(&done.stderr)
-    );
+    // The script over the map and `runs` of the binary /bin/transcope, its list to `to`.
+    let hot_code = |to: &Path, runs: &[std::path::PathBuf]| -> Output {
+        Command::new("python3")
+            .arg(common::workspace().join("benches/hot_code.py"))
+            .arg(&map)
+            .arg("/bin/transcope")
+            .arg(to)
+            .args(runs)
+            .output()
+            .expect("python3 runs")
+    };
+    common::succeeded(&hot_code(&out, &runs), &"hot_code.py");
     // A section per function is named after it; a whole object's `.text` (the
     // start-up file's, the C library's `.text.evex`) by the first symbol in it, and one
     // with no symbol not at all; sqlite3Step and b::three ran only in another object, or
@@ -112,14 +112,7 @@ fn the_list_names_each_executed_function_of_the_binary_once_in_link_order() {
          __memchr_avx2\n__memchr_evex\n"
     );
     // Runs that never touch the binary write nothing and say so.
-    let none = Command::new("python3")
-        .arg(&script)
-        .arg(&map)
-        .arg("/bin/transcope")
-        .arg(dir.path().join("none.txt"))
-        .arg(&runs[0])
-        .output()
-        .unwrap();
+    let none = hot_code(&dir.path().join("none.txt"), &runs[..1]);
     assert!(!none.status.success());
     assert!(String::from_utf8_lossy(&none.stderr).contains("nothing written"));
     assert!(!dir.path().join("none.txt").exists());

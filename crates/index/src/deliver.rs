@@ -209,18 +209,42 @@ pub fn deliver(
     lease: &Lease,
     sink: &mut dyn Sink,
 ) -> Result<DeliverReport, IndexError> {
-    let (mut report, changes) = deliver_rows(&claimed.rows, sink);
+    let (report, changes) = deliver_rows(&claimed.rows, sink);
     index.settle(lease, &claimed.rows, &changes)?;
-    report.keys = changes.into_iter().map(|(k, s, _)| (k, s)).collect();
     Ok(report)
 }
 
-/// Each of `rows` through `sink`, in order: what it did, and the state each row it
-/// took now has (a row it failed has none: it stays pending).
-pub(crate) fn deliver_rows(
-    rows: &[LedgerRow],
+/// The claim of `take` under `lease` at `now_us`, each row claimed delivered through
+/// `sink`, and the rows settled, all inside `tx` (which holds the write lock: taken at
+/// `BEGIN IMMEDIATE`): [`Index::claim`], [`deliver`] and [`Index::settle`] in one
+/// transaction. Also the changes made, for the states journal once `tx` commits.
+pub(crate) fn deliver_in_tx(
+    tx: &rusqlite::Transaction<'_>,
+    take: &Take<'_>,
+    lease: &Lease,
     sink: &mut dyn Sink,
-) -> (DeliverReport, Vec<Change>) {
+    now_us: i64,
+) -> rusqlite::Result<(Claimed, DeliverReport, Vec<Change>)> {
+    let claimed = claim_in(tx, take, lease, now_us)?;
+    let (report, changes) = deliver_rows(&claimed.rows, sink);
+    change_states_in(
+        tx,
+        &changes,
+        SETTLE_FROM,
+        Some((lease, &claimed.rows)),
+        now_us,
+    )?;
+    Ok((claimed, report, changes))
+}
+
+/// The states a delivery's settle changes a row from: a row another run has
+/// meanwhile moved on keeps its state.
+const SETTLE_FROM: &[State] = &[State::Pending];
+
+/// Each of `rows` through `sink`, in order: what it did (with each key delivered and
+/// its new state), and the state change of each row it took (a row it failed has
+/// none: it stays pending).
+fn deliver_rows(rows: &[LedgerRow], sink: &mut dyn Sink) -> (DeliverReport, Vec<Change>) {
     let mut report = DeliverReport::default();
     let mut changes = Vec::with_capacity(rows.len());
     for row in rows {
@@ -248,6 +272,7 @@ pub(crate) fn deliver_rows(
             }
         }
     }
+    report.keys = changes.iter().map(|(k, s, _)| (k.clone(), *s)).collect();
     (report, changes)
 }
 
@@ -275,7 +300,7 @@ impl Index {
             // A claim lost to a crash only leaves rows pending: no sync needed.
             conn.pragma_update(None, "synchronous", "NORMAL")?;
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let claimed = claim_in_tx(&tx, take, lease, now_us)?;
+            let claimed = claim_in(&tx, take, lease, now_us)?;
             tx.commit()?;
             Ok(claimed)
         };
@@ -292,7 +317,7 @@ impl Index {
         claimed: &[LedgerRow],
         changes: &[Change],
     ) -> Result<(), IndexError> {
-        self.change_states(changes, &[State::Pending], Some((lease, claimed)))
+        self.change_states(changes, SETTLE_FROM, Some((lease, claimed)))
     }
 
     /// Record what an outbox drain did: each of `changes` (the keys the brain
@@ -336,7 +361,7 @@ const ELIGIBLE: &str = "state = 'pending' AND (lease_until IS NULL OR lease_unti
     AND (?2 IS NULL OR session = ?2) AND (?3 IS NULL OR origin = ?3) AND rowid > ?4";
 
 /// [`Index::change_states`]' writes, inside `tx`.
-pub(crate) fn change_states_in(
+fn change_states_in(
     tx: &rusqlite::Transaction<'_>,
     changes: &[Change],
     from: &[State],
@@ -371,26 +396,18 @@ pub(crate) fn change_states_in(
     Ok(())
 }
 
-/// The claim of `take` under `lease` at `now_us`, inside `tx` (which holds the write
-/// lock: taken at `BEGIN IMMEDIATE`).
-pub(crate) fn claim_in_tx(
+/// The claim of `take` under `lease` at `now`: its reads and writes, inside `tx`
+/// (which holds the write lock: taken at `BEGIN IMMEDIATE`).
+pub(crate) fn claim_in(
     tx: &rusqlite::Transaction<'_>,
     take: &Take<'_>,
     lease: &Lease,
-    now_us: i64,
-) -> rusqlite::Result<Claimed> {
-    let until = now_us.saturating_add(lease.length.as_micros().min(i64::MAX as u128) as i64);
-    claim_in(tx, take, lease.owner(), now_us, until)
-}
-
-/// The claim's reads and writes, inside its transaction.
-fn claim_in(
-    tx: &rusqlite::Transaction<'_>,
-    take: &Take<'_>,
-    owner: &str,
     now: i64,
-    until: i64,
 ) -> rusqlite::Result<Claimed> {
+    let (owner, until) = (
+        lease.owner(),
+        now.saturating_add(lease.length.as_micros().min(i64::MAX as u128) as i64),
+    );
     let origin = take.origin.map(Origin::as_str);
     let limit = take.limit.unwrap_or(usize::MAX);
     // Leases of runs that have ended (killed, cut at a hook's deadline) hold nothing.

@@ -276,6 +276,23 @@ struct Then<'t, 's> {
     sink: Option<&'s mut dyn transcope_brain::Sink>,
 }
 
+impl Then<'_, '_> {
+    /// The claim inside `tx` at `now`; with a sink, its rows delivered and settled
+    /// there too: the claim, the delivery's report and the state changes made.
+    fn run(
+        &mut self,
+        tx: &rusqlite::Transaction<'_>,
+        now: i64,
+    ) -> rusqlite::Result<(Claimed, Option<DeliverReport>, Vec<Change>)> {
+        match self.sink.as_mut() {
+            Some(sink) => deliver::deliver_in_tx(tx, self.take, self.lease, &mut **sink, now)
+                .map(|(claimed, report, changes)| (claimed, Some(report), changes)),
+            None => deliver::claim_in(tx, self.take, self.lease, now)
+                .map(|claimed| (claimed, None, Vec::new())),
+        }
+    }
+}
+
 /// Scope and model ids by their text (ids are never reused or removed).
 #[derive(Default)]
 pub(crate) struct Ids {
@@ -503,16 +520,8 @@ impl Index {
                 usage::write(&tx, ids, fresh_ids, &mut batch)?;
                 let (mut claimed, mut report) = (None, None);
                 if let Some(then) = then.as_mut() {
-                    let c = deliver::claim_in_tx(&tx, then.take, then.lease, now)?;
-                    if let Some(sink) = then.sink.as_mut() {
-                        let (mut r, changes) = deliver::deliver_rows(&c.rows, &mut **sink);
-                        let free = Some((then.lease, &c.rows[..]));
-                        deliver::change_states_in(&tx, &changes, &[State::Pending], free, now)?;
-                        r.keys = changes.iter().map(|(k, s, _)| (k.clone(), *s)).collect();
-                        settled = changes;
-                        report = Some(r);
-                    }
-                    claimed = Some(c);
+                    let (c, r, changes) = then.run(&tx, now)?;
+                    (claimed, report, settled) = (Some(c), r, changes);
                 }
                 tx.commit()?;
                 Ok((out, claimed, report))

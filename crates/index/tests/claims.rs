@@ -15,6 +15,16 @@ fn key(i: u64) -> String {
     format!("{i:032x}")
 }
 
+/// A Stop's take: `session`'s rows recorded by hooks, at most `limit`.
+fn stop_take(session: &str, limit: usize) -> Take<'_> {
+    Take {
+        session: Some(session),
+        origin: Some(Origin::Hook),
+        limit: Some(limit),
+        ..Take::default()
+    }
+}
+
 /// A session's `n` markers (keys `key(from)`…), recorded by `origin`.
 fn record(ix: &mut Index, session: &str, from: u64, n: u64, origin: Origin) {
     ix.record(&[observed(session, from, n)], origin, false)
@@ -244,12 +254,7 @@ fn a_claim_takes_a_session_an_origin_keys_and_batches_in_the_order_found() {
     record(&mut ix, "s2", 5, 2, Origin::Hook);
     record(&mut ix, "s1", 7, 2, Origin::Backfill);
     // The Stop's take: its session's hook rows, at most 2, and how many it left.
-    let stop = Take {
-        session: Some("s1"),
-        origin: Some(Origin::Hook),
-        limit: Some(2),
-        ..Take::default()
-    };
+    let stop = stop_take("s1", 2);
     let took = ix.claim(&stop, &Lease::new()).unwrap();
     assert_eq!((keys(&took.rows), took.left), (vec![key(0), key(1)], 3));
     // By keys (a Stop with no session): only the pending, unheld ones.
@@ -389,12 +394,7 @@ fn recording_and_claiming_in_one_transaction_takes_the_rows_just_recorded_once()
     let mut ix = Index::open(home.path()).unwrap();
     record(&mut ix, "s1", 0, 2, Origin::Hook);
     record(&mut ix, "s2", 2, 1, Origin::Hook);
-    let take = Take {
-        session: Some("s1"),
-        origin: Some(Origin::Hook),
-        limit: Some(3),
-        ..Take::default()
-    };
+    let take = stop_take("s1", 3);
     let lease = Lease::new();
     let (done, claimed) = ix
         .record_and_claim(&[observed("s1", 10, 2)], Origin::Hook, true, &take, &lease)
@@ -430,12 +430,7 @@ fn recording_and_claiming_in_one_transaction_takes_the_rows_just_recorded_once()
                 let home = home.path();
                 s.spawn(move || {
                     let mut ix = Index::open(home).unwrap();
-                    let take = Take {
-                        session: Some("s3"),
-                        origin: Some(Origin::Hook),
-                        limit: Some(50),
-                        ..Take::default()
-                    };
+                    let take = stop_take("s3", 50);
                     let turn = observed("s3", 100 + 10 * t, 10);
                     let (_, c) = ix
                         .record_and_claim(&[turn], Origin::Hook, false, &take, &Lease::new())
@@ -462,12 +457,7 @@ fn recording_and_delivering_in_one_transaction_leaves_what_deliver_leaves() {
     let home = tempfile::tempdir().unwrap();
     let mut ix = Index::open(home.path()).unwrap();
     record(&mut ix, "s1", 0, 2, Origin::Hook);
-    let take = Take {
-        session: Some("s1"),
-        origin: Some(Origin::Hook),
-        limit: Some(3),
-        ..Take::default()
-    };
+    let take = stop_take("s1", 3);
     let mut sink = Stub {
         fail: vec!["lesson 1".into()],
         sent: Vec::new(),
