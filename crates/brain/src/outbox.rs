@@ -31,6 +31,8 @@ pub struct OutboxSink {
     now: Option<Instant>,
     /// The outbox's file names as last read, valid while the folder is unchanged.
     listing: Option<Listing>,
+    /// Whether this sink listed the outbox before (its first listing may be partial).
+    listed: bool,
     /// Temporaries of killed writers removed so far (see [`OutboxSink::stale_removed`]).
     stale_removed: u64,
 }
@@ -47,6 +49,8 @@ pub struct OutboxSink {
 struct Listing {
     stamp: Option<(std::time::SystemTime, u64, u64)>,
     ends: std::collections::HashMap<Box<str>, Box<str>>,
+    /// The only ends kept, when the listing was read for a few records (`None`: all).
+    only: Option<Vec<String>>,
 }
 
 impl Listing {
@@ -57,17 +61,28 @@ impl Listing {
             .map(|start| format!("{start}{suffix}"))
     }
 
+    /// Whether the listing answers for `suffix`: a whole listing for every end, a
+    /// partial one for the ends it was read for.
+    fn covers(&self, suffix: &str) -> bool {
+        self.only
+            .as_ref()
+            .is_none_or(|o| o.iter().any(|s| s == suffix))
+    }
+
     /// Remember `name` (the first name listed for an end wins): its end is from its
     /// second-last `-` on. A Stop lists the whole outbox, so this runs once a waiting
-    /// file (the string searcher `rmatch_indices` builds cost more than the rest).
+    /// file (the string searcher `rmatch_indices` builds cost more than the rest); a
+    /// partial listing keeps only the ends it was read for (a Stop's one or five
+    /// markers: nothing allocated for the rest).
     fn add(&mut self, name: &str) {
         let b = name.as_bytes();
         let Some(last) = b.iter().rposition(|&c| c == b'-') else {
             return;
         };
         if let Some(i) = b[..last].iter().rposition(|&c| c == b'-') {
-            if !self.ends.contains_key(&name[i..]) {
-                self.ends.insert(name[i..].into(), name[..i].into());
+            let end = &name[i..];
+            if self.covers(end) && !self.ends.contains_key(end) {
+                self.ends.insert(end.into(), name[..i].into());
             }
         }
     }
@@ -97,13 +112,14 @@ fn is_outbox_tmp(name: &str) -> bool {
 }
 
 impl Listing {
-    /// The outbox's names; temporaries older than [`STALE_TMP_AGE`] (left by killed
-    /// writers) are removed on the way, and counted in `removed`. Called under the
-    /// outbox lock.
-    fn read(dir: &Path, removed: &mut u64) -> Listing {
+    /// The outbox's names (with `only`, just those with one of these ends);
+    /// temporaries older than [`STALE_TMP_AGE`] (left by killed writers) are removed on
+    /// the way, and counted in `removed`. Called under the outbox lock.
+    fn read(dir: &Path, only: Option<Vec<String>>, removed: &mut u64) -> Listing {
         let mut listing = Listing {
             stamp: None,
             ends: std::collections::HashMap::new(),
+            only,
         };
         let now = std::time::SystemTime::now();
         for e in fs::read_dir(dir).into_iter().flatten().flatten() {
@@ -147,6 +163,7 @@ impl OutboxSink {
             project: project.into(),
             now: None,
             listing: None,
+            listed: false,
             stale_removed: 0,
         }
     }
@@ -248,8 +265,15 @@ impl OutboxSink {
             }
         };
         let stamp = dir_stamp(&self.dir);
-        if stamp.is_none() || self.listing.as_ref().is_none_or(|l| l.stamp != stamp) {
-            self.listing = Some(Listing::read(&self.dir, &mut self.stale_removed));
+        let fresh = |l: &Listing| l.stamp == stamp && recs.iter().all(|r| l.covers(&suffix(r)));
+        if stamp.is_none() || !self.listing.as_ref().is_some_and(fresh) {
+            // A sink's first listing is for its records alone when they are few (a
+            // Stop's): every later one is whole, so a backfill, which delivers batch
+            // after batch, lists the folder again only when something else changed it.
+            let only = (!self.listed && recs.len() <= PARTIAL_LISTING_MAX)
+                .then(|| recs.iter().map(suffix).collect());
+            self.listing = Some(Listing::read(&self.dir, only, &mut self.stale_removed));
+            self.listed = true;
         }
         let mut out = Vec::with_capacity(recs.len());
         let mut failed = None;
@@ -272,9 +296,7 @@ impl OutboxSink {
     /// One record's file, under the outbox lock with the listing fresh.
     fn write_one(&mut self, rec: &MarkerRecord) -> Result<Delivery, SinkError> {
         let io = |context| move |source| SinkError::Io { context, source };
-        let kind = safe_kind(rec.kind());
-        let tag: String = rec.idempotency_key.chars().take(8).collect();
-        let suffix = format!("-{kind}-{tag}.json");
+        let suffix = suffix(rec);
         if let Some(name) = self.listing.as_ref().and_then(|l| l.find(&suffix)) {
             // Already waiting (unless it went within the stamp's clock tick).
             let waiting = self.dir.join(name);
@@ -302,6 +324,17 @@ impl OutboxSink {
         Ok(Delivery::Outboxed(path))
     }
 }
+
+/// The end of `rec`'s outbox file name, `-<kind>-<tag>.json`: what finds it waiting.
+fn suffix(rec: &MarkerRecord) -> String {
+    let kind = safe_kind(rec.kind());
+    let tag: String = rec.idempotency_key.chars().take(8).collect();
+    format!("-{kind}-{tag}.json")
+}
+
+/// The most records a sink's first listing is read for alone (see
+/// [`OutboxSink::deliver_counted`]); a Stop delivers at most five by default.
+const PARTIAL_LISTING_MAX: usize = 16;
 
 /// How long a Stop waits for another Stop's hold on the outbox before writing anyway.
 const OUTBOX_LOCK_WAIT: Duration = Duration::from_secs(2);
@@ -568,6 +601,47 @@ mod tests {
         assert_eq!((missing.0.len(), missing.1.is_some()), (0, true));
     }
 
+    /// A sink's first listing, read for its few records alone, finds theirs waiting;
+    /// a later batch with other records lists again (the folder unchanged) and finds
+    /// its own waiting too: no second file for a marker either way.
+    #[test]
+    fn a_partial_listing_answers_only_for_the_records_it_was_read_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let keyed = |tag: &str| MarkerRecord {
+            idempotency_key: format!("{tag:0<32}"),
+            ..record(tag)
+        };
+        let (a, b, c) = (keyed("0000000a"), keyed("0000000b"), keyed("0000000c"));
+        let (done, failed) =
+            OutboxSink::new(dir.path(), "t", "").deliver_counted(&[a.clone(), b.clone()]);
+        assert_eq!((done.len(), failed.is_none()), (2, true));
+        let files = || fs::read_dir(dir.path()).unwrap().count();
+        assert_eq!(files(), 2);
+        let mut sink = OutboxSink::new(dir.path(), "t", "");
+        let (done, _) = sink.deliver_counted(&[a]);
+        assert!(matches!(&done[..], [Delivery::Outboxed(p)] if p.exists()));
+        let l = sink.listing.as_ref().unwrap();
+        assert_eq!(
+            (l.only.is_some(), l.ends.len()),
+            (true, 1),
+            "only the record's end kept"
+        );
+        let (done, _) = sink.deliver_counted(std::slice::from_ref(&b));
+        assert!(matches!(&done[..], [Delivery::Outboxed(p)] if p.exists()));
+        assert_eq!(
+            files(),
+            2,
+            "the other waiting marker found, not written again"
+        );
+        assert!(
+            sink.listing.as_ref().unwrap().only.is_none(),
+            "the second listing is whole"
+        );
+        let (done, _) = sink.deliver_counted(&[c, b]);
+        assert_eq!(done.len(), 2);
+        assert_eq!(files(), 3);
+    }
+
     /// A waiting file is found by its `-<kind>-<tag>.json` end whatever comes before
     /// it (another writer's prefix may hold `-` too), the first listed name for an end
     /// wins, and a name that cannot end that way is not kept.
@@ -576,6 +650,7 @@ mod tests {
         let mut l = Listing {
             stamp: None,
             ends: std::collections::HashMap::new(),
+            only: None,
         };
         for name in [
             "20261008T100000-lesson-0123abcd.json",

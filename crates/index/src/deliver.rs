@@ -449,14 +449,15 @@ pub(crate) fn claim_in(
             }
         }
         None => {
-            let mut st = tx.prepare_cached(&format!(
-                "SELECT rowid FROM markers WHERE {ELIGIBLE} ORDER BY rowid LIMIT ?5"
-            ))?;
+            // The limit written into the statement: SQLite plans a `LIMIT ?` by the
+            // value bound, so it compiled the statement a second time at its first
+            // step (2 % of a one-turn Stop's instructions). A run has one limit.
             let cap = i64::try_from(limit).unwrap_or(i64::MAX);
+            let mut st = tx.prepare_cached(&format!(
+                "SELECT rowid FROM markers WHERE {ELIGIBLE} ORDER BY rowid LIMIT {cap}"
+            ))?;
             ids = st
-                .query_map(params![now, take.session, origin, take.after, cap], |r| {
-                    r.get(0)
-                })?
+                .query_map(params![now, take.session, origin, take.after], |r| r.get(0))?
                 .collect::<rusqlite::Result<_>>()?;
             if let (true, Some(&last)) = (ids.len() == limit, ids.last()) {
                 left = tx
