@@ -70,10 +70,10 @@ impl Listing {
     }
 
     /// Remember `name` (the first name listed for an end wins): its end is from its
-    /// second-last `-` on. A Stop lists the whole outbox, so this runs once a waiting
-    /// file (the string searcher `rmatch_indices` builds cost more than the rest); a
-    /// partial listing keeps only the ends it was read for (a Stop's one or five
-    /// markers: nothing allocated for the rest).
+    /// second-last `-` on. It runs once a waiting file a listing reads (the string
+    /// searcher `rmatch_indices` builds cost more than the rest); a partial listing
+    /// keeps only the ends it was read for (a Stop's one or five markers: nothing
+    /// allocated for the rest).
     fn add(&mut self, name: &str) {
         let b = name.as_bytes();
         let Some(last) = b.iter().rposition(|&c| c == b'-') else {
@@ -265,7 +265,9 @@ impl OutboxSink {
             }
         };
         let stamp = dir_stamp(&self.dir);
-        let fresh = |l: &Listing| l.stamp == stamp && recs.iter().all(|r| l.covers(&suffix(r)));
+        let fresh = |l: &Listing| {
+            l.stamp == stamp && (l.only.is_none() || recs.iter().all(|r| l.covers(&suffix(r))))
+        };
         if stamp.is_none() || !self.listing.as_ref().is_some_and(fresh) {
             // A sink's first listing is for its records alone when they are few (a
             // Stop's): every later one is whole, so a backfill, which delivers batch
