@@ -23,12 +23,17 @@
 use std::path::Path;
 
 fn main() {
+    let var = |k: &str| std::env::var(k).unwrap_or_default();
+    let dir = Path::new(&var("CARGO_MANIFEST_DIR")).to_path_buf();
     println!("cargo:rerun-if-changed=build.rs");
-    println!("cargo:rerun-if-changed=hot-code.txt");
-    println!("cargo:rerun-if-changed=hot-code-static.txt");
+    // By their full paths, as the link names them: two checkouts sharing one target
+    // folder (`CARGO_TARGET_DIR`) share this script's output, and a relative path
+    // would keep naming the other checkout's list after it was deleted (a failed link).
+    for list in ["hot-code.txt", "hot-code-static.txt"] {
+        println!("cargo:rerun-if-changed={}", dir.join(list).display());
+    }
     println!("cargo:rerun-if-env-changed=TRANSCOPE_NO_HOT_CODE");
     println!("cargo:rerun-if-env-changed=TRANSCOPE_LINK_MAP");
-    let var = |k: &str| std::env::var(k).unwrap_or_default();
     if var("CARGO_CFG_TARGET_OS") != "linux" {
         return;
     }
@@ -48,7 +53,7 @@ fn main() {
     let static_build = var("CARGO_CFG_TARGET_FEATURE")
         .split(',')
         .any(|f| f == "crt-static");
-    let list = Path::new(&var("CARGO_MANIFEST_DIR")).join(if static_build {
+    let list = dir.join(if static_build {
         "hot-code-static.txt"
     } else {
         "hot-code.txt"
