@@ -20,11 +20,11 @@
 //!   a linker other than LLD (`-C linker-features=-lld`, `-fuse-ld=...` in the
 //!   flags), leaves the order to the linker.
 //! * `TRANSCOPE_LINK_MAP=FILE` writes the link map (what `benches/hot-code.sh` reads).
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 fn main() {
     let var = |k: &str| std::env::var(k).unwrap_or_default();
-    let dir = Path::new(&var("CARGO_MANIFEST_DIR")).to_path_buf();
+    let dir = PathBuf::from(var("CARGO_MANIFEST_DIR"));
     println!("cargo:rerun-if-changed=build.rs");
     // By their full paths, as the link names them: two checkouts sharing one target
     // folder (`CARGO_TARGET_DIR`) share this script's output, and a relative path

@@ -31,8 +31,6 @@ pub struct OutboxSink {
     now: Option<Instant>,
     /// The outbox's file names as last read, valid while the folder is unchanged.
     listing: Option<Listing>,
-    /// Whether this sink listed the outbox before (its first listing may be partial).
-    listed: bool,
     /// Temporaries of killed writers removed so far (see [`OutboxSink::stale_removed`]).
     stale_removed: u64,
 }
@@ -163,7 +161,6 @@ impl OutboxSink {
             project: project.into(),
             now: None,
             listing: None,
-            listed: false,
             stale_removed: 0,
         }
     }
@@ -272,10 +269,9 @@ impl OutboxSink {
             // A sink's first listing is for its records alone when they are few (a
             // Stop's): every later one is whole, so a backfill, which delivers batch
             // after batch, lists the folder again only when something else changed it.
-            let only = (!self.listed && recs.len() <= PARTIAL_LISTING_MAX)
+            let only = (self.listing.is_none() && recs.len() <= PARTIAL_LISTING_MAX)
                 .then(|| recs.iter().map(suffix).collect());
             self.listing = Some(Listing::read(&self.dir, only, &mut self.stale_removed));
-            self.listed = true;
         }
         let mut out = Vec::with_capacity(recs.len());
         let mut failed = None;
