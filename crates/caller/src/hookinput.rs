@@ -23,7 +23,7 @@ use crate::claudepath::{
     check_agent_id, config_dir, project_dir, relocate_record, subagent_transcript_path,
 };
 use crate::gopath;
-use crate::stable::stable_identity;
+use crate::stable::stable_identity_from;
 use crate::transcript::{go_field, parse_go_json, TranscriptError};
 use crate::Env;
 
@@ -315,15 +315,21 @@ pub fn record_with_locator(
 /// when [`record`] fails, else [`sessionpath::state_cwd`](crate::sessionpath::state_cwd) of
 /// the record (where a root session began; a sub-agent's own `cwd`).
 pub fn state_cwd(p: &HookInput, env: &Env) -> PathBuf {
-    state_cwd_of(p, &record(p, env))
+    state_cwd_of(p, &record(p, env), crate::transcript::start_cwd)
 }
 
-fn state_cwd_of(p: &HookInput, record: &Result<Option<PathBuf>, TranscriptError>) -> PathBuf {
+fn state_cwd_of(
+    p: &HookInput,
+    record: &Result<Option<PathBuf>, TranscriptError>,
+    start: impl FnOnce(&Path) -> Result<String, TranscriptError>,
+) -> PathBuf {
     match record {
         Err(_) => PathBuf::from(&p.cwd),
-        Ok(r) => {
-            crate::sessionpath::state_cwd(r.as_deref().unwrap_or(Path::new("")), Path::new(&p.cwd))
-        }
+        Ok(r) => crate::sessionpath::state_cwd_from(
+            r.as_deref().unwrap_or(Path::new("")),
+            Path::new(&p.cwd),
+            start,
+        ),
     }
 }
 
@@ -352,7 +358,7 @@ pub struct Caller {
     /// [`state_cwd`].
     #[serde(serialize_with = "lossy_path")]
     pub state_cwd: PathBuf,
-    /// The [`stable_identity`] of the record, when it resolves.
+    /// The [`stable_identity`](crate::stable::stable_identity) of the record, when it resolves.
     pub stable_id: Option<String>,
     /// Why the stable id is a fallback rather than the conversation's origin.
     pub degraded: Option<String>,
@@ -378,7 +384,7 @@ fn agent_name(p: &HookInput) -> Option<String> {
 }
 
 /// The hooks' single entry point: [`record`], [`session_record`], [`state_cwd`], the
-/// [`stable_identity`] of the record, and the scope key, resolved once.
+/// [`stable_identity`](crate::stable::stable_identity) of the record, and the scope key, resolved once.
 ///
 /// * `stable_id`/`degraded` are `None` when there is no record or it cannot be resolved yet
 ///   (a SessionStart before the first write, say).
@@ -401,7 +407,13 @@ fn agent_name(p: &HookInput) -> Option<String> {
 /// ```
 pub fn caller(p: &HookInput, env: &Env) -> Caller {
     let record = record(p, env);
-    let state_cwd = state_cwd_of(p, &record);
+    // The record's head is read once for where the session began and its root record.
+    let mut root = None;
+    let state_cwd = state_cwd_of(p, &record, |path| {
+        let (start, found) = crate::transcript::start_cwd_and_root(path);
+        root = found;
+        start
+    });
     let session_record = if p.agent_transcript_path.is_empty() && p.agent_id.is_empty() {
         record.as_ref().ok().cloned().flatten()
     } else {
@@ -420,7 +432,7 @@ pub fn caller(p: &HookInput, env: &Env) -> Caller {
         Ok(r) => c.record = r,
     }
     if let Some(path) = &c.record {
-        if let Ok(identity) = stable_identity(path, Path::new(&p.cwd)) {
+        if let Ok(identity) = stable_identity_from(path, root) {
             c.degraded = identity.degraded.as_ref().map(ToString::to_string);
             c.stable_id = Some(identity.id);
         }

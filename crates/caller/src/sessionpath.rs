@@ -17,7 +17,7 @@ use transcope_identity::git_facts;
 use crate::claudepath::{config_dir, encode_bytes, home_dir, project_dir, session_dir_of_subagent};
 use crate::gopath;
 use crate::memo::Memo;
-use crate::transcript::start_cwd;
+use crate::transcript::{start_cwd, TranscriptError};
 use crate::Env;
 
 /// The repository's first commit, which [`checks_db`] is keyed on (read by
@@ -218,10 +218,19 @@ pub(crate) fn project_dir_of_record(path: &Path) -> PathBuf {
 /// session's record the first `cwd` it names (where it began), otherwise (no record, a
 /// sub-agent's record, a record naming no cwd, an unreadable record) `cwd`.
 pub fn state_cwd(record: &Path, cwd: &Path) -> PathBuf {
+    state_cwd_from(record, cwd, start_cwd)
+}
+
+/// [`state_cwd`], with `start` answering [`start_cwd`] for the record when it is asked.
+pub(crate) fn state_cwd_from(
+    record: &Path,
+    cwd: &Path,
+    start: impl FnOnce(&Path) -> Result<String, TranscriptError>,
+) -> PathBuf {
     if record.as_os_str().is_empty() || session_dir_of_subagent(record).is_some() {
         return cwd.to_path_buf();
     }
-    match start_cwd(record) {
+    match start(record) {
         Ok(start) if !start.is_empty() => PathBuf::from(start),
         _ => cwd.to_path_buf(),
     }

@@ -16,7 +16,6 @@
 //! directory to look in are errors.
 
 use std::collections::{HashMap, HashSet};
-use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
@@ -25,7 +24,7 @@ use crate::memo::Memo;
 use crate::sessionpath::project_dir_of_record;
 use transcope_core::timestamp::parse_go_rfc3339;
 
-use crate::transcript::{any_entry_holding, scan_entries, Entry, TranscriptError};
+use crate::transcript::{any_entry_holding, scan_head, Entry, TranscriptError};
 
 /// `maxRestartHops`: continuations followed in depth before the walk gives up.
 pub const MAX_RESTART_HOPS: usize = 64;
@@ -131,19 +130,10 @@ fn join_paths(paths: &[PathBuf]) -> String {
 /// file satisfies [`TranscriptError::is_not_found`]); [`TranscriptError::NoOriginRecord`] when
 /// it ends without one.
 pub fn root_record(path: &Path) -> Result<Entry, TranscriptError> {
-    let mut root = None;
-    let scanned = scan_entries(path, |entry| {
-        if entry.is_origin() {
-            root = Some(entry);
-            ControlFlow::Break(())
-        } else {
-            ControlFlow::Continue(())
-        }
-    });
-    match (root, scanned) {
-        (Some(root), _) => Ok(root),
-        (None, Err(e)) => Err(TranscriptError::read(path, e)),
-        (None, Ok(())) => Err(TranscriptError::NoOriginRecord {
+    match scan_head(path, false, true) {
+        (_, Some(root), _) => Ok(root),
+        (_, None, Err(e)) => Err(TranscriptError::read(path, e)),
+        (_, None, Ok(())) => Err(TranscriptError::NoOriginRecord {
             path: path.to_path_buf(),
         }),
     }
@@ -165,7 +155,15 @@ pub fn resolve_stable_session_id(
     if path.as_os_str().is_empty() {
         return Err(TranscriptError::NoTranscriptPath);
     }
-    let root = root_record(path)?;
+    resolve_from_root(project_dir, path, root_record(path)?)
+}
+
+/// [`resolve_stable_session_id`] of a transcript whose root record is read already.
+fn resolve_from_root(
+    project_dir: &Path,
+    path: &Path,
+    root: Entry,
+) -> Result<Identity, TranscriptError> {
     if root.logical_parent_uuid.is_empty() {
         return Ok(Identity::origin(&root.uuid));
     }
@@ -212,6 +210,16 @@ static IDENTITIES: Memo<(PathBuf, PathBuf, u64, i128), Identity> = Memo::new();
 /// As [`resolve_stable_session_id`].
 pub fn stable_identity(path: &Path, cwd: &Path) -> Result<Identity, TranscriptError> {
     let _ = cwd;
+    stable_identity_from(path, None)
+}
+
+/// [`stable_identity`], given the root record of `path` when a scan of its head found it
+/// already ([`crate::transcript::start_cwd_and_root`]); without one the head is read
+/// for it (and for the reason there is none).
+pub(crate) fn stable_identity_from(
+    path: &Path,
+    root: Option<Entry>,
+) -> Result<Identity, TranscriptError> {
     if path.as_os_str().is_empty() {
         return Err(TranscriptError::NoTranscriptPath);
     }
@@ -232,7 +240,10 @@ pub fn stable_identity(path: &Path, cwd: &Path) -> Result<Identity, TranscriptEr
             return Ok(hit);
         }
     }
-    let identity = resolve_stable_session_id(&dir, path)?;
+    let identity = match root {
+        Some(root) => resolve_from_root(&dir, path, root)?,
+        None => resolve_stable_session_id(&dir, path)?,
+    };
     if let Some(key) = key {
         IDENTITIES.insert(key, identity.clone());
     }

@@ -551,24 +551,72 @@ fn names_cwd(line: &[u8]) -> bool {
 /// # Errors
 /// [`TranscriptError::Read`] when the file cannot be opened or read before such a record.
 pub fn start_cwd(path: &Path) -> Result<String, TranscriptError> {
-    let mut found = String::new();
-    let result = scan_lines(path, |line| {
-        // Cheap filter: a line naming a cwd holds the letters of the key.
-        if !names_cwd(line) && memchr::memchr(b'\\', line).is_none() && line.is_ascii() {
-            return ControlFlow::Continue(());
-        }
-        match Entry::parse(line) {
-            Some(e) if !e.cwd.is_empty() => {
-                found = e.cwd;
-                ControlFlow::Break(())
+    let (found, _, scanned) = scan_head(path, true, false);
+    start_cwd_of(path, found, scanned)
+}
+
+/// [`start_cwd`] and the transcript's root record (`rootRecord`: its first record with a
+/// uuid and no parent), found in one scan of the head that stops once it has both: the
+/// identity of a hook's caller needs the two, and reads the head once for them. The root
+/// is `None` when the scan ended without one, for whatever reason (a caller wanting the
+/// reason reads it with [`crate::stable::root_record`]).
+///
+/// # Errors
+/// As [`start_cwd`], for the `cwd`.
+pub fn start_cwd_and_root(path: &Path) -> (Result<String, TranscriptError>, Option<Entry>) {
+    let (found, root, scanned) = scan_head(path, true, true);
+    (start_cwd_of(path, found, scanned), root)
+}
+
+/// [`start_cwd`]'s answer from a scan's outcome: a `cwd` found before a failure stands.
+fn start_cwd_of(
+    path: &Path,
+    found: Option<String>,
+    scanned: io::Result<()>,
+) -> Result<String, TranscriptError> {
+    match (found, scanned) {
+        (Some(cwd), _) => Ok(cwd),
+        (None, Ok(())) => Ok(String::new()),
+        (None, Err(e)) => Err(TranscriptError::read(path, e)),
+    }
+}
+
+/// One scan of `path` from its start for the first record naming a `cwd` (when `cwd`)
+/// and the first origin record (when `root`), stopping once it has what it was asked for.
+/// What was found before a failure is returned with the failure.
+pub(crate) fn scan_head(
+    path: &Path,
+    cwd: bool,
+    root: bool,
+) -> (Option<String>, Option<Entry>, io::Result<()>) {
+    let mut found_cwd: Option<String> = None;
+    let mut found_root: Option<Entry> = None;
+    let scanned = scan_lines(path, |line| {
+        let want_cwd = cwd && found_cwd.is_none();
+        let want_root = root && found_root.is_none();
+        // Cheap filter while only a `cwd` is sought: a line naming one holds the
+        // letters of the key (or an escape that could spell them).
+        let skip = !want_root
+            && !names_cwd(line)
+            && memchr::memchr(b'\\', line).is_none()
+            && line.is_ascii();
+        if !skip {
+            if let Some(e) = Entry::parse(line) {
+                if want_cwd && !e.cwd.is_empty() {
+                    found_cwd = Some(e.cwd.clone());
+                }
+                if want_root && e.is_origin() {
+                    found_root = Some(e);
+                }
             }
-            _ => ControlFlow::Continue(()),
+        }
+        if (cwd && found_cwd.is_none()) || (root && found_root.is_none()) {
+            ControlFlow::Continue(())
+        } else {
+            ControlFlow::Break(())
         }
     });
-    match result {
-        Ok(()) => Ok(found),
-        Err(e) => Err(TranscriptError::read(path, e)),
-    }
+    (found_cwd, found_root, scanned)
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use transcope_caller::stable::{
     resolve_stable_session_id, root_record, stable_identity, stable_session_id, Degraded, Identity,
     MAX_WALK_VISITS,
 };
-use transcope_caller::transcript::start_cwd;
+use transcope_caller::transcript::{start_cwd, start_cwd_and_root};
 use transcope_caller::TranscriptError;
 
 fn resolve(dir: &Path, name: &str) -> Identity {
@@ -325,6 +325,101 @@ fn start_cwd_unreadable_is_an_error() {
         ],
     );
     assert_eq!(start_cwd(&late).unwrap(), "/x");
+}
+
+/// The caller's one scan of a head for its start folder and its root record answers
+/// each exactly as [`start_cwd`] and [`root_record`] do on their own, whichever comes
+/// first, and what one found before a failure stands whatever became of the other.
+#[test]
+fn one_head_scan_answers_the_start_folder_and_the_root_as_their_own_scans_do() {
+    let (_t, d) = tempdir();
+    let cases = [
+        // The root first, its cwd later; the cwd first, the root later.
+        write(
+            &d,
+            "root-first",
+            &[
+                preamble(),
+                root("u"),
+                with(record("v", "u"), json!({"cwd": "/a"})),
+            ],
+        ),
+        write(
+            &d,
+            "cwd-first",
+            &[
+                with(record("p", "q"), json!({"cwd": "/b"})),
+                with(root("u"), json!({"cwd": "/c"})),
+            ],
+        ),
+        // No cwd at all; no root at all.
+        write(&d, "no-cwd", &[preamble(), root("u"), record("v", "u")]),
+        write(
+            &d,
+            "no-root",
+            &[with(record("v", "u"), json!({"cwd": "/d"}))],
+        ),
+        // Each found before an oversized line, and neither.
+        write_raw(
+            &d.join("cwd-then-big.jsonl"),
+            &[
+                line(&with(record("v", "u"), json!({"cwd": "/e"}))),
+                oversized_line(json!({"uuid": "w"})),
+                line(&root("u")),
+            ],
+        ),
+        write_raw(
+            &d.join("root-then-big.jsonl"),
+            &[
+                line(&root("u")),
+                oversized_line(json!({"uuid": "w"})),
+                line(&with(record("v", "u"), json!({"cwd": "/f"}))),
+            ],
+        ),
+        write_raw(
+            &d.join("big-first.jsonl"),
+            &[
+                oversized_line(json!({"uuid": "w"})),
+                line(&with(root("u"), json!({"cwd": "/g"}))),
+            ],
+        ),
+        d.join("missing.jsonl"),
+    ];
+    for path in &cases {
+        let (start, root) = start_cwd_and_root(path);
+        let name = path.file_name().unwrap().to_string_lossy();
+        match (start, start_cwd(path)) {
+            (Ok(a), Ok(b)) => assert_eq!(a, b, "{name}"),
+            (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{name}"),
+            (a, b) => panic!("{name}: {a:?} against {b:?}"),
+        }
+        assert_eq!(
+            root.map(|r| r.uuid),
+            root_record(path).ok().map(|r| r.uuid),
+            "{name}"
+        );
+    }
+    // And the answers are the ones meant.
+    let answer = |name: &str| {
+        let (start, root) = start_cwd_and_root(&d.join(name));
+        (start.ok(), root.map(|r| r.uuid))
+    };
+    assert_eq!(
+        answer("root-first.jsonl"),
+        (Some("/a".into()), Some("u".into()))
+    );
+    assert_eq!(
+        answer("cwd-first.jsonl"),
+        (Some("/b".into()), Some("u".into()))
+    );
+    assert_eq!(
+        answer("no-cwd.jsonl"),
+        (Some(String::new()), Some("u".into()))
+    );
+    assert_eq!(answer("no-root.jsonl"), (Some("/d".into()), None));
+    assert_eq!(answer("cwd-then-big.jsonl"), (Some("/e".into()), None));
+    assert_eq!(answer("root-then-big.jsonl"), (None, Some("u".into())));
+    assert_eq!(answer("big-first.jsonl"), (None, None));
 }
 
 // ---- §6.4 ----
