@@ -64,11 +64,33 @@ pub fn head_fingerprint(file: &File, len: u64, known: &[u8]) -> io::Result<Strin
 }
 
 /// Whether `c` still describes the open transcript `file` (`size_now` bytes): not
-/// shorter than the cursor, same head bytes (taken from `known`, the bytes already read
-/// from the file's start, when they cover the fingerprint).
-pub fn still_valid(c: &Cursor, file: &File, size_now: u64, known: &[u8]) -> bool {
+/// shorter than the cursor, same head bytes. `known` holds the bytes already read from
+/// the file's start; what the fingerprint needs beyond them is read into it, so the
+/// format's sniffing after this check reads on from there, never the same bytes again.
+pub fn still_valid(c: &Cursor, file: &File, size_now: u64, known: &mut Vec<u8>) -> bool {
     size_now >= c.offset
         && size_now >= c.head_len
         && (c.head_len == 0
-            || head_fingerprint(file, c.head_len, known).is_ok_and(|h| h == c.head_sha256))
+            || (read_head_to(file, c.head_len, known).is_ok()
+                && head_fingerprint(file, c.head_len, known).is_ok_and(|h| h == c.head_sha256)))
+}
+
+/// Reads the open `file`'s head on into `known` (its first `known.len()` bytes) until it
+/// holds `len` bytes. A file that shrank below `len` leaves `known` as it was
+/// (`UnexpectedEof`).
+fn read_head_to(file: &File, len: u64, known: &mut Vec<u8>) -> io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let have = known.len();
+    let Ok(len) = usize::try_from(len) else {
+        return Err(io::ErrorKind::InvalidInput.into());
+    };
+    if have >= len {
+        return Ok(());
+    }
+    known.resize(len, 0);
+    let read = file.read_exact_at(&mut known[have..], have as u64);
+    if read.is_err() {
+        known.truncate(have);
+    }
+    read
 }

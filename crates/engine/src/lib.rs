@@ -421,7 +421,7 @@ impl Pipeline {
         let mut obs = Observation::default();
         // One open serves the cursor's checks, the fingerprint and the read: the
         // caller's, when it opened the file to name it, with the head it read.
-        let (file, size, known) = match req.opened.and_then(Handoff::take) {
+        let (file, size, mut known) = match req.opened.and_then(Handoff::take) {
             Some(opened) => opened,
             None => {
                 let (file, size) = open_regular(req.path)?;
@@ -471,7 +471,7 @@ impl Pipeline {
                 return self.observe_records(req, factory, (store, held), obs, stages);
             }
         }
-        saved = saved.filter(|c| !c.records && cursor::still_valid(c, &file, size, &known));
+        saved = saved.filter(|c| !c.records && cursor::still_valid(c, &file, size, &mut known));
         // Only a file read whole is told unchanged by its modification time.
         let saved_mtime = saved.as_ref().filter(|c| c.whole).map(|_| mtime_ns(&file));
         if let Some(c) = &saved {
