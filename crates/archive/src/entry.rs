@@ -284,13 +284,44 @@ impl Entry {
                 (g.n, last.map(|r| (r, g.n)))
             }
         };
+        // The bytes just before where the keep goes on (at most PRINT: what a frame's
+        // tail print may need beyond the frame) and the head's print once the head is
+        // whole: each original byte is read once in a keep, the checks' bytes included.
+        let mut before: Vec<u8> = Vec::new();
+        let mut first: Vec<u8> = Vec::new();
+        let mut head_print: Option<[u8; 32]> = None;
         let go_on = match last {
             None => Some((0, [0u8; 32])),
             Some((r, _)) => {
                 let end = r.end();
-                let same = size >= end
-                    && print(0, end.min(PRINT), &mut buf)? == r.head
-                    && print(end - end.min(PRINT), end, &mut buf)? == r.tail;
+                let same = size >= end && {
+                    let head_len = end.min(PRINT);
+                    let tail_from = end - head_len;
+                    // A short head and tail overlap or touch: read them as one range.
+                    let (head, tail) = if tail_from <= head_len {
+                        src.read_into(0, end as usize, &mut buf)
+                            .map_err(io_error(&self.original))?;
+                        (
+                            sha(&buf[..head_len as usize]),
+                            sha(&buf[tail_from as usize..]),
+                        )
+                    } else {
+                        let head = print(0, head_len, &mut buf)?;
+                        src.read_into(tail_from, head_len as usize, &mut buf)
+                            .map_err(io_error(&self.original))?;
+                        (head, sha(&buf))
+                    };
+                    let same = head == r.head && tail == r.tail;
+                    if same {
+                        before.extend_from_slice(&buf[buf.len() - head_len as usize..]);
+                        if end >= PRINT {
+                            head_print = Some(head);
+                        } else {
+                            first.extend_from_slice(&buf[..end as usize]);
+                        }
+                    }
+                    same
+                };
                 same.then_some((end, r.chain))
             }
         };
@@ -299,6 +330,8 @@ impl Entry {
             None => {
                 // Cut or rewritten: a new generation; the old one stays as it is.
                 n += 1;
+                before.clear();
+                first.clear();
                 (0, [0u8; 32])
             }
         };
@@ -310,11 +343,7 @@ impl Entry {
         let mut out = open_append(&path).map_err(io_error(&path))?;
         let mut compressor = zstd::bulk::Compressor::new(LEVEL).map_err(io_error(&path))?;
         compressor.include_checksum(true).map_err(io_error(&path))?;
-        let head_once = if size >= PRINT {
-            Some(print(0, PRINT, &mut buf)?)
-        } else {
-            None
-        };
+        let print_len = PRINT as usize;
         while pos < size {
             let len = ((size - pos) as usize).min(FRAME_BYTES);
             src.read_into(pos, len, &mut buf)
@@ -323,11 +352,29 @@ impl Entry {
             let mut frame = compressor.compress(&buf).map_err(io_error(&path))?;
             let end = pos + len as u64;
             chain_so_far = chain(&chain_so_far, &frame_sha);
-            let head = match head_once {
-                Some(h) if end >= PRINT => h,
-                _ => print(0, end.min(PRINT), &mut Vec::new())?,
+            // The first min(end, PRINT) bytes: known once whole, else gathered so far.
+            let head = match head_print {
+                Some(h) => h,
+                None => {
+                    let take = len.min(print_len - first.len());
+                    first.extend_from_slice(&buf[..take]);
+                    let h = sha(&first);
+                    if first.len() == print_len {
+                        head_print = Some(h);
+                    }
+                    h
+                }
             };
-            let tail = print(end - end.min(PRINT), end, &mut Vec::new())?;
+            // The last min(end, PRINT) bytes: the frame's own, after those before it.
+            if len >= print_len {
+                before.clear();
+                before.extend_from_slice(&buf[len - print_len..]);
+            } else {
+                before.extend_from_slice(&buf);
+                let extra = before.len().saturating_sub(print_len);
+                before.drain(..extra);
+            }
+            let tail = sha(&before);
             let record = Record {
                 start: pos,
                 len: len as u64,
@@ -675,6 +722,63 @@ mod tests {
             (info.bytes, info.generations, info.exists),
             (whole.len() as u64, 1, true)
         );
+    }
+
+    /// Each record's head and tail prints are those of the original's bytes, however
+    /// the appends fall about the print's 4 KiB (shorter, straddling it, the head and
+    /// tail overlapping, past a whole frame), though a keep reads each byte once.
+    #[test]
+    fn every_records_prints_are_the_originals_bytes_at_its_end() {
+        let (_d, archive, original) = setup();
+        let p = PRINT as usize;
+        let sizes = [
+            1,
+            10,
+            p - 12,
+            5,
+            30,
+            p,
+            1,
+            p + 3,
+            2 * p - 1,
+            7,
+            FRAME_BYTES + p + 5,
+            3,
+            p / 2,
+        ];
+        let mut whole: Vec<u8> = Vec::new();
+        for (i, n) in sizes.into_iter().enumerate() {
+            let chunk: Vec<u8> = (0..n)
+                .map(|j| b'a' + ((i * 7 + j * 13) % 26) as u8)
+                .collect();
+            let mut f = OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&original)
+                .unwrap();
+            f.write_all(&chunk).unwrap();
+            whole.extend_from_slice(&chunk);
+            archive.keep(&original, None).unwrap();
+        }
+        let e = archive.entry(&original);
+        let gens = e.generations().unwrap();
+        assert_eq!(gens.len(), 1);
+        let bytes = std::fs::read(&gens[0].path).unwrap();
+        let s = scan(&bytes, &mut |_| {});
+        assert!(s.problem.is_none());
+        assert_eq!(
+            s.records.len(),
+            sizes.len() + 1,
+            "the big append is two frames"
+        );
+        for r in &s.records {
+            let end = r.end() as usize;
+            let span = end.min(p);
+            assert_eq!(r.head, sha(&whole[..span]), "head at {end}");
+            assert_eq!(r.tail, sha(&whole[end - span..end]), "tail at {end}");
+            assert_eq!(r.sha, sha(&whole[r.start as usize..end]), "frame at {end}");
+        }
+        assert_eq!(e.read_newest().unwrap().unwrap(), whole);
     }
 
     #[test]
