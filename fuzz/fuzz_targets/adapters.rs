@@ -101,7 +101,10 @@ fuzz_target!(|data: &[u8]| {
         // probe's wherever both answer.
         let walked = transcope_adapter_claude::quick::usage_read(line, *pos)
             .and_then(|r| r.folder_and_branch);
-        if let (Some(w), Some(p)) = (walked, transcope_adapter_claude::probe::probe(line)) {
+        if let (Some(w), Some(p)) = (
+            walked,
+            transcope_adapter_claude::probe::probe(line, &Default::default()),
+        ) {
             assert_eq!(w, (p.cwd, p.branch), "the walk and the probe disagree");
         }
     }

@@ -83,6 +83,8 @@ pub mod probe;
 pub mod quick;
 pub mod record;
 
+use std::cell::OnceCell;
+
 use transcope_adapter_common::record::{emit, parse};
 use transcope_core::adapter::{
     Adapter, AdapterFactory, Confidence, EntrySink, Layout, Probe, Skip,
@@ -143,16 +145,18 @@ impl Adapter for ClaudeAdapter {
         // A line no sink wants is not decoded (the first line may carry a BOM, which
         // only the full decode strips).
         if pos.offset > 0 {
+            // The line's marker search, done once for every probe of it below.
+            let searched = std::cell::OnceCell::new();
             // What looks like an assistant line wanted for its usage is walked first:
             // the walk reads its folder and branch as the probe would, so the probe
             // need not pass over it too.
-            let walked = quick::looks_assistant(line) && usage_alone_likely(line, sink);
+            let walked = quick::looks_assistant(line) && usage_alone_likely(line, &searched, sink);
             if walked {
-                if let Some(done) = walk_first(line, pos, sink) {
+                if let Some(done) = walk_first(line, &searched, pos, sink) {
                     return done;
                 }
             }
-            if let Some(p) = probe::probe(line) {
+            if let Some(p) = probe::probe(line, &searched) {
                 if !sink.wants(&p) {
                     return Ok(());
                 }
@@ -179,7 +183,7 @@ impl Adapter for ClaudeAdapter {
 
 /// An assistant line's probe with no folder or branch: what a sink is asked before the
 /// walk, which reads them.
-fn assistant(line: &[u8], usage: bool) -> Probe<'_> {
+fn assistant<'a>(line: &'a [u8], searched: &'a OnceCell<bool>, usage: bool) -> Probe<'a> {
     Probe {
         kind: Some(EntryKind::Assistant),
         cwd: None,
@@ -187,26 +191,32 @@ fn assistant(line: &[u8], usage: bool) -> Probe<'_> {
         text: true,
         usage,
         line,
+        searched,
     }
 }
 
 /// Whether an assistant line is likely wanted for its usage and not for its texts: the
 /// answer for a line without folder or branch (a stage that wants a folder change is
 /// asked again once the walk has read them).
-fn usage_alone_likely(line: &[u8], sink: &dyn EntrySink) -> bool {
-    sink.wants(&assistant(line, true)) && !sink.wants(&assistant(line, false))
+fn usage_alone_likely(line: &[u8], searched: &OnceCell<bool>, sink: &dyn EntrySink) -> bool {
+    sink.wants(&assistant(line, searched, true)) && !sink.wants(&assistant(line, searched, false))
 }
 
 /// An assistant line read by the walk, then handed on exactly as after its probe:
 /// not at all when no sink wants it, decoded in full when a sink wants more than its
 /// usage, else the walk's entry. `None` when the walk is unsure (the caller probes).
-fn walk_first(line: &[u8], pos: LinePos, sink: &mut dyn EntrySink) -> Option<Result<(), Skip>> {
+fn walk_first(
+    line: &[u8],
+    searched: &OnceCell<bool>,
+    pos: LinePos,
+    sink: &mut dyn EntrySink,
+) -> Option<Result<(), Skip>> {
     let read = quick::usage_read(line, pos)?;
     let (cwd, branch) = read.folder_and_branch?;
     let p = Probe {
         cwd,
         branch,
-        ..assistant(line, true)
+        ..assistant(line, searched, true)
     };
     if !sink.wants(&p) {
         return Some(Ok(()));

@@ -15,9 +15,10 @@
 //!
 //! ```
 //! use transcope_adapter_claude::probe::probe;
-//! let p = probe(br#"{"type":"user","cwd":"/w","gitBranch":"main","message":{"content":"x"}}"#).unwrap();
+//! let searched = Default::default();
+//! let p = probe(br#"{"type":"user","cwd":"/w","gitBranch":"main","message":{"content":"x"}}"#, &searched).unwrap();
 //! assert_eq!((p.kind, p.cwd, p.branch, p.text), (Some(transcope_core::EntryKind::User), Some("/w"), Some("main"), false));
-//! assert!(probe(br#"{"type":"turn_context","payload":{"cwd":"/w"}}"#).is_none());
+//! assert!(probe(br#"{"type":"turn_context","payload":{"cwd":"/w"}}"#, &searched).is_none());
 //! ```
 //!
 //! [`EntrySink::wants`]: transcope_core::adapter::EntrySink::wants
@@ -27,8 +28,9 @@ use transcope_core::adapter::Probe;
 
 use crate::record;
 
-/// The kind, folder and branch of a Claude line, when certain (see the module doc).
-pub fn probe(line: &[u8]) -> Option<Probe<'_>> {
+/// The kind, folder and branch of a Claude line, when certain (see the module doc);
+/// `searched` holds the line's marker search ([`Probe::searched`]).
+pub fn probe<'a>(line: &'a [u8], searched: &'a std::cell::OnceCell<bool>) -> Option<Probe<'a>> {
     let f = fields(line)?;
     let kind = match f.ty()? {
         // A turn_context record takes its folder from `payload.cwd`: decode it.
@@ -45,5 +47,6 @@ pub fn probe(line: &[u8]) -> Option<Probe<'_>> {
         text,
         usage: text,
         line,
+        searched,
     })
 }

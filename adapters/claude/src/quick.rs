@@ -158,7 +158,7 @@ mod tests {
     /// Where the walk and the probe both answer, they read the same folder and branch.
     fn same_folder_as_the_probe(line: &[u8]) {
         let walked = usage_read(line, POS).and_then(|r| r.folder_and_branch);
-        if let (Some(w), Some(p)) = (walked, crate::probe::probe(line)) {
+        if let (Some(w), Some(p)) = (walked, crate::probe::probe(line, &Default::default())) {
             assert_eq!(w, (p.cwd, p.branch), "{}", String::from_utf8_lossy(line));
         }
     }
@@ -182,7 +182,7 @@ mod tests {
             usage_read(v.as_bytes(), POS).unwrap().folder_and_branch,
             None
         );
-        assert!(crate::probe::probe(v.as_bytes()).is_none());
+        assert!(crate::probe::probe(v.as_bytes(), &Default::default()).is_none());
     }
 
     transcope_testkit::quick_path_tests!(

@@ -9,7 +9,10 @@ use transcope_core::entry::{Entry, LinePos};
 use transcope_testkit::Rng;
 
 fn check(line: &[u8]) -> bool {
-    let Some(p) = probe(line) else { return false };
+    let searched = Default::default();
+    let Some(p) = probe(line, &searched) else {
+        return false;
+    };
     let mut out = Vec::new();
     let pos = LinePos { offset: 1, line: 2 };
     match decode_claude(

@@ -64,7 +64,8 @@ fn probe_text(e: &Entry<'_>) -> bool {
 /// The adapter as it read before the walk came first: probe, then ask, then read.
 fn probe_first(line: &[u8], pos: LinePos, sink: &mut dyn EntrySink) {
     if pos.offset > 0 {
-        if let Some(p) = probe(line) {
+        let searched = Default::default();
+        if let Some(p) = probe(line, &searched) {
             if !sink.wants(&p) {
                 return;
             }

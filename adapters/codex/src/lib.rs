@@ -155,7 +155,9 @@ impl Adapter for CodexAdapter {
         // An envelope line no sink wants is not decoded (most bytes of a rollout are
         // tool output in response items that change no scope and hold no marker text).
         if matches!(self.mode, Mode::Envelope) {
-            if let Some(p) = probe(line) {
+            // The line's marker search, done once for both probes of it below.
+            let searched = std::cell::OnceCell::new();
+            if let Some(p) = probe(line, &searched) {
                 if !sink.wants(&p) {
                     return Ok(());
                 }
@@ -201,8 +203,12 @@ impl Adapter for CodexAdapter {
 
 /// The kind, folder, branch and text-bearing of an envelope line, when certain (see
 /// `transcope_adapter_common::probe`): response items and events other than
-/// `task_complete`. Anything else is left to the full decode.
-pub fn probe(line: &[u8]) -> Option<transcope_core::adapter::Probe<'_>> {
+/// `task_complete`. Anything else is left to the full decode. `searched` holds the
+/// line's marker search ([`Probe::searched`]).
+pub fn probe<'a>(
+    line: &'a [u8],
+    searched: &'a std::cell::OnceCell<bool>,
+) -> Option<transcope_core::adapter::Probe<'a>> {
     let f = transcope_adapter_common::probe::fields(line)?;
     let (kind, text, usage) = match f.ty()? {
         "response_item" => match f.payload_ty()? {
@@ -226,6 +232,7 @@ pub fn probe(line: &[u8]) -> Option<transcope_core::adapter::Probe<'_>> {
         text,
         usage,
         line,
+        searched,
     })
 }
 

@@ -49,7 +49,10 @@ fn full(line: &[u8]) -> Result<Vec<Decoded>, ()> {
 }
 
 fn check(line: &[u8]) -> bool {
-    let Some(p) = probe(line) else { return false };
+    let searched = Default::default();
+    let Some(p) = probe(line, &searched) else {
+        return false;
+    };
     if let Ok(out) = full(line) {
         if let Some(e) = out.first() {
             assert_eq!(out.len(), 1);

@@ -70,6 +70,11 @@ pub struct Probe<'a> {
     pub usage: bool,
     /// The line itself, for [`Probe::opens_marker`] (asked only by a marker stage).
     pub line: &'a [u8],
+    /// [`Probe::opens_marker`]'s answer for `line`, searched at most once however many
+    /// probes of the line its sink is asked about (an adapter may ask four times: with
+    /// and without its usage, before and after reading its folder). One per line,
+    /// held by the adapter while it decodes the line.
+    pub searched: &'a std::cell::OnceCell<bool>,
 }
 
 impl Probe<'_> {
@@ -77,7 +82,7 @@ impl Probe<'_> {
     /// [`may_open_marker`]); `false` only when no decoded string of it can contain one.
     /// Searched on demand: a run without markers never pays for it.
     pub fn opens_marker(&self) -> bool {
-        self.text && may_open_marker(self.line)
+        self.text && *self.searched.get_or_init(|| may_open_marker(self.line))
     }
 }
 
@@ -468,5 +473,53 @@ impl AdapterRegistry {
             .iter()
             .find(|f| f.name() == name)
             .map(|f| f.as_ref())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::entry::EntryKind;
+    use std::cell::OnceCell;
+
+    /// The marker search of a line is made on demand, once, and every probe of the
+    /// line answers from it (an adapter asks with and without its usage, before and
+    /// after reading its folder).
+    #[test]
+    fn a_lines_marker_search_is_made_once_for_all_its_probes() {
+        let line =
+            br#"{"type":"assistant","message":{"content":"a <!-- @lesson -->x<!-- @/lesson -->"}}"#;
+        let searched = OnceCell::new();
+        let p = Probe {
+            kind: Some(EntryKind::Assistant),
+            cwd: None,
+            branch: None,
+            text: true,
+            usage: true,
+            line,
+            searched: &searched,
+        };
+        assert_eq!(searched.get(), None, "not searched before it is asked");
+        assert!(p.opens_marker());
+        assert_eq!(searched.get(), Some(&true));
+        let again = Probe { usage: false, ..p };
+        assert!(again.opens_marker());
+        // The answer is the search's, whatever the line: a search that found nothing
+        // answers for every probe of its line.
+        let nothing = OnceCell::from(false);
+        assert!(!Probe {
+            searched: &nothing,
+            ..p
+        }
+        .opens_marker());
+        // A probe of a line without marker text never searches.
+        let unsearched = OnceCell::new();
+        let user = Probe {
+            text: false,
+            searched: &unsearched,
+            ..p
+        };
+        assert!(!user.opens_marker());
+        assert_eq!(unsearched.get(), None);
     }
 }

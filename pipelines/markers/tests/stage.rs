@@ -40,6 +40,7 @@ fn staged(records: &[(Vec<String>, Option<String>)], forced: &[bool]) -> Vec<Mar
             text: true,
             usage: true,
             line: line.as_bytes(),
+            searched: &Default::default(),
         };
         if !stage.wants(&probe) && !forced.get(i).copied().unwrap_or(false) {
             continue;
