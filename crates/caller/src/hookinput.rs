@@ -358,7 +358,8 @@ pub struct Caller {
     /// [`state_cwd`].
     #[serde(serialize_with = "lossy_path")]
     pub state_cwd: PathBuf,
-    /// The [`stable_identity`](crate::stable::stable_identity) of the record, when it resolves.
+    /// The [`stable_identity`](crate::stable::stable_identity) of the record, when it
+    /// resolves.
     pub stable_id: Option<String>,
     /// Why the stable id is a fallback rather than the conversation's origin.
     pub degraded: Option<String>,
@@ -384,7 +385,8 @@ fn agent_name(p: &HookInput) -> Option<String> {
 }
 
 /// The hooks' single entry point: [`record`], [`session_record`], [`state_cwd`], the
-/// [`stable_identity`](crate::stable::stable_identity) of the record, and the scope key, resolved once.
+/// [`stable_identity`](crate::stable::stable_identity) of the record, and the scope key,
+/// resolved once.
 ///
 /// * `stable_id`/`degraded` are `None` when there is no record or it cannot be resolved yet
 ///   (a SessionStart before the first write, say).
