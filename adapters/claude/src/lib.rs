@@ -146,7 +146,7 @@ impl Adapter for ClaudeAdapter {
         // only the full decode strips).
         if pos.offset > 0 {
             // The line's marker search, done once for every probe of it below.
-            let searched = std::cell::OnceCell::new();
+            let searched = OnceCell::new();
             // What looks like an assistant line wanted for its usage is walked first:
             // the walk reads its folder and branch as the probe would, so the probe
             // need not pass over it too.

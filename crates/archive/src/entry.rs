@@ -287,8 +287,8 @@ impl Entry {
         // The bytes just before where the keep goes on (at most PRINT: what a frame's
         // tail print may need beyond the frame) and the head's print once the head is
         // whole: each original byte is read once in a keep, the checks' bytes included.
+        // Until the head is whole, `before` is all of the original before the keep.
         let mut before: Vec<u8> = Vec::new();
-        let mut first: Vec<u8> = Vec::new();
         let mut head_print: Option<[u8; 32]> = None;
         let go_on = match last {
             None => Some((0, [0u8; 32])),
@@ -314,11 +314,7 @@ impl Entry {
                     let same = head == r.head && tail == r.tail;
                     if same {
                         before.extend_from_slice(&buf[buf.len() - head_len as usize..]);
-                        if end >= PRINT {
-                            head_print = Some(head);
-                        } else {
-                            first.extend_from_slice(&buf[..end as usize]);
-                        }
+                        head_print = (end >= PRINT).then_some(head);
                     }
                     same
                 };
@@ -330,8 +326,6 @@ impl Entry {
             None => {
                 // Cut or rewritten: a new generation; the old one stays as it is.
                 n += 1;
-                before.clear();
-                first.clear();
                 (0, [0u8; 32])
             }
         };
@@ -352,14 +346,14 @@ impl Entry {
             let mut frame = compressor.compress(&buf).map_err(io_error(&path))?;
             let end = pos + len as u64;
             chain_so_far = chain(&chain_so_far, &frame_sha);
-            // The first min(end, PRINT) bytes: known once whole, else gathered so far.
+            // The first min(end, PRINT) bytes: known once whole, else all before the
+            // frame and its start.
             let head = match head_print {
                 Some(h) => h,
                 None => {
-                    let take = len.min(print_len - first.len());
-                    first.extend_from_slice(&buf[..take]);
-                    let h = sha(&first);
-                    if first.len() == print_len {
+                    let take = len.min(print_len - before.len());
+                    let h = sha(&[&before[..], &buf[..take]].concat());
+                    if before.len() + take == print_len {
                         head_print = Some(h);
                     }
                     h

@@ -262,21 +262,24 @@ impl OutboxSink {
             }
         };
         let stamp = dir_stamp(&self.dir);
+        // Each record's file-name end, once: what the listing is checked and read for,
+        // and what finds the record waiting.
+        let ends: Vec<String> = recs.iter().map(suffix).collect();
         let fresh = |l: &Listing| {
-            l.stamp == stamp && (l.only.is_none() || recs.iter().all(|r| l.covers(&suffix(r))))
+            l.stamp == stamp && (l.only.is_none() || ends.iter().all(|e| l.covers(e)))
         };
         if stamp.is_none() || !self.listing.as_ref().is_some_and(fresh) {
             // A sink's first listing is for its records alone when they are few (a
             // Stop's): every later one is whole, so a backfill, which delivers batch
             // after batch, lists the folder again only when something else changed it.
-            let only = (self.listing.is_none() && recs.len() <= PARTIAL_LISTING_MAX)
-                .then(|| recs.iter().map(suffix).collect());
+            let only =
+                (self.listing.is_none() && recs.len() <= PARTIAL_LISTING_MAX).then(|| ends.clone());
             self.listing = Some(Listing::read(&self.dir, only, &mut self.stale_removed));
         }
         let mut out = Vec::with_capacity(recs.len());
         let mut failed = None;
-        for rec in recs {
-            match self.write_one(rec) {
+        for (rec, end) in recs.iter().zip(&ends) {
+            match self.write_one(rec, end) {
                 Ok(d) => out.push(d),
                 Err(e) => {
                     failed = Some(e);
@@ -291,11 +294,11 @@ impl OutboxSink {
         (out, failed)
     }
 
-    /// One record's file, under the outbox lock with the listing fresh.
-    fn write_one(&mut self, rec: &MarkerRecord) -> Result<Delivery, SinkError> {
+    /// One record's file, its name ending `suffix` ([`suffix`]), under the outbox lock
+    /// with the listing fresh.
+    fn write_one(&mut self, rec: &MarkerRecord, suffix: &str) -> Result<Delivery, SinkError> {
         let io = |context| move |source| SinkError::Io { context, source };
-        let suffix = suffix(rec);
-        if let Some(name) = self.listing.as_ref().and_then(|l| l.find(&suffix)) {
+        if let Some(name) = self.listing.as_ref().and_then(|l| l.find(suffix)) {
             // Already waiting (unless it went within the stamp's clock tick).
             let waiting = self.dir.join(name);
             if waiting.symlink_metadata().is_ok() {

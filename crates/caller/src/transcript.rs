@@ -466,21 +466,10 @@ pub fn scan_lines(path: &Path, f: impl FnMut(&[u8]) -> ControlFlow<()>) -> io::R
     }
 }
 
-/// Like [`scan_lines`], decoding each line into an [`Entry`] and skipping lines that do not
-/// decode.
-///
-/// # Errors
-/// As [`scan_lines`].
-pub fn scan_entries(path: &Path, mut f: impl FnMut(Entry) -> ControlFlow<()>) -> io::Result<()> {
-    scan_lines(path, |line| match Entry::parse(line) {
-        Some(entry) => f(entry),
-        None => ControlFlow::Continue(()),
-    })
-}
-
-/// Like [`scan_entries`], but only decoding lines that could hold one of `needles` as a string
-/// value: lines containing none of them literally and no `\` (which an escaped spelling would
-/// need) are skipped unread. Empty needles are ignored; with none left nothing is decoded.
+/// Like [`scan_lines`], decoding each line into an [`Entry`] (lines that do not decode are
+/// skipped), but only lines that could hold one of `needles` as a string value: lines
+/// containing none of them literally and no `\` (which an escaped spelling would need)
+/// are skipped unread. Empty needles are ignored; with none left nothing is decoded.
 fn scan_entries_holding(
     path: &Path,
     needles: &[&str],

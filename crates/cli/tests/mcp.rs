@@ -27,12 +27,9 @@ const MACHINE: &str = "mcp-test-box";
 
 /// The Python with the `mcp` package, or `None` (skip) outside CI.
 fn python() -> Option<PathBuf> {
-    let ci = std::env::var("CI")
-        .ok()
-        .is_some_and(|v| !matches!(v.trim(), "" | "false" | "0"));
     match std::env::var_os(PYTHON).filter(|p| !p.is_empty()) {
         Some(p) => Some(PathBuf::from(p)),
-        None if ci => panic!(
+        None if transcope_testkit::under_ci() => panic!(
             "{PYTHON} is not set under CI: the MCP tests must not skip under CI: run them \
              through .ci/run, or `export {PYTHON}=$(.ci/py-clients)`"
         ),

@@ -33,8 +33,7 @@ fn python() -> Option<PathBuf> {
         .stderr(Stdio::null())
         .status()
         .is_ok_and(|s| s.success());
-    let ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0");
-    match (ok, ci) {
+    match (ok, transcope_testkit::under_ci()) {
         (true, _) => Some(py),
         (false, true) => panic!(
             "{} cannot import opentelemetry-proto under CI: the OTLP tests must not skip \

@@ -87,6 +87,18 @@ pub fn first_non_empty_line(path: &Path) -> Vec<u8> {
         .to_vec()
 }
 
+/// Whether the tests run under CI: `CI` set and not empty, `false` or `0`. There a test
+/// that needs an outside tool or service fails when it is missing; elsewhere it says it
+/// skipped.
+pub fn under_ci() -> bool {
+    says_ci(std::env::var("CI").ok().as_deref())
+}
+
+/// Whether a value of `CI` says CI (see [`under_ci`]).
+pub(crate) fn says_ci(ci: Option<&str>) -> bool {
+    ci.is_some_and(|v| !matches!(v.trim(), "" | "false" | "0"))
+}
+
 /// Whether `python3` is Python 3.11 or later (the reference's version), for the tests
 /// that compare with Python itself; prints a notice when it is not, so a skipped
 /// comparison is seen.

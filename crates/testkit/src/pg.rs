@@ -124,12 +124,11 @@ enum Server {
     Missing,
 }
 
-/// `pg`: `TRANSCOPE_TEST_PG`, `ci`: `CI` (a CI run when set and not empty, `false`
-/// or `0`).
+/// `pg`: `TRANSCOPE_TEST_PG`, `ci`: `CI` (a CI run as [`crate::under_ci`] says).
 fn server(pg: Option<String>, ci: Option<&str>) -> Server {
     match pg {
         Some(url) if !url.trim().is_empty() => Server::At(url),
-        _ if ci.is_some_and(|v| !matches!(v.trim(), "" | "false" | "0")) => Server::Missing,
+        _ if crate::says_ci(ci) => Server::Missing,
         _ => Server::Skip,
     }
 }
