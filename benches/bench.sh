@@ -11,6 +11,8 @@
 #   CCUSAGE=BIN     also time an existing transcript reader, ccusage, over the same
 #                   files (npm install ccusage @ccusage/ccusage-linux-x64; BIN is
 #                   node_modules/@ccusage/ccusage-linux-x64/bin/ccusage)
+#   BENCH_SCRIPT=F  run benches/F instead of bench.py with the same build and settings
+#                   (stage_costs.py: what each stage and the index cost a read)
 #   The binary timed is the one a hook should run: on x86-64 Linux the static build
 #   (`cargo build-static`, .cargo/config.toml), elsewhere the release build.
 set -euo pipefail
@@ -22,4 +24,4 @@ else
   cargo build --release -q -p transcope -p transcope-corpus
   export BENCH_BUILD=release
 fi
-exec python3 benches/bench.py "$@"
+exec python3 "benches/${BENCH_SCRIPT:-bench.py}" "$@"
