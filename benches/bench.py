@@ -213,6 +213,14 @@ def one_turn(payload, runs=20, backlog=False):
     return out
 
 
+def warm(files):
+    """Reads `files` once, so the runs timed find them in the page cache."""
+    for f in files:
+        with open(f, "rb") as fh:
+            while fh.read(1 << 20):
+                pass
+
+
 def interpreter(path):
     """Whether the ELF executable at `path` names a dynamic loader (an `INTERP`
     program header, as `.ci/static-smoke` checks): a static build does not."""
@@ -232,11 +240,7 @@ def main():
     files = files_of(os.path.join(CORPUS, "claude")) + files_of(os.path.join(CORPUS, "codex"))
     nbytes = sum(os.path.getsize(f) for f in files)
     srcs = [os.path.join(CORPUS, "claude"), os.path.join(CORPUS, "codex")]
-    # Warm the page cache.
-    for f in files + [SINGLE]:
-        with open(f, "rb") as fh:
-            while fh.read(1 << 20):
-                pass
+    warm(files + [SINGLE])
     rows = [
         # Spawned directly like backfill (run() sends their output to /dev/null).
         series("cat", lambda h: ["cat"] + files, nbytes),

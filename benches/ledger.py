@@ -40,10 +40,7 @@ def main():
     files = bench.files_of(os.path.join(CORPUS, "claude")) + bench.files_of(os.path.join(CORPUS, "codex"))
     nbytes = sum(os.path.getsize(f) for f in files)
     srcs = [os.path.join(CORPUS, "claude"), os.path.join(CORPUS, "codex")]
-    for f in files + [bench.SINGLE]:
-        with open(f, "rb") as fh:
-            while fh.read(1 << 20):
-                pass
+    bench.warm(files + [bench.SINGLE])
     rows = [bench.series("cat", lambda h: ["cat"] + files, nbytes, runs=runs)]
     for where, homes in (("tmpfs", TMPFS), ("disk", DISK)):
         # The two alternate, run by run: a disk's state drifts as homes come and go.

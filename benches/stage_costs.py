@@ -62,10 +62,7 @@ def main():
              f"archive {os.environ['TRANSCOPE_ARCHIVE']}, {bench.RUNS} rounds", ""]
     for label, src, files, jobs in inputs:
         nbytes = sum(os.path.getsize(f) for f in files)
-        for f in files:  # warm the page cache
-            with open(f, "rb") as fh:
-                while fh.read(1 << 20):
-                    pass
+        bench.warm(files)
         cat, ts = costs(src, files, jobs)
         cat_med = statistics.median(cat)
         default = statistics.median(ts[CONFIGS[0][0]])

@@ -307,9 +307,7 @@ impl Entry {
                         )
                     } else {
                         let head = print(0, head_len, &mut buf)?;
-                        src.read_into(tail_from, head_len as usize, &mut buf)
-                            .map_err(io_error(&self.original))?;
-                        (head, sha(&buf))
+                        (head, print(tail_from, end, &mut buf)?)
                     };
                     let same = head == r.head && tail == r.tail;
                     if same {

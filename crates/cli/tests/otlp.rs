@@ -33,22 +33,22 @@ fn python() -> Option<PathBuf> {
         .stderr(Stdio::null())
         .status()
         .is_ok_and(|s| s.success());
-    match (ok, transcope_testkit::under_ci()) {
-        (true, _) => Some(py),
-        (false, true) => panic!(
+    if ok {
+        return Some(py);
+    }
+    transcope_testkit::missing(
+        &format!(
             "{} cannot import opentelemetry-proto under CI: the OTLP tests must not skip \
              (.ci/py-clients installs it into target/py; .ci/run sets TRANSCOPE_TEST_PYTHON)",
             py.display()
         ),
-        (false, false) => {
-            eprintln!(
-                "skipped: {} cannot import opentelemetry-proto (pip install opentelemetry-proto, \
-                 or set TRANSCOPE_TEST_PYTHON)",
-                py.display()
-            );
-            None
-        }
-    }
+        &format!(
+            "{} cannot import opentelemetry-proto (pip install opentelemetry-proto, or set \
+             TRANSCOPE_TEST_PYTHON)",
+            py.display()
+        ),
+    );
+    None
 }
 
 /// A receiver process, killed when dropped.

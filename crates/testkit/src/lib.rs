@@ -94,6 +94,16 @@ pub fn under_ci() -> bool {
     says_ci(std::env::var("CI").ok().as_deref())
 }
 
+/// What a test does when an outside tool or service it needs is missing: under CI
+/// ([`under_ci`]) it fails with `under_ci_why`; elsewhere it prints `skipped:
+/// {skip_why}` and returns, and the test returns early.
+pub fn missing(under_ci_why: &str, skip_why: &str) {
+    if under_ci() {
+        panic!("{under_ci_why}");
+    }
+    eprintln!("skipped: {skip_why}");
+}
+
 /// Whether a value of `CI` says CI (see [`under_ci`]).
 pub(crate) fn says_ci(ci: Option<&str>) -> bool {
     ci.is_some_and(|v| !matches!(v.trim(), "" | "false" | "0"))
